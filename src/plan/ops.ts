@@ -1,0 +1,254 @@
+import { NO_SAVE, type Block, type Op, type ParamTensor, type Saved } from "./graph.ts";
+
+/** The element-wise non-linearities the families use. */
+export type Activation = "relu" | "gelu" | "tanh" | "silu" | "sigmoid";
+
+const SAVES_OUTPUT: ReadonlySet<Activation> = new Set(["relu", "tanh", "sigmoid"]);
+
+interface LinearOptions {
+  bias?: boolean;
+  trainable?: boolean;
+  /** the input tensor is already kept by an earlier op (q, k and v read one normed input) */
+  inputShared?: boolean;
+}
+
+/**
+ * Builds one block op by op, per sample, tracking which tensors autograd keeps so that a tensor
+ * kept by two ops (a ReLU's output, then the next Linear's input) is counted once.
+ */
+export class BlockBuilder {
+  readonly ops: Op[] = [];
+  private lastOutputKept = false;
+  readonly name: string;
+  readonly inputElems: number;
+  private readonly trainable: boolean;
+  private readonly options: { checkpoint?: boolean; shareKey?: string };
+
+  constructor(name: string, inputElems: number, trainable: boolean, options: { checkpoint?: boolean; shareKey?: string } = {}) {
+    this.name = name;
+    this.inputElems = inputElems;
+    this.trainable = trainable;
+    this.options = options;
+  }
+
+  build(): Block {
+    const block: Block = { name: this.name, ops: this.ops, inputElems: this.inputElems };
+    if (this.options.shareKey !== undefined) block.shareKey = this.options.shareKey;
+    if (this.options.checkpoint === true) block.checkpoint = true;
+    return block;
+  }
+
+  private push(op: Omit<Op, "trainable"> & { trainable?: boolean }, keepsOutput = false): this {
+    this.ops.push({ ...op, trainable: op.trainable ?? this.trainable });
+    this.lastOutputKept = keepsOutput;
+    return this;
+  }
+
+  /** Elements of an input the op keeps, unless the previous op already keeps that tensor. */
+  private keptInput(elems: number): number {
+    return this.lastOutputKept ? 0 : elems;
+  }
+
+  linear(name: string, inFeatures: number, outFeatures: number, rows: number, opts: LinearOptions = {}): this {
+    const trainable = opts.trainable ?? this.trainable;
+    const params: ParamTensor[] = [{ name: `${name}.weight`, shape: [outFeatures, inFeatures], trainable, matmul: true }];
+    if (opts.bias !== false) params.push({ name: `${name}.bias`, shape: [outFeatures], trainable, matmul: false });
+    // A frozen weight needs no input for its gradient, so autograd keeps nothing for it.
+    const kept = trainable && opts.inputShared !== true ? this.keptInput(rows * inFeatures) : 0;
+    return this.push({
+      kind: "linear",
+      params,
+      saved: { ...NO_SAVE, compute: kept },
+      outElems: rows * outFeatures,
+      flops: 2 * inFeatures * outFeatures * rows,
+      trainable,
+    });
+  }
+
+  /** A frozen Linear with LoRA adapters A (in→rank) and B (rank→out) that train. */
+  loraLinear(name: string, inFeatures: number, outFeatures: number, rank: number, rows: number, opts: LinearOptions = {}): this {
+    const params: ParamTensor[] = [
+      { name: `${name}.weight`, shape: [outFeatures, inFeatures], trainable: false, matmul: true },
+      { name: `${name}.lora_A.weight`, shape: [rank, inFeatures], trainable: true, matmul: true },
+      { name: `${name}.lora_B.weight`, shape: [outFeatures, rank], trainable: true, matmul: true },
+    ];
+    if (opts.bias !== false) params.splice(1, 0, { name: `${name}.bias`, shape: [outFeatures], trainable: false, matmul: false });
+    const input = opts.inputShared === true ? 0 : this.keptInput(rows * inFeatures);
+    return this.push({
+      kind: "lora-linear",
+      params,
+      saved: { ...NO_SAVE, compute: input + rows * rank },
+      outElems: rows * outFeatures,
+      flops: 2 * rows * (inFeatures * outFeatures + rank * (inFeatures + outFeatures)),
+      trainable: true,
+    });
+  }
+
+  activation(kind: Activation, elems: number): this {
+    if (SAVES_OUTPUT.has(kind)) {
+      return this.push({ kind, params: [], saved: { ...NO_SAVE, compute: elems }, outElems: elems, flops: elems }, true);
+    }
+    return this.push({ kind, params: [], saved: { ...NO_SAVE, compute: this.keptInput(elems) }, outElems: elems, flops: 8 * elems });
+  }
+
+  /** LayerNorm runs in fp32 under autocast: it keeps an fp32 input plus mean and rstd per row. */
+  layerNorm(name: string, features: number, rows: number): this {
+    return this.push({
+      kind: "layernorm",
+      params: [
+        { name: `${name}.weight`, shape: [features], trainable: this.trainable, matmul: false },
+        { name: `${name}.bias`, shape: [features], trainable: this.trainable, matmul: false },
+      ],
+      saved: { ...NO_SAVE, fp32: rows * features, bytes: 8 * rows },
+      outElems: rows * features,
+      flops: 5 * rows * features,
+    });
+  }
+
+  dropout(elems: number, p: number): this {
+    if (p <= 0) return this;
+    return this.push({ kind: "dropout", params: [], saved: { ...NO_SAVE, bytes: elems }, outElems: elems, flops: elems });
+  }
+
+  /** The looked-up indices are the input batch itself, already counted there. */
+  embedding(name: string, count: number, features: number, rows: number, trainable = this.trainable): this {
+    return this.push({
+      kind: "embedding",
+      params: [{ name: `${name}.weight`, shape: [count, features], trainable, matmul: false }],
+      saved: NO_SAVE,
+      outElems: rows * features,
+      flops: 0,
+      trainable,
+    });
+  }
+
+  residual(elems: number): this {
+    return this.push({ kind: "add", params: [], saved: NO_SAVE, outElems: elems, flops: elems });
+  }
+
+  /**
+   * Scaled dot-product attention over `sequences` sequences of `seqLen` tokens each. `sdpa` keeps
+   * q, k, v, the output and a log-sum-exp per head and token; `math` keeps the probabilities (fp32
+   * under autocast, plus their 16-bit copy for the second matmul).
+   */
+  attention(dModel: number, heads: number, seqLen: number, sequences: number, impl: "sdpa" | "math"): this {
+    const rows = seqLen * sequences;
+    const scores = heads * seqLen * seqLen * sequences;
+    const saved: Saved =
+      impl === "sdpa"
+        ? { ...NO_SAVE, compute: 4 * rows * dModel, bytes: 4 * heads * rows }
+        : { ...NO_SAVE, compute: 3 * rows * dModel, fp32: scores, mixedOnly: scores };
+    return this.push({
+      kind: `attention-${impl}`,
+      params: [],
+      saved,
+      outElems: impl === "math" ? Math.max(scores, rows * dModel) : rows * dModel,
+      flops: 4 * seqLen * seqLen * dModel * sequences,
+    });
+  }
+
+  /** Top-k mixture of experts replacing a feed-forward; tokens are copied into the experts they go to. */
+  mixtureOfExperts(name: string, dModel: number, experts: number, topK: number, ffn: number, rows: number, act: Activation): this {
+    const params: ParamTensor[] = [{ name: `${name}.router.weight`, shape: [experts, dModel], trainable: this.trainable, matmul: true }];
+    for (let e = 0; e < experts; e++) {
+      params.push(
+        { name: `${name}.experts.${e}.0.weight`, shape: [ffn, dModel], trainable: this.trainable, matmul: true },
+        { name: `${name}.experts.${e}.0.bias`, shape: [ffn], trainable: this.trainable, matmul: false },
+        { name: `${name}.experts.${e}.2.weight`, shape: [dModel, ffn], trainable: this.trainable, matmul: true },
+        { name: `${name}.experts.${e}.2.bias`, shape: [dModel], trainable: this.trainable, matmul: false },
+      );
+    }
+    const routed = rows * topK;
+    // router input, gathered expert inputs, hidden (act keeps one, second linear another unless shared), weighted outputs
+    const hiddenKept = SAVES_OUTPUT.has(act) ? routed * ffn : 2 * routed * ffn;
+    return this.push({
+      kind: "moe",
+      params,
+      saved: {
+        compute: this.keptInput(rows * dModel) + routed * dModel + hiddenKept + routed * dModel,
+        fp32: rows * experts,
+        mixedOnly: 0,
+        bytes: 8 * routed + 4 * routed,
+      },
+      outElems: Math.max(routed * ffn, rows * dModel),
+      flops: 2 * dModel * experts * rows + routed * 4 * dModel * ffn,
+    });
+  }
+
+  /** An LSTM or GRU layer stack as cuDNN runs it: inputs, gates and states kept per step. */
+  recurrent(kind: "lstm" | "gru", name: string, input: number, hidden: number, layers: number, bidirectional: boolean, seqLen: number): this {
+    const gates = kind === "lstm" ? 4 : 3;
+    const dirs = bidirectional ? 2 : 1;
+    const params: ParamTensor[] = [];
+    let flops = 0;
+    let kept = this.keptInput(seqLen * input);
+    for (let layer = 0; layer < layers; layer++) {
+      const layerInput = layer === 0 ? input : hidden * dirs;
+      for (let d = 0; d < dirs; d++) {
+        const suffix = `l${layer}${d === 1 ? "_reverse" : ""}`;
+        params.push(
+          { name: `${name}.weight_ih_${suffix}`, shape: [gates * hidden, layerInput], trainable: this.trainable, matmul: true },
+          { name: `${name}.weight_hh_${suffix}`, shape: [gates * hidden, hidden], trainable: this.trainable, matmul: true },
+          { name: `${name}.bias_ih_${suffix}`, shape: [gates * hidden], trainable: this.trainable, matmul: false },
+          { name: `${name}.bias_hh_${suffix}`, shape: [gates * hidden], trainable: this.trainable, matmul: false },
+        );
+        flops += 2 * seqLen * gates * hidden * (layerInput + hidden);
+        // gates, cell and hidden state per step (GRU: gates, candidate and hidden)
+        kept += seqLen * hidden * (gates + 2);
+      }
+    }
+    return this.push({ kind, params, saved: { ...NO_SAVE, compute: kept }, outElems: seqLen * hidden * dirs, flops });
+  }
+
+  conv1d(name: string, cin: number, cout: number, kernel: number, lengthIn: number, lengthOut: number): this {
+    return this.push({
+      kind: "conv1d",
+      params: [
+        { name: `${name}.weight`, shape: [cout, cin, kernel], trainable: this.trainable, matmul: true },
+        { name: `${name}.bias`, shape: [cout], trainable: this.trainable, matmul: false },
+      ],
+      saved: { ...NO_SAVE, compute: this.keptInput(cin * lengthIn) },
+      outElems: cout * lengthOut,
+      flops: 2 * cin * kernel * cout * lengthOut,
+    });
+  }
+
+  batchNorm(name: string, channels: number, length: number): this {
+    return this.push({
+      kind: "batchnorm",
+      params: [
+        { name: `${name}.weight`, shape: [channels], trainable: this.trainable, matmul: false },
+        { name: `${name}.bias`, shape: [channels], trainable: this.trainable, matmul: false },
+      ],
+      saved: { ...NO_SAVE, compute: this.keptInput(channels * length) },
+      outElems: channels * length,
+      flops: 4 * channels * length,
+    });
+  }
+
+  /** MaxPool keeps its input and the int64 index of each maximum. */
+  maxPool(channels: number, lengthIn: number, lengthOut: number): this {
+    return this.push({
+      kind: "maxpool",
+      params: [],
+      saved: { ...NO_SAVE, compute: this.keptInput(channels * lengthIn), bytes: 8 * channels * lengthOut },
+      outElems: channels * lengthOut,
+      flops: channels * lengthIn,
+    });
+  }
+
+  /** A free-standing parameter such as a Gaussian policy's log_std. */
+  parameter(name: string, shape: readonly number[]): this {
+    return this.push({ kind: "parameter", params: [{ name, shape, trainable: this.trainable, matmul: false }], saved: NO_SAVE, outElems: 0, flops: 0 });
+  }
+
+  /** Mean squared error: autocast runs it in fp32 and it keeps input and target. */
+  mseLoss(elems: number): this {
+    return this.push({ kind: "mse-loss", params: [], saved: { ...NO_SAVE, fp32: 2 * elems }, outElems: elems, flops: 3 * elems });
+  }
+
+  /** Cross-entropy keeps log-softmax of the logits in fp32. */
+  crossEntropyLoss(rows: number, classes: number): this {
+    return this.push({ kind: "cross-entropy", params: [], saved: { ...NO_SAVE, fp32: rows * classes }, outElems: rows * classes, flops: 5 * rows * classes });
+  }
+}
