@@ -113,6 +113,7 @@ class Summary:
         self.samples_after_first = 0
 
     def step(self, samples, loss):
+        """loss may be a tensor: it is read (a device sync) only at the end."""
         self.steps += 1
         self.samples += samples
         self.loss = loss
@@ -128,7 +129,7 @@ class Summary:
         else:
             rate = self.samples / max(now - self.t0, 1e-9)
         fields = dict(steps=self.steps, samples=self.samples, samples_per_s=f"{rate:.1f}",
-                      final_loss=f"{self.loss:.6g}", elapsed_s=f"{now - self.t0:.2f}")
+                      final_loss=f"{float(self.loss):.6g}", elapsed_s=f"{now - self.t0:.2f}")
         fields.update(extra)
         print(f"[{self.name}] done " + " ".join(f"{k}={v}" for k, v in fields.items()), flush=True)
 

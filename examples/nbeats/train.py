@@ -155,20 +155,19 @@ def main(argv=None):
     optimizer = torch.optim.Adam(model.parameters(), lr=float(common.get(cfg, "training.lr", 1e-3)))
 
     def loss_fn(model, batch):
-        x, y = (t.to(dev, non_blocking=True) for t in batch)
+        x, y = batch                      # already on the device: TrainStep moves batches
         return nn.functional.mse_loss(model(x), y)
 
     step = bt.TrainStep(model, optimizer, loss_fn, precision=precision, accumulation=accumulation, device=dev)
     limit = common.step_limit(args, cfg, brim)
     summary = common.Summary("nbeats")
-    tracker = brim.track(common.epochs(lambda epoch: loader))
     model.train()
-    for x, y in tracker:
-        loss = float(step((x, y)))
-        tracker.log(loss=loss, micro_batch=x.shape[0], accumulation=accumulation)
-        summary.step(x.shape[0], loss)
-        if limit is not None and summary.steps >= limit:
-            break
+    with brim.track(common.epochs(lambda epoch: loader)) as tracker:      # one reported step per batch; stops at brim's budget
+        for x, y in tracker:
+            loss = step((x, y))      # TrainStep notes loss, micro-batch and accumulation in the step report
+            summary.step(x.shape[0], loss)
+            if limit is not None and summary.steps >= limit:
+                break
     summary.print(batch_size=batch_size, accumulation=accumulation, precision=precision, device=dev.type)
 
 

@@ -105,6 +105,22 @@ export class BlockBuilder {
     });
   }
 
+  /** RMSNorm (Llama): fp32 input and one rstd per row kept, a weight and no bias. */
+  rmsNorm(name: string, features: number, rows: number): this {
+    return this.push({
+      kind: "rmsnorm",
+      params: [{ name: `${name}.weight`, shape: [features], trainable: this.trainable, matmul: false }],
+      saved: { ...NO_SAVE, fp32: rows * features, bytes: 4 * rows },
+      outElems: rows * features,
+      flops: 4 * rows * features,
+    });
+  }
+
+  /** An element-wise composite (SwiGLU's gate, GPT-2's tanh GELU) that keeps `kept` elements per sample. */
+  elementwise(kind: string, kept: number, outElems: number, flops: number, keepsOutput = false): this {
+    return this.push({ kind, params: [], saved: { ...NO_SAVE, compute: kept }, outElems, flops }, keepsOutput);
+  }
+
   dropout(elems: number, p: number): this {
     if (p <= 0) return this;
     return this.push({ kind: "dropout", params: [], saved: { ...NO_SAVE, bytes: elems }, outElems: elems, flops: elems });

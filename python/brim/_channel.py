@@ -1,0 +1,282 @@
+"""The channel to brim: newline-delimited JSON over a Unix domain socket (docs/schemas/channel.v1.json).
+
+One connection per process. The first line on every connection is a "hello". A process that was
+forked after connecting (a DataLoader worker) drops the inherited connection and opens its own.
+Any failure (no server, refused, path too long, broken pipe, a stuck server) prints one warning on
+stderr and turns the channel into a no-op for the rest of the process: the job never dies of it.
+"""
+
+import json
+import math
+import os
+import platform
+import select
+import socket
+import sys
+import threading
+import time
+
+from . import _env
+
+PROTOCOL_VERSION = 1
+CONNECT_TIMEOUT_S = 2.0
+SEND_TIMEOUT_S = 10.0
+MAX_INBOUND_LINE = 1 << 20
+
+# Frameworks named in the hello when the job has imported them (never imported by the SDK).
+_FRAMEWORK_MODULES = ("torch", "lightning", "pytorch_lightning", "transformers", "jax", "jaxlib", "tensorflow")
+
+
+def _json_safe(obj):
+    """Copy of obj that json can write: non-finite floats become "nan"/"inf"/"-inf", tensors and
+    numpy scalars become numbers, tuples become lists."""
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        return "nan" if obj != obj else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    item = getattr(obj, "item", None)
+    if callable(item):
+        try:
+            return _json_safe(item())
+        except Exception:
+            pass
+    tolist = getattr(obj, "tolist", None)
+    if callable(tolist):
+        try:
+            return _json_safe(tolist())
+        except Exception:
+            pass
+    return str(obj)
+
+
+def encode(msg):
+    """One message as one line of UTF-8 JSON ending in a newline."""
+    return (json.dumps(_json_safe(msg), separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+def _env_int(name):
+    raw = os.environ.get(name)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return None
+
+
+def _role():
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.utils.data.get_worker_info() is not None:
+                return "loader_worker"
+        except Exception:
+            pass
+    return "main"
+
+
+def framework_versions():
+    """Versions of the frameworks this process has imported (name -> version string)."""
+    versions = {}
+    for name in _FRAMEWORK_MODULES:
+        mod = sys.modules.get(name)
+        if mod is None:
+            continue
+        v = getattr(mod, "__version__", None)
+        versions[name] = str(v) if v is not None else "unknown"
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            cuda = getattr(getattr(torch, "version", None), "cuda", None)
+            if cuda:
+                versions["cuda"] = str(cuda)
+            cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+            if cudnn:
+                versions["cudnn"] = str(cudnn)
+        except Exception:
+            pass
+    return versions
+
+
+def primary_framework(versions):
+    for name in ("torch", "jax", "tensorflow"):
+        if name in versions:
+            return name
+    return "none"
+
+
+def hello_message(sdk_version):
+    versions = framework_versions()
+    return {
+        "v": PROTOCOL_VERSION,
+        "type": "hello",
+        "t": time.time(),
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "run_id": _env.run_id(),
+        "rank": _env_int("RANK"),
+        "local_rank": _env_int("LOCAL_RANK"),
+        "world_size": _env_int("WORLD_SIZE"),
+        "role": _role(),
+        "python": platform.python_version(),
+        "sdk": sdk_version,
+        "framework": primary_framework(versions),
+        "versions": versions,
+        "argv": [str(a) for a in sys.argv],
+        "host": socket.gethostname(),
+    }
+
+
+class Channel:
+    """Client end of the channel. Thread-safe; fork-aware; never raises from send() or poll()."""
+
+    def __init__(self, path, sdk_version):
+        self.path = path
+        self.sdk_version = sdk_version
+        self._lock = threading.Lock()
+        self._sock = None
+        self._pid = None
+        self._dead = False
+        self._inbuf = b""
+        self.sent = 0
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def connected(self):
+        return self._sock is not None and self._pid == os.getpid()
+
+    @property
+    def dead(self):
+        return self._dead
+
+    def after_fork_in_child(self):
+        """Forget the parent's connection (without shutting it down: it is the parent's)."""
+        self._lock = threading.Lock()
+        sock, self._sock = self._sock, None
+        self._pid = None
+        self._inbuf = b""
+        self.sent = 0
+        if sock is not None:
+            # close(2) on the child's copy of the descriptor; unlike shutdown() it leaves the
+            # parent's connection intact.
+            try:
+                sock.close()
+            except Exception:
+                pass
+
+    def _fail(self, why):
+        self._dead = True
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except Exception:
+                pass
+        _env.warn_once("channel", "brim channel %s: %s; the job goes on without reporting to brim" % (self.path, why))
+
+    def _connect(self):
+        path = self.path
+        if path.startswith("@"):  # Linux abstract namespace
+            path = "\0" + path[1:]
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(CONNECT_TIMEOUT_S)
+            sock.connect(path)
+            sock.setblocking(False)
+        except Exception:
+            sock.close()
+            raise
+        self._sock = sock
+        self._pid = os.getpid()
+        self._sendall(encode(hello_message(self.sdk_version)))
+
+    def _sendall(self, data):
+        view = memoryview(data)
+        deadline = time.monotonic() + SEND_TIMEOUT_S
+        flags = getattr(socket, "MSG_NOSIGNAL", 0)
+        while view:
+            try:
+                n = self._sock.send(view, flags)
+                view = view[n:]
+            except (BlockingIOError, InterruptedError):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError("the server did not read for %.0f s" % SEND_TIMEOUT_S)
+                select.select([], [self._sock], [], remaining)
+
+    # -- API --------------------------------------------------------------------------------
+    def send(self, msg):
+        """Send one message; True when it was written to the socket."""
+        if self._dead:
+            return False
+        try:
+            data = encode(msg)
+        except Exception as e:  # a value json cannot write: drop this message, keep the channel
+            _env.warn_once("encode", "a message could not be encoded and was dropped (%s)" % e)
+            return False
+        with self._lock:
+            if self._dead:
+                return False
+            try:
+                if self._pid != os.getpid():
+                    if self._sock is not None:  # forked without the at-fork hook having run
+                        self.after_fork_in_child()
+                    self._connect()
+                self._sendall(data)
+                self.sent += 1
+                return True
+            except Exception as e:
+                self._fail("%s: %s" % (type(e).__name__, e) if str(e) else type(e).__name__)
+                return False
+
+    def poll(self):
+        """Server-to-client messages that have arrived, without waiting. Never connects."""
+        if self._dead or not self.connected:
+            return []
+        out = []
+        with self._lock:
+            try:
+                while True:
+                    try:
+                        chunk = self._sock.recv(65536)
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    if not chunk:
+                        self._fail("the server closed the connection")
+                        break
+                    self._inbuf += chunk
+                    if len(self._inbuf) > MAX_INBOUND_LINE and b"\n" not in self._inbuf:
+                        self._inbuf = b""
+                        _env.warn_once("inbound", "dropped an over-long line from the server")
+            except Exception as e:
+                self._fail("%s: %s" % (type(e).__name__, e))
+            while b"\n" in self._inbuf:
+                line, self._inbuf = self._inbuf.split(b"\n", 1)
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    msg = json.loads(line.decode("utf-8"))
+                except ValueError:
+                    _env.warn_once("inbound-json", "ignored a line from the server that is not JSON")
+                    continue
+                if isinstance(msg, dict) and msg.get("v") == PROTOCOL_VERSION and isinstance(msg.get("type"), str):
+                    out.append(msg)
+                else:
+                    _env.warn_once("inbound-version", "ignored a message from the server of an unknown version/type")
+        return out
+
+    def close(self):
+        with self._lock:
+            sock, self._sock = self._sock, None
+            if sock is not None and self._pid == os.getpid():
+                try:
+                    sock.close()
+                except Exception:
+                    pass

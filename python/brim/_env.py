@@ -1,0 +1,216 @@
+"""Environment variables the SDK reads, and the warning helper. Standard library only."""
+
+import json
+import math
+import os
+import sys
+
+ENV_CHANNEL = "BRIM_CHANNEL"
+ENV_KNOBS = "BRIM_KNOBS"
+ENV_STEP_BUDGET = "BRIM_STEP_BUDGET"
+ENV_WARMUP_STEPS = "BRIM_WARMUP_STEPS"
+ENV_MEMORY_CAP_BYTES = "BRIM_MEMORY_CAP_BYTES"
+ENV_MEMORY_CAP_FRACTION = "BRIM_MEMORY_CAP_FRACTION"
+ENV_MEMORY_CAP_OVERHEAD_BYTES = "BRIM_MEMORY_CAP_OVERHEAD_BYTES"
+ENV_RUN_ID = "BRIM_RUN_ID"
+ENV_FAULT_OOM_AT_STEP = "BRIM_FAULT_OOM_AT_STEP"
+ENV_FAULT_OOM_PHASE = "BRIM_FAULT_OOM_PHASE"
+
+_warned = set()
+
+
+def warn_once(key, message):
+    """Print one line 'brim: warning: ...' on stderr, once per key and process."""
+    if key in _warned:
+        return
+    _warned.add(key)
+    try:
+        sys.stderr.write("brim: warning: %s\n" % message)
+        sys.stderr.flush()
+    except Exception:  # stderr closed: nothing we can do, and nothing worth crashing for
+        pass
+
+
+class KnobError(ValueError):
+    """A knob value from BRIM_KNOBS cannot be used as the type of the job's default."""
+
+
+def channel_path():
+    path = os.environ.get(ENV_CHANNEL, "")
+    return path or None
+
+
+def _int_env(name, minimum=0):
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        try:
+            f = float(raw)
+        except ValueError:
+            f = math.nan
+        if not (math.isfinite(f) and f.is_integer()):
+            warn_once(name, "ignoring %s=%r: not an integer" % (name, raw))
+            return None
+        value = int(f)
+    if value < minimum:
+        warn_once(name, "ignoring %s=%r: below %d" % (name, raw, minimum))
+        return None
+    return value
+
+
+def step_budget():
+    """Steps the trial may run (BRIM_STEP_BUDGET, a positive integer), or None."""
+    return _int_env(ENV_STEP_BUDGET, minimum=1)
+
+
+def warmup_steps():
+    """Steps reported as warm-up (BRIM_WARMUP_STEPS), 0 when unset."""
+    return _int_env(ENV_WARMUP_STEPS, minimum=0) or 0
+
+
+def memory_cap_bytes():
+    """The memory cap in bytes (BRIM_MEMORY_CAP_BYTES), or None."""
+    return _int_env(ENV_MEMORY_CAP_BYTES, minimum=1)
+
+
+def memory_cap_fraction():
+    """The memory cap as a fraction of the device (BRIM_MEMORY_CAP_FRACTION, 0 < f <= 1), or None."""
+    raw = os.environ.get(ENV_MEMORY_CAP_FRACTION, "").strip()
+    if not raw:
+        return None
+    try:
+        f = float(raw)
+    except ValueError:
+        f = math.nan
+    if not (0.0 < f <= 1.0):
+        warn_once(ENV_MEMORY_CAP_FRACTION, "ignoring %s=%r: not in (0, 1]" % (ENV_MEMORY_CAP_FRACTION, raw))
+        return None
+    return f
+
+
+def memory_cap_overhead_bytes():
+    return _int_env(ENV_MEMORY_CAP_OVERHEAD_BYTES, minimum=0)
+
+
+def run_id():
+    return os.environ.get(ENV_RUN_ID) or None
+
+
+def fault_oom_steps():
+    """Step indices (0-based TrainStep calls) at which an out-of-memory error is injected."""
+    raw = os.environ.get(ENV_FAULT_OOM_AT_STEP, "").strip()
+    if not raw:
+        return frozenset()
+    steps = set()
+    for part in raw.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            steps.add(int(part))
+        except ValueError:
+            warn_once(ENV_FAULT_OOM_AT_STEP, "ignoring %s entry %r: not an integer" % (ENV_FAULT_OOM_AT_STEP, part))
+    return frozenset(steps)
+
+
+def fault_oom_phase():
+    """Where the injected OOM is raised: 'forward' (default) or 'backward'."""
+    raw = os.environ.get(ENV_FAULT_OOM_PHASE, "").strip().lower() or "forward"
+    if raw not in ("forward", "backward"):
+        warn_once(ENV_FAULT_OOM_PHASE, "ignoring %s=%r: use forward or backward" % (ENV_FAULT_OOM_PHASE, raw))
+        return "forward"
+    return raw
+
+
+_knob_cache = (None, {})
+
+
+def knobs():
+    """All knobs of the current trial: the JSON object in BRIM_KNOBS ({} when unset)."""
+    global _knob_cache
+    raw = os.environ.get(ENV_KNOBS, "")
+    if raw == _knob_cache[0]:
+        return dict(_knob_cache[1])
+    if not raw.strip():
+        parsed = {}
+    else:
+        try:
+            parsed = json.loads(raw)
+        except ValueError as e:
+            raise KnobError("brim: %s is not valid JSON (%s): %r" % (ENV_KNOBS, e, raw[:200]))
+        if not isinstance(parsed, dict):
+            raise KnobError("brim: %s must be a JSON object, got %s" % (ENV_KNOBS, type(parsed).__name__))
+    _knob_cache = (raw, parsed)
+    return dict(parsed)
+
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def cast_knob(name, value, default):
+    """Cast a knob value to the type of the default; raise KnobError when it cannot be done."""
+
+    def fail():
+        raise KnobError(
+            "brim: knob %r = %r cannot be used as %s (the job's default is %r)"
+            % (name, value, type(default).__name__, default)
+        )
+
+    if default is None:
+        return value
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        fail()
+    if isinstance(default, int):
+        if isinstance(value, bool):
+            fail()
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                try:
+                    f = float(value)
+                except ValueError:
+                    fail()
+                if math.isfinite(f) and f.is_integer():
+                    return int(f)
+        fail()
+    if isinstance(default, float):
+        if isinstance(value, bool):
+            fail()
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                fail()
+        fail()
+    if isinstance(default, str):
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        fail()
+    if isinstance(default, (list, tuple)):
+        if isinstance(value, list):
+            return type(default)(value)
+        fail()
+    if isinstance(default, dict):
+        if isinstance(value, dict):
+            return value
+        fail()
+    return value

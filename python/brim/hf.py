@@ -1,0 +1,68 @@
+"""brim.hf: a transformers TrainerCallback that reports each optimizer step to brim and stops
+training at the trial's step budget.
+
+    import brim.hf
+    trainer = transformers.Trainer(..., callbacks=[brim.hf.BrimTrainerCallback()])
+
+UNTESTED against a real transformers install in this repository's CI (it is not installed there):
+tests/test_callbacks.py drives the callback through stand-ins for TrainerCallback, the training
+arguments, state and control, implementing only what is used here.
+
+A "step" here is one optimizer step of the Trainer (gradient_accumulation_steps micro-batches):
+samples = per_device_train_batch_size * gradient_accumulation_steps; wait_s is the time between
+the previous step's end and this step's begin, which includes fetching the batches only in
+transformers versions that fetch them before on_step_begin. The loss comes from the latest
+on_log (every logging_steps), so most steps carry none.
+"""
+
+import brim
+
+from ._callbacks import StepClock
+
+
+def _import_callback_base():
+    try:
+        from transformers import TrainerCallback
+
+        return TrainerCallback
+    except ImportError:
+        return None
+
+
+_Base = _import_callback_base()
+AVAILABLE = _Base is not None
+
+if _Base is not None:
+
+    class BrimTrainerCallback(_Base):
+        def __init__(self):
+            super().__init__()
+            self._clock = StepClock()
+            self._loss = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self._clock.start()
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self._clock.begin()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                self._loss = logs["loss"]
+
+        def on_step_end(self, args, state, control, **kwargs):
+            micro = getattr(args, "per_device_train_batch_size", None)
+            accumulation = getattr(args, "gradient_accumulation_steps", None)
+            samples = micro * accumulation if micro and accumulation else None
+            loss, self._loss = self._loss, None
+            if self._clock.end(samples=samples, loss=loss, micro_batch=micro, accumulation=accumulation):
+                control.should_training_stop = True
+            return control
+
+else:
+
+    class BrimTrainerCallback:  # type: ignore[no-redef]
+        """Placeholder: transformers is not importable."""
+
+        def __init__(self, *args, **kwargs):
+            raise ImportError("brim.hf.BrimTrainerCallback needs `transformers` installed")

@@ -1,0 +1,74 @@
+"""brim.lightning: a Lightning callback that reports each training step to brim and stops the
+trainer at the trial's step budget.
+
+    import brim.lightning
+    trainer = lightning.Trainer(callbacks=[brim.lightning.BrimCallback()], ...)
+
+Works with `lightning` (lightning.pytorch) or the older `pytorch_lightning`, whichever is
+importable. UNTESTED against a real Lightning install in this repository's CI (Lightning is not
+installed there): tests/test_callbacks.py drives the callback through a stand-in Trainer that
+implements only the attributes listed below.
+
+Attributes used: trainer.accumulate_grad_batches, trainer.should_stop; hooks on_train_start,
+on_train_batch_start(trainer, module, batch, batch_idx), on_train_batch_end(trainer, module,
+outputs, batch, batch_idx). A "step" is one training batch (one micro-batch under accumulation).
+"""
+
+import brim
+
+from ._callbacks import StepClock, loss_value
+
+
+def _import_lightning():
+    try:
+        import lightning.pytorch as pl  # Lightning >= 2.0
+
+        return pl
+    except ImportError:
+        pass
+    try:
+        import pytorch_lightning as pl  # older name
+
+        return pl
+    except ImportError:
+        return None
+
+
+_pl = _import_lightning()
+AVAILABLE = _pl is not None
+
+
+def _samples(batch):
+    return brim._batch_samples(batch)
+
+
+if _pl is not None:
+
+    class BrimCallback(_pl.Callback):
+        """Reports every training batch as a brim step; stops the trainer at the step budget or
+        when brim asks to stop."""
+
+        def __init__(self):
+            super().__init__()
+            self._clock = StepClock()
+
+        def on_train_start(self, trainer, pl_module):
+            self._clock.start()
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args):
+            self._clock.begin()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
+            stop = self._clock.end(samples=_samples(batch), loss=loss_value(outputs),
+                                   micro_batch=_samples(batch),
+                                   accumulation=getattr(trainer, "accumulate_grad_batches", None))
+            if stop:
+                trainer.should_stop = True
+
+else:
+
+    class BrimCallback:  # type: ignore[no-redef]
+        """Placeholder: neither `lightning` nor `pytorch_lightning` is importable."""
+
+        def __init__(self, *args, **kwargs):
+            raise ImportError("brim.lightning.BrimCallback needs `lightning` (or `pytorch_lightning`) installed")

@@ -1,0 +1,342 @@
+"""profile(): a model profile measured without a GPU (docs/schemas/model-profile.v1.json)."""
+
+import contextlib
+import datetime
+import json
+import os
+import tempfile
+import warnings
+
+import torch
+
+import brim
+
+from ._util import batch_size, iter_tensors, storage_of
+
+SCHEMA = "brim.model-profile"
+VERSION = 1
+
+
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def _resize_batch(batch, n, b):
+    """A batch of b samples built from a batch of n (samples repeated when b > n), every tensor a
+    fresh contiguous copy so that no measured storage is shared with the caller's batch."""
+    index = torch.arange(b) % n
+
+    def pick(x):
+        if torch.is_tensor(x):
+            if x.dim() > 0 and x.shape[0] == n:
+                return x.index_select(0, index.to(x.device)).contiguous()
+            return x.clone()
+        if isinstance(x, dict):
+            try:
+                return type(x)((k, pick(v)) for k, v in x.items())
+            except Exception:
+                return {k: pick(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            is_container = any(torch.is_tensor(v) or isinstance(v, (list, tuple, dict)) for v in x)
+            if not is_container and len(x) == n:
+                items = [x[i] for i in index.tolist()]
+            else:
+                items = [pick(v) for v in x]
+            if isinstance(x, tuple) and hasattr(x, "_fields"):
+                return type(x)(*items)
+            return type(x)(items)
+        return x
+
+    return pick(batch)
+
+
+def _default_loss(model, batch):
+    if isinstance(batch, dict):
+        out = model(**batch)
+    elif isinstance(batch, (list, tuple)):
+        out = model(*batch)
+    else:
+        out = model(batch)
+    total = None
+    for t in iter_tensors(out if not hasattr(out, "values") else list(out.values())):
+        if t.is_floating_point():
+            s = t.float().sum()
+            total = s if total is None else total + s
+    return total
+
+
+# ---- forward FLOPs -----------------------------------------------------------------------------
+# Counted (multiply-add = 2 FLOPs), from forward hooks on these modules only:
+#   Linear (and subclasses, e.g. LoRA adapters built from Linear), Bilinear,
+#   Conv1d/2d/3d, ConvTranspose1d/2d/3d, RNN/LSTM/GRU (input and recurrent matmuls of every layer
+#   and direction, LSTM projections), MultiheadAttention (q/k/v/out projections, QK^T and the
+#   weighted sum of values).
+# Not counted: matmuls written directly in a module's forward (torch.matmul, einsum, F.linear
+# outside a Linear module, F.scaled_dot_product_attention), element-wise ops, norms, softmax,
+# activations, embeddings (lookups), the loss.
+
+
+def _prod(xs):
+    out = 1
+    for x in xs:
+        out *= int(x)
+    return out
+
+
+def _module_flops(mod, inputs, output):
+    nn = torch.nn
+    if isinstance(mod, nn.Linear):
+        out = output if torch.is_tensor(output) else None
+        if out is None:
+            return 0
+        rows = out.numel() // max(1, mod.out_features)
+        return 2 * mod.in_features * mod.out_features * rows
+    if isinstance(mod, nn.Bilinear):
+        rows = output.numel() // max(1, mod.out_features)
+        return 2 * mod.in1_features * mod.in2_features * mod.out_features * rows
+    if isinstance(mod, nn.modules.conv._ConvNd):
+        k = _prod(mod.kernel_size)
+        if mod.transposed:
+            x = inputs[0]
+            return 2 * x.numel() * (mod.out_channels // mod.groups) * k
+        return 2 * (mod.in_channels // mod.groups) * k * output.numel()
+    if isinstance(mod, nn.RNNBase):
+        x = inputs[0]
+        if isinstance(x, nn.utils.rnn.PackedSequence):
+            tokens = int(x.data.shape[0])
+        else:
+            tokens = x.numel() // max(1, x.shape[-1])
+        gates = {"LSTM": 4, "GRU": 3}.get(mod.mode, 1)
+        hidden = mod.hidden_size
+        proj = getattr(mod, "proj_size", 0) or 0
+        h_out = proj or hidden
+        dirs = 2 if mod.bidirectional else 1
+        per_token = 0
+        for layer in range(mod.num_layers):
+            in_l = mod.input_size if layer == 0 else h_out * dirs
+            per_dir = 2 * gates * hidden * (in_l + h_out)
+            if proj:
+                per_dir += 2 * hidden * proj
+            per_token += dirs * per_dir
+        return tokens * per_token
+    if isinstance(mod, nn.MultiheadAttention):
+        if len(inputs) < 3 or not all(torch.is_tensor(t) for t in inputs[:3]):
+            return 0
+        q, k, _v = inputs[:3]
+        e = mod.embed_dim
+        if q.dim() == 2:  # unbatched (L, E)
+            n, seq_q, seq_k = 1, q.shape[0], k.shape[0]
+        elif mod.batch_first:
+            n, seq_q, seq_k = q.shape[0], q.shape[1], k.shape[1]
+        else:
+            n, seq_q, seq_k = q.shape[1], q.shape[0], k.shape[0]
+        per = (2 * seq_q * e * e + 2 * seq_k * mod.kdim * e + 2 * seq_k * mod.vdim * e
+               + 2 * seq_q * seq_k * e + 2 * seq_q * seq_k * e + 2 * seq_q * e * e)
+        return n * per
+    return 0
+
+
+# ---- measurement ----------------------------------------------------------------------------------
+
+
+def _autocast_dtype_works(device_type, dtype):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.autocast(device_type=device_type, dtype=dtype):
+                a = torch.ones(2, 2, device=device_type)
+                return torch.mm(a, a).dtype == dtype
+    except Exception:
+        return False
+
+
+def _measure(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_flops):
+    """Saved-for-backward storages of one forward+loss: (total bytes, largest bytes, flops)."""
+    batch_ptrs = set()
+    for t in iter_tensors(batch):
+        try:
+            batch_ptrs.add(storage_of(t)[0])
+        except Exception:
+            pass
+    storages = {}
+
+    def pack(t):
+        try:
+            ptr, nbytes = storage_of(t)
+        except Exception:
+            return t
+        if ptr and ptr not in exclude_ptrs and ptr not in batch_ptrs:
+            storages[ptr] = max(nbytes, storages.get(ptr, 0))
+        return t
+
+    def unpack(t):
+        return t
+
+    flops = [0]
+    handles = []
+    if count_flops:
+        def hook(mod, inputs, output):
+            flops[0] += _module_flops(mod, inputs, output)
+
+        handles = [m.register_forward_hook(hook) for m in model.modules()]
+    try:
+        amp = (torch.autocast(device_type=device_type, dtype=amp_dtype) if amp_dtype is not None
+               else contextlib.nullcontext())
+        with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, unpack), amp:
+            loss = loss_fn(model, batch)
+        total = sum(storages.values())
+        largest = max(storages.values()) if storages else 0
+        del loss  # the graph (and the storages it kept) goes only now: no address was reused
+    finally:
+        for h in handles:
+            h.remove()
+    return total, largest, flops[0]
+
+
+def _num(x):
+    """An int when the value is integral (exact measurements stay exact in the JSON)."""
+    x = float(x)
+    return int(round(x)) if abs(x - round(x)) < 1e-9 else x
+
+
+def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=None,
+            precisions=("fp32", "bf16-mixed", "fp16-mixed")):
+    """Measure a model profile (docs/schemas/model-profile.v1.json) on the device the model is on
+    (meant for CPU: no GPU needed) and write it to `path` when given. Returns the profile dict.
+
+    loss_fn(model, batch) -> loss, as for TrainStep; default: the model's floating outputs summed.
+    The sample batch (tensors, or tuples/lists/dicts of them, dim 0 = samples) is resized to two
+    batch sizes (default n//2 and n, or 1 and 2 for n == 1); the bytes saved for backward at each
+    are measured and the slope is reported per sample, the intercept as fixed. Parameters,
+    buffers and the input batch itself are not counted as saved (inputs are in input_bytes).
+    Precisions that autocast does not support on the device are left out. The model's mode,
+    buffers (e.g. BatchNorm statistics) and the global RNG state are restored afterwards."""
+    if loss_fn is None:
+        loss_fn = _default_loss
+    n = batch_size(sample_batch)
+    if n is None or n < 1:
+        raise ValueError("brim.torch.profile: the sample batch needs a tensor with a batch dimension")
+    if batches is None:
+        batches = (n // 2, n) if n >= 2 else (1, 2)
+    b1, b2 = int(batches[0]), int(batches[1])
+    if not (1 <= b1 < b2):
+        raise ValueError("brim.torch.profile: batches must be two sizes 1 <= b1 < b2, got %r" % (batches,))
+
+    params = list(model.parameters())
+    first = params[0] if params else next(iter(iter_tensors(sample_batch)), None)
+    device = first.device if first is not None else torch.device("cpu")
+
+    # params: counts, dtypes, shapes
+    by_dtype = {}
+    tensors = []
+    total = trainable = 0
+    for pname, p in model.named_parameters():
+        numel = p.numel()
+        total += numel
+        if p.requires_grad:
+            trainable += numel
+        key = _dtype_name(p.dtype)
+        by_dtype[key] = by_dtype.get(key, 0) + numel
+        tensors.append({"name": pname, "shape": [int(s) for s in p.shape], "dtype": key,
+                        "trainable": bool(p.requires_grad)})
+    buffer_bytes = sum(b.numel() * b.element_size() for b in model.buffers())
+
+    exclude = set()
+    for t in list(model.parameters()) + list(model.buffers()):
+        try:
+            exclude.add(storage_of(t)[0])
+        except Exception:
+            pass
+
+    input_bytes = 0
+    for t in iter_tensors(sample_batch):
+        if t.dim() > 0 and t.shape[0] == n:
+            input_bytes += t[0].numel() * t.element_size()
+
+    wanted = []
+    for prec in precisions:
+        if prec == "fp32":
+            wanted.append((prec, None))
+        elif prec in ("bf16-mixed", "fp16-mixed"):
+            dtype = torch.bfloat16 if prec == "bf16-mixed" else torch.float16
+            if _autocast_dtype_works(device.type, dtype):
+                wanted.append((prec, dtype))
+        else:
+            raise ValueError("brim.torch.profile: unknown precision %r" % (prec,))
+    if "fp32" not in [w[0] for w in wanted]:
+        wanted.insert(0, ("fp32", None))
+
+    small = _resize_batch(sample_batch, n, b1)
+    large = _resize_batch(sample_batch, n, b2)
+    was_training = model.training
+    saved_buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    rng_devices = [device.index or 0] if device.type == "cuda" else []
+    per_sample_saved, fixed_saved = {}, {}
+    largest_per_sample = 0.0
+    flops_per_sample = 0.0
+    try:
+        model.train()
+        with torch.random.fork_rng(devices=rng_devices):
+            for prec, dtype in wanted:
+                s1, _l1, _f1 = _measure(model, small, loss_fn, exclude, dtype, device.type, False)
+                s2, l2, f2 = _measure(model, large, loss_fn, exclude, dtype, device.type, prec == "fp32")
+                slope = (s2 - s1) / float(b2 - b1)
+                per_sample_saved[prec] = _num(max(0.0, slope))
+                fixed_saved[prec] = _num(s1 - slope * b1)
+                if prec == "fp32":
+                    largest_per_sample = l2 / float(b2)
+                    flops_per_sample = f2 / float(b2)
+    finally:
+        with torch.no_grad():
+            for b, copy in saved_buffers:
+                b.copy_(copy)
+        model.train(was_training)
+
+    result = {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "name": name or type(model).__name__,
+        "framework": {"name": "torch", "version": str(torch.__version__)},
+        "params": {
+            "total": int(total),
+            "trainable": int(trainable),
+            "by_dtype": by_dtype,
+            "buffer_bytes": int(buffer_bytes),
+            "tensors": tensors,
+        },
+        "per_sample": {
+            "input_bytes": int(input_bytes),
+            "saved_bytes": per_sample_saved,
+            "largest_saved_bytes": _num(largest_per_sample),
+            "forward_flops": _num(flops_per_sample),
+        },
+        "fixed": {"saved_bytes": fixed_saved},
+        "measured": {
+            "batches": [b1, b2],
+            "device": str(device),
+            "created": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+        },
+    }
+    if path is not None:
+        _write_json(path, result)
+    brim.send({"type": "profile", "profile": result, "path": os.path.abspath(path) if path else None})
+    return result
+
+
+def _write_json(path, obj):
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".brim-profile-", suffix=".json", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+

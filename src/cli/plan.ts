@@ -1,0 +1,168 @@
+import { readFile } from "node:fs/promises";
+import { Command, Option } from "commander";
+import { parseByteSize } from "../bytes.ts";
+import { BrimError, UsageError } from "../errors/index.ts";
+import { GPU_CATALOG } from "../plan/catalog.ts";
+import { SHARDINGS, type Sharding } from "../plan/memory.ts";
+import { parseModelFile } from "../plan/model-file.ts";
+import { plan, type PlanReport } from "../plan/planner.ts";
+import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
+import type { Output } from "./output.ts";
+import { renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
+
+/** Options of `brim plan` as the command line gives them. */
+export interface PlanCommandOptions {
+  gpu?: string;
+  gpuMemory?: number;
+  precision?: Precision;
+  optimizer?: Optimizer;
+  batch?: number;
+  effectiveBatch?: number;
+  seqLen?: number;
+  checkpointing?: boolean;
+  gpus?: number;
+  sharding?: Sharding;
+  cap?: number;
+  margin?: number;
+  json?: boolean;
+  markdown?: boolean;
+  listGpus?: boolean;
+}
+
+/**
+ * `brim plan`: reads the model file and returns the plan. Printing is {@link printPlan}'s.
+ *
+ * @example
+ * ```ts
+ * const report = await planCommand("examples/nbeats/model.yaml", { gpu: "rtx-3060" });
+ * ```
+ */
+export async function planCommand(file: string, options: PlanCommandOptions): Promise<PlanReport> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : ((error as Error).message ?? String(error));
+    throw new BrimError("E_INPUT", `cannot read model file ${file}: ${why}`, { cause: error });
+  }
+  return plan(parseModelFile(text, file), {
+    gpu: options.gpu,
+    gpuMemoryBytes: options.gpuMemory,
+    precision: options.precision,
+    optimizer: options.optimizer,
+    batch: options.batch,
+    effectiveBatch: options.effectiveBatch,
+    seqLen: options.seqLen,
+    checkpointing: options.checkpointing,
+    gpus: options.gpus,
+    sharding: options.sharding,
+    capBytes: options.cap,
+    margin: options.margin,
+  });
+}
+
+/** Prints a plan as text, JSON or Markdown. */
+export function printPlan(report: PlanReport, options: Pick<PlanCommandOptions, "json" | "markdown">, out: Output): void {
+  if (options.json === true) out.stdout(JSON.stringify(report, null, 2) + "\n");
+  else if (options.markdown === true) out.stdout(renderPlanMarkdown(report));
+  else out.stdout(renderPlanText(report));
+}
+
+/** The GPU catalog as a table for `--list-gpus`. */
+export function renderGpuList(): string {
+  const rows = GPU_CATALOG.map((g) => `${g.id.padEnd(18)} ${String(g.memoryGiB).padStart(4)} GiB  ${g.architecture.padEnd(9)} ${g.name}`);
+  return ["id                 memory  arch      name", ...rows].join("\n") + "\n";
+}
+
+function positiveInt(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`${flag} must be a positive integer, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+function choice<T extends string>(flag: string, allowed: readonly T[]) {
+  return (value: string): T => {
+    if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`${flag} must be one of ${allowed.join(", ")}; got ${JSON.stringify(value)}`);
+    return value as T;
+  };
+}
+
+function gib(flag: string) {
+  return (value: string): number => {
+    const bytes = /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) * 2 ** 30 : parseByteSize(value, flag);
+    if (!(bytes > 0)) throw new UsageError(`${flag} must be more than 0, got ${JSON.stringify(value)}`);
+    return bytes;
+  };
+}
+
+function fraction(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === "" || !Number.isFinite(n) || n < 0 || n >= 1) throw new UsageError(`${flag} must be a fraction from 0 up to (not including) 1, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+const EXAMPLES = `
+Examples:
+  $ brim plan examples/nbeats/model.yaml --gpu rtx-3060
+  $ brim plan examples/embedder/model.yaml --gpu t4 --precision fp16-mixed --effective-batch 64
+  $ brim plan config.json --gpu a100-80gb --precision bf16-mixed --seq-len 2048 --checkpointing
+  $ brim plan config.json --gpu h100-sxm --gpus 8 --sharding fsdp --optimizer adamw --json
+  $ brim plan model.yaml --gpu-memory 24 --cap 20GiB --margin 0.05 --markdown > PLAN.md
+
+<model> is one of:
+  a model spec (YAML/JSON) naming a built-in family: mlp, nbeats, lstm, gru, cnn1d-lstm,
+    transformer-encoder (LoRA, mixture of experts), actor-critic — see docs/model-spec.md;
+  a Hugging Face config.json (bert, roberta, gpt2, llama, mistral, qwen2);
+  a model profile written by the Python SDK: brim.torch.profile(model, batch, loss_fn, path).
+
+The plan: memory by component at the micro-batch in force, the largest micro-batch whose
+predicted peak stays under cap × (1 - margin), and ranked ways (micro-batch × accumulation,
+precision, checkpointing) to reach the effective batch. Numbers in the plan that are not
+measured yet are listed as uncalibrated, with their sources (--json: assumptions).
+`;
+
+/**
+ * Declares `brim plan` on a commander program.
+ *
+ * @example
+ * ```ts
+ * registerPlan(program, output);
+ * ```
+ */
+export function registerPlan(program: Command, out: Output): void {
+  program
+    .command("plan")
+    .summary("plan the memory of a training job for a GPU, before anything runs")
+    .description("Plan the memory of a training job on a GPU, present or not: what fits, and the largest safe micro-batch.")
+    .argument("[model]", "model spec (YAML/JSON), Hugging Face config.json, or SDK model profile")
+    .option("--gpu <id>", "GPU from the catalog, e.g. rtx-4090, a100-80gb, h100-sxm (see --list-gpus)")
+    .option("--gpu-memory <GiB>", "memory of any card, in GiB or with a unit (24, 22.5GiB)", gib("--gpu-memory"))
+    .addOption(new Option("--precision <p>", "training precision").choices(PRECISIONS).argParser(choice("--precision", PRECISIONS)))
+    .addOption(new Option("--optimizer <name>", "optimizer (default adamw, or the spec's)").choices(OPTIMIZERS).argParser(choice("--optimizer", OPTIMIZERS)))
+    .option("--batch <n>", "micro-batch per GPU (default: the spec's, else the largest that fits)", positiveInt("--batch"))
+    .option("--effective-batch <n>", "samples per optimizer step over all GPUs and accumulation", positiveInt("--effective-batch"))
+    .option("--seq-len <n>", "sequence length / tokens per input", positiveInt("--seq-len"))
+    .option("--checkpointing", "activation checkpointing per block")
+    .option("--gpus <n>", "data-parallel GPUs", positiveInt("--gpus"))
+    .addOption(new Option("--sharding <s>", "how states are split over --gpus (default ddp)").choices(SHARDINGS).argParser(choice("--sharding", SHARDINGS)))
+    .option("--cap <size>", "memory cap below the card's size, e.g. 12GiB", gib("--cap"))
+    .option("--margin <fraction>", "share of the cap kept free", fraction("--margin"), 0.1)
+    .option("--json", "print the plan as JSON")
+    .option("--markdown", "print the plan as Markdown")
+    .option("--list-gpus", "list the GPU catalog and exit")
+    .addHelpText("after", EXAMPLES)
+    .action(async (model: string | undefined, options: PlanCommandOptions) => {
+      if (options.listGpus === true) {
+        out.stdout(renderGpuList());
+        return;
+      }
+      if (model === undefined) throw new UsageError("brim plan needs a model file: brim plan <model> --gpu <id> (see brim plan --help)");
+      if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
+      printPlan(await planCommand(model, options), options, out);
+    });
+}

@@ -1,0 +1,144 @@
+import { formatBytes } from "../bytes.ts";
+import type { PlanReport, PlanSection } from "../plan/planner.ts";
+
+const LABELS: Record<string, string> = {
+  weights: "weights",
+  gradients: "gradients",
+  optimizer_state: "optimizer state",
+  activations: "activations",
+  input_batch: "input batch",
+  temporaries: "temporaries",
+  workspace: "workspace",
+  cuda_context: "CUDA context",
+  allocator_slack: "allocator slack",
+};
+
+function count(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)} M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)} k`;
+  return String(n);
+}
+
+function percent(x: number): string {
+  return `${(100 * x).toFixed(1)}%`;
+}
+
+function table(rows: string[][], align: ("l" | "r")[]): string[] {
+  const widths = align.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) =>
+    r
+      .map((cell, i) => (align[i] === "r" ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd(),
+  );
+}
+
+function setupLine(s: PlanSection): string {
+  const st = s.setup;
+  return `${st.precision} · ${st.optimizer} · micro-batch ${st.micro_batch} (${st.micro_batch_from}) × accumulation ${st.accumulation}${st.gpus > 1 ? ` × ${st.gpus} GPUs (${st.sharding})` : ""} = effective ${st.effective_batch} · checkpointing ${st.checkpointing ? "on" : "off"}`;
+}
+
+function sectionLines(s: PlanSection, budget: number): string[] {
+  const lines: string[] = [];
+  lines.push(`params     ${count(s.params.total)} total, ${count(s.params.trainable)} trainable${s.params.frozen > 0 ? `, ${count(s.params.frozen)} frozen` : ""}`);
+  lines.push(`setup      ${setupLine(s)}`);
+  lines.push("");
+  const rows = Object.entries(s.memory.components).map(([name, bytes]) => [`  ${LABELS[name] ?? name}`, formatBytes(bytes), percent(s.memory.shares[name as keyof typeof s.memory.shares])]);
+  rows.unshift([`memory at micro-batch ${s.setup.micro_batch}`, "bytes", "share"]);
+  rows.push(["  predicted peak", formatBytes(s.memory.peak_bytes), s.memory.fits ? `fits ${formatBytes(budget)}` : `OVER ${formatBytes(budget)}`]);
+  lines.push(...table(rows, ["l", "r", "r"]));
+  lines.push("");
+  lines.push(
+    s.max_micro_batch > 0
+      ? `largest micro-batch that fits: ${s.max_micro_batch}`
+      : "largest micro-batch that fits: none — not even one sample fits with these settings",
+  );
+  if (s.suggestions.length > 0) {
+    lines.push("");
+    lines.push(`ways to reach effective batch ${s.setup.effective_batch}, fastest first (predicted):`);
+    const rows2 = [["  #", "precision", "checkpointing", "micro × accum", "peak", "samples/s", "relative"]];
+    s.suggestions.forEach((x, i) => {
+      rows2.push([
+        `  ${i + 1}`,
+        x.precision,
+        x.checkpointing ? "on" : "off",
+        `${x.micro_batch} × ${x.accumulation}`,
+        formatBytes(x.peak_bytes),
+        x.samples_per_s >= 100 ? x.samples_per_s.toFixed(0) : x.samples_per_s.toPrecision(3),
+        x.relative_speed.toFixed(2),
+      ]);
+    });
+    lines.push(...table(rows2, ["l", "l", "l", "r", "r", "r", "r"]));
+  } else {
+    lines.push(`no way to reach effective batch ${s.setup.effective_batch} fits this budget`);
+  }
+  for (const note of s.notes) lines.push(`note: ${note}`);
+  return lines;
+}
+
+/**
+ * Renders a plan for the terminal.
+ *
+ * @example
+ * ```ts
+ * process.stdout.write(renderPlanText(report));
+ * ```
+ */
+export function renderPlanText(report: PlanReport): string {
+  const g = report.gpu;
+  const lines: string[] = [];
+  lines.push(`brim plan · ${report.model.name} (${report.model.family}, from ${report.model.source})`);
+  lines.push(
+    `gpu        ${g.name}: ${formatBytes(g.memory_bytes)}, cap ${formatBytes(g.cap_bytes)}, margin ${percent(g.margin)} → budget ${formatBytes(g.budget_bytes)}${g.gpus > 1 ? ` per GPU × ${g.gpus}` : ""}`,
+  );
+  if (report.seq_len !== undefined) lines.push(`sequence   ${report.seq_len}`);
+  lines.push(...sectionLines(report, g.budget_bytes));
+  for (const stage of report.stages) {
+    lines.push("", `── stage ${stage.name ?? "?"}${stage.seq_len !== undefined ? ` (seq_len ${stage.seq_len})` : ""} ──`);
+    lines.push(...sectionLines(stage, g.budget_bytes));
+  }
+  const uncalibrated = report.assumptions.filter((a) => !a.calibrated).map((a) => a.name);
+  lines.push("");
+  lines.push(`speed model: ${report.speed_model}`);
+  lines.push(`uncalibrated: ${uncalibrated.join(", ")} (sources: --json, field assumptions)`);
+  return lines.join("\n") + "\n";
+}
+
+/**
+ * Renders a plan as Markdown (for a README, an issue or a PR).
+ *
+ * @example
+ * ```ts
+ * writeFileSync("PLAN.md", renderPlanMarkdown(report));
+ * ```
+ */
+export function renderPlanMarkdown(report: PlanReport): string {
+  const g = report.gpu;
+  const out: string[] = [];
+  out.push(`# Memory plan: ${report.model.name} on ${g.name}`, "");
+  out.push(`Cap ${formatBytes(g.cap_bytes)} of ${formatBytes(g.memory_bytes)}, margin ${percent(g.margin)}, budget ${formatBytes(g.budget_bytes)}.`, "");
+  const sections: PlanSection[] = [report, ...report.stages];
+  for (const s of sections) {
+    if (s !== report) out.push(`## Stage ${s.name ?? ""}${s.seq_len !== undefined ? ` (seq_len ${s.seq_len})` : ""}`, "");
+    out.push(`${count(s.params.total)} parameters (${count(s.params.trainable)} trainable). ${setupLine(s)}.`, "");
+    out.push("| component | bytes | share |", "|---|---:|---:|");
+    for (const [name, bytes] of Object.entries(s.memory.components)) {
+      out.push(`| ${LABELS[name] ?? name} | ${formatBytes(bytes)} | ${percent(s.memory.shares[name as keyof typeof s.memory.shares])} |`);
+    }
+    out.push(`| **predicted peak** | **${formatBytes(s.memory.peak_bytes)}** | ${s.memory.fits ? "fits" : "over budget"} |`, "");
+    out.push(`Largest micro-batch that fits: **${s.max_micro_batch}**.`, "");
+    if (s.suggestions.length > 0) {
+      out.push("| # | precision | checkpointing | micro × accumulation | peak | predicted samples/s | relative |", "|---|---|---|---|---:|---:|---:|");
+      s.suggestions.forEach((x, i) =>
+        out.push(`| ${i + 1} | ${x.precision} | ${x.checkpointing ? "on" : "off"} | ${x.micro_batch} × ${x.accumulation} | ${formatBytes(x.peak_bytes)} | ${x.samples_per_s.toPrecision(4)} | ${x.relative_speed.toFixed(2)} |`),
+      );
+      out.push("");
+    }
+    for (const note of s.notes) out.push(`> ${note}`, "");
+  }
+  out.push("## Assumptions", "", "| name | value | source | calibrated |", "|---|---|---|---|");
+  for (const a of report.assumptions) out.push(`| ${a.name} | ${typeof a.value === "number" && a.value > 1e5 ? formatBytes(a.value) : String(a.value)} | ${a.source} | ${a.calibrated ? "yes" : "no"} |`);
+  out.push("", `Speed model: ${report.speed_model}`, "");
+  return out.join("\n");
+}

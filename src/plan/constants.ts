@@ -1,0 +1,105 @@
+/**
+ * Constants the plan depends on that vary with the GPU, the driver and the framework version. Each
+ * carries its source; a calibration measured on a GPU replaces them (see {@link Calibration}).
+ * @module
+ */
+
+const MiB = 2 ** 20;
+
+/** The named constants of the memory and speed models. */
+export interface PlanConstants {
+  /** memory the CUDA context and loaded kernel images hold per process, outside PyTorch's allocator */
+  cuda_context_bytes: number;
+  /** cuBLAS/cuBLASLt workspace per process */
+  cublas_workspace_bytes: number;
+  /** cuDNN workspace for convolutions and recurrent layers */
+  cudnn_workspace_bytes: number;
+  /** caching-allocator rounding and fragmentation, as a fraction of the memory that changes per step */
+  allocator_slack_fraction: number;
+  /** share of a GPU's dense peak that large matmuls reach */
+  peak_efficiency: number;
+  /** matmul rows (micro-batch × tokens) at which efficiency is half of `peak_efficiency` */
+  half_efficiency_rows: number;
+  /** launch cost per op, per forward+backward pass */
+  op_overhead_s: number;
+  /** Python and data hand-off cost per micro-step */
+  step_overhead_s: number;
+}
+
+/** Where a constant's value comes from. */
+export interface ConstantSource {
+  source: string;
+  calibrated: boolean;
+}
+
+/** The defaults, none measured by brim yet: each says so. */
+export const DEFAULT_CONSTANTS: Readonly<PlanConstants> = {
+  cuda_context_bytes: 512 * MiB,
+  cublas_workspace_bytes: 32 * MiB,
+  cudnn_workspace_bytes: 128 * MiB,
+  allocator_slack_fraction: 0.1,
+  peak_efficiency: 0.5,
+  half_efficiency_rows: 2048,
+  op_overhead_s: 10e-6,
+  step_overhead_s: 1e-3,
+};
+
+const DEFAULT_SOURCES: Record<keyof PlanConstants, string> = {
+  cuda_context_bytes:
+    "estimate: CUDA context with lazy loading 287,047,680 B (pytorch PR #86509) plus cuBLAS/cuDNN kernel images loaded on first use; not yet measured by brim",
+  cublas_workspace_bytes: "PyTorch's default CUBLAS_WORKSPACE_CONFIG :4096:8 (8 × 4 MiB); not yet measured by brim",
+  cudnn_workspace_bytes: "estimate for conv/recurrent models; the real size depends on the algorithm cuDNN picks (pytorch #49207); not yet measured by brim",
+  allocator_slack_fraction: "estimate: caching allocator rounds large blocks to 2 MiB and fragments (pytorch #35901); not yet measured by brim",
+  peak_efficiency: "speed model: assumed share of dense peak reached by large matmuls; not yet measured by brim",
+  half_efficiency_rows: "speed model: assumed rows at half efficiency; not yet measured by brim",
+  op_overhead_s: "speed model: kernel launch latency, about 5–10 µs per op; not yet measured by brim",
+  step_overhead_s: "speed model: Python and data hand-off per micro-step; not yet measured by brim",
+};
+
+/**
+ * Constants measured on a GPU (bench/results/…), used when planning for a matching GPU.
+ *
+ * @example
+ * ```ts
+ * const cal: Calibration = { id: "h100-torch2.4", matches: ["h100-sxm"], constants: { cuda_context_bytes: 5.4e8 }, source: "bench/results/h100/fit.json" };
+ * resolveConstants("h100-sxm", [cal]).values.cuda_context_bytes; // 5.4e8
+ * ```
+ */
+export interface Calibration {
+  id: string;
+  /** GPU ids or architectures this calibration applies to */
+  matches: readonly string[];
+  constants: Partial<PlanConstants>;
+  source: string;
+}
+
+/** Constants in force for one plan, each with where it came from. */
+export interface ResolvedConstants {
+  values: PlanConstants;
+  sources: Record<keyof PlanConstants, ConstantSource>;
+}
+
+/**
+ * Picks the constants for a GPU: defaults, overridden by the first calibration that matches the
+ * GPU id or its architecture.
+ *
+ * @example
+ * ```ts
+ * resolveConstants("rtx-4090", []).sources.cuda_context_bytes.calibrated; // false
+ * ```
+ */
+export function resolveConstants(gpuId: string | undefined, calibrations: readonly Calibration[], architecture?: string): ResolvedConstants {
+  const values: PlanConstants = { ...DEFAULT_CONSTANTS };
+  const sources = Object.fromEntries(
+    Object.entries(DEFAULT_SOURCES).map(([k, source]) => [k, { source, calibrated: false }]),
+  ) as Record<keyof PlanConstants, ConstantSource>;
+  const match = calibrations.find((c) => c.matches.some((m) => m === gpuId || m === architecture));
+  if (match !== undefined) {
+    for (const [key, value] of Object.entries(match.constants) as [keyof PlanConstants, number | undefined][]) {
+      if (value === undefined) continue;
+      values[key] = value;
+      sources[key] = { source: `calibration ${match.id}: ${match.source}`, calibrated: true };
+    }
+  }
+  return { values, sources };
+}

@@ -1,0 +1,184 @@
+import type { PlanConstants } from "./constants.ts";
+import { precisionBytes, type ModelFootprint } from "./footprint.ts";
+import { elementsOf } from "./graph.ts";
+import type { Optimizer, Precision } from "./spec.ts";
+
+/** How the training states are split over GPUs. */
+export const SHARDINGS = ["none", "ddp", "zero1", "zero2", "zero3", "fsdp"] as const;
+/** A sharding strategy. */
+export type Sharding = (typeof SHARDINGS)[number];
+
+/** Everything about the training run that changes its memory. */
+export interface TrainingSetup {
+  precision: Precision;
+  optimizer: Optimizer;
+  checkpointing: boolean;
+  gpus: number;
+  sharding: Sharding;
+}
+
+/** The memory components, in the order they are reported. */
+export const COMPONENTS = [
+  "weights",
+  "gradients",
+  "optimizer_state",
+  "activations",
+  "input_batch",
+  "temporaries",
+  "workspace",
+  "cuda_context",
+  "allocator_slack",
+] as const;
+/** One component's name. */
+export type Component = (typeof COMPONENTS)[number];
+
+/** Bytes of each component and their sum, the predicted peak, per GPU. */
+export interface MemoryBreakdown {
+  components: Record<Component, number>;
+  peak_bytes: number;
+}
+
+/**
+ * Bytes of optimizer state for the trainable parameters. Mixed precision keeps the state in fp32;
+ * pure bf16 keeps it in bf16 (PyTorch's optimizers allocate state like the parameter).
+ *
+ * @example
+ * ```ts
+ * optimizerStateBytes("adamw", "fp32", 1000, undefined); // 8000
+ * ```
+ */
+export function optimizerStateBytes(
+  optimizer: Optimizer,
+  precision: Precision,
+  trainable: number,
+  tensors: ModelFootprint["params"]["tensors"],
+): number {
+  const state = precisionBytes(precision).weight;
+  switch (optimizer) {
+    case "sgd":
+      return 0;
+    case "sgd-momentum":
+      return trainable * state;
+    case "adam":
+    case "adamw":
+      return 2 * trainable * state;
+    case "adamw-8bit":
+      // two 8-bit moments plus one fp32 absmax per 2048-element block and moment (bitsandbytes' blockwise quantisation)
+      return 2 * trainable + 2 * 4 * Math.ceil(trainable / 2048);
+    case "adafactor": {
+      // factored second moment: rows + columns for matrices, full for vectors; no first moment (beta1 = None)
+      if (tensors === undefined) return Math.ceil(trainable * 0.01) * state;
+      let elems = 0;
+      for (const t of tensors) {
+        if (!t.trainable) continue;
+        const dims = t.shape;
+        if (dims.length >= 2) {
+          const cols = dims[dims.length - 1] ?? 1;
+          const rows = elementsOf(dims) / cols;
+          elems += rows + cols;
+        } else {
+          elems += elementsOf(dims);
+        }
+      }
+      return elems * state;
+    }
+  }
+}
+
+/** Working memory of the optimizer step beyond its state: multi-tensor Adam keeps one state-sized temporary. */
+function optimizerStepTemporary(optimizer: Optimizer, precision: Precision, trainable: number): number {
+  const state = precisionBytes(precision).weight;
+  switch (optimizer) {
+    case "adam":
+    case "adamw":
+    case "adafactor":
+      return trainable * state;
+    default:
+      return 0;
+  }
+}
+
+function shardFactor(setup: TrainingSetup, state: "weights" | "gradients" | "optimizer"): number {
+  if (setup.gpus <= 1) return 1;
+  const level = { none: 0, ddp: 0, zero1: 1, zero2: 2, zero3: 3, fsdp: 3 }[setup.sharding];
+  const needs = { optimizer: 1, gradients: 2, weights: 3 }[state];
+  return level >= needs ? setup.gpus : 1;
+}
+
+/**
+ * The memory model: predicted peak per GPU of one training step at micro-batch `microBatch`.
+ *
+ * peak = weights + gradients + optimizer state + workspace + CUDA context
+ *      + max(activations + input batch + backward buffers, optimizer-step working memory)
+ *      + allocator slack × (the part that changes per step).
+ *
+ * @example
+ * ```ts
+ * const m = memoryAt(footprint, { precision: "bf16-mixed", optimizer: "adamw", checkpointing: false, gpus: 1, sharding: "none" }, 32, constants);
+ * m.peak_bytes;
+ * ```
+ */
+export function memoryAt(footprint: ModelFootprint, setup: TrainingSetup, microBatch: number, constants: PlanConstants): MemoryBreakdown {
+  const bytes = precisionBytes(setup.precision);
+  const { total, trainable } = footprint.params;
+  const act = footprint.activations[setup.precision];
+
+  const weights = Math.ceil((total * bytes.weight) / shardFactor(setup, "weights"));
+  // DDP without gradient_as_bucket_view keeps a second copy of the gradients in its buckets
+  const ddpBuckets = setup.gpus > 1 && (setup.sharding === "ddp" || setup.sharding === "none") ? 2 : 1;
+  const gradients = Math.ceil((trainable * bytes.weight * ddpBuckets) / shardFactor(setup, "gradients"));
+  const optimizer_state = Math.ceil(optimizerStateBytes(setup.optimizer, setup.precision, trainable, footprint.params.tensors) / shardFactor(setup, "optimizer"));
+
+  const perSample = setup.checkpointing ? (act.perSampleCheckpointed ?? act.perSample) : act.perSample;
+  const activations = Math.ceil(microBatch * perSample + act.fixed);
+  const input_batch = microBatch * footprint.inputBytesPerSample;
+  // backward holds the gradient of the largest activation and of its input at once
+  const backwardBuffers = 2 * microBatch * act.largestPerSample;
+  const stepTemporary = optimizerStepTemporary(setup.optimizer, setup.precision, trainable) / shardFactor(setup, "optimizer");
+  const gatheredWeights = shardFactor(setup, "weights") > 1 ? 2 * footprint.params.largestTensorElems * bytes.weight : 0;
+  const temporaries = Math.ceil(Math.max(backwardBuffers, stepTemporary - activations - input_batch, 0) + gatheredWeights);
+
+  const workspace = constants.cublas_workspace_bytes + (footprint.usesCudnn ? constants.cudnn_workspace_bytes : 0);
+  const cuda_context = constants.cuda_context_bytes;
+  const allocator_slack = Math.ceil(constants.allocator_slack_fraction * (activations + input_batch + temporaries));
+
+  const components: Record<Component, number> = {
+    weights,
+    gradients,
+    optimizer_state,
+    activations,
+    input_batch,
+    temporaries,
+    workspace,
+    cuda_context,
+    allocator_slack,
+  };
+  const peak_bytes = Object.values(components).reduce((a, b) => a + b, 0);
+  return { components, peak_bytes };
+}
+
+/**
+ * The largest micro-batch whose predicted peak is within `budgetBytes`, or 0 if not even one
+ * sample fits. Peak is non-decreasing in the micro-batch, so a galloping then binary search finds it.
+ *
+ * @example
+ * ```ts
+ * maxMicroBatch((b) => memoryAt(fp, setup, b, constants).peak_bytes, 20 * 2 ** 30); // e.g. 96
+ * ```
+ */
+export function maxMicroBatch(peakAt: (microBatch: number) => number, budgetBytes: number, limit = 2 ** 24): number {
+  if (peakAt(1) > budgetBytes) return 0;
+  let low = 1;
+  let high = 2;
+  while (high <= limit && peakAt(high) <= budgetBytes) {
+    low = high;
+    high *= 2;
+  }
+  if (high > limit) return low;
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (peakAt(mid) <= budgetBytes) low = mid;
+    else high = mid;
+  }
+  return low;
+}

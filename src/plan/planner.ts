@@ -1,0 +1,414 @@
+import { formatBytes } from "../bytes.ts";
+import { InputError } from "../errors/index.ts";
+import { findGpu, gpuIds, type GpuSpec } from "./catalog.ts";
+import { resolveConstants, type Calibration, type PlanConstants, type ResolvedConstants } from "./constants.ts";
+import { graphFromSpec } from "./families.ts";
+import { footprintFromGraph, type ModelFootprint } from "./footprint.ts";
+import { graphFromHfConfig } from "./hf.ts";
+import { COMPONENTS, maxMicroBatch, memoryAt, type Component, type Sharding, type TrainingSetup } from "./memory.ts";
+import type { ModelInput } from "./model-file.ts";
+import { footprintFromProfile } from "./profile.ts";
+import { peakFor, predictedSamplesPerSecond, SPEED_MODEL } from "./speed.ts";
+import type { ModelSpec, Optimizer, Precision, StageSpec } from "./spec.ts";
+
+/** What to plan for. Every field is optional but the GPU: `gpu` or `gpuMemoryBytes`. */
+export interface PlanOptions {
+  gpu?: string | undefined;
+  gpuMemoryBytes?: number | undefined;
+  precision?: Precision | undefined;
+  optimizer?: Optimizer | undefined;
+  batch?: number | undefined;
+  effectiveBatch?: number | undefined;
+  seqLen?: number | undefined;
+  checkpointing?: boolean | undefined;
+  gpus?: number | undefined;
+  sharding?: Sharding | undefined;
+  capBytes?: number | undefined;
+  /** share of the cap kept free, 0.1 by default */
+  margin?: number | undefined;
+  calibrations?: readonly Calibration[] | undefined;
+}
+
+/** One ranked way to reach the effective batch. */
+export interface Suggestion {
+  micro_batch: number;
+  accumulation: number;
+  precision: Precision;
+  checkpointing: boolean;
+  peak_bytes: number;
+  samples_per_s: number;
+  relative_speed: number;
+}
+
+/** The plan of one model shape (the whole model, or one training stage). */
+export interface PlanSection {
+  name?: string;
+  seq_len?: number;
+  params: { total: number; trainable: number; frozen: number };
+  setup: {
+    precision: Precision;
+    optimizer: Optimizer;
+    micro_batch: number;
+    micro_batch_from: "--batch" | "spec" | "largest that fits";
+    accumulation: number;
+    effective_batch: number;
+    checkpointing: boolean;
+    gpus: number;
+    sharding: Sharding;
+  };
+  memory: { components: Record<Component, number>; shares: Record<Component, number>; peak_bytes: number; fits: boolean };
+  max_micro_batch: number;
+  suggestions: Suggestion[];
+  notes: string[];
+}
+
+/** A named value the plan used, with its source. */
+export interface Assumption {
+  name: string;
+  value: number | string;
+  source: string;
+  calibrated: boolean;
+}
+
+/** The whole answer of `brim plan`. */
+export interface PlanReport extends PlanSection {
+  model: { name: string; family: string; source: ModelFootprint["source"]; file?: string };
+  gpu: { id: string; name: string; memory_bytes: number; cap_bytes: number; margin: number; budget_bytes: number; gpus: number };
+  stages: PlanSection[];
+  speed_model: string;
+  assumptions: Assumption[];
+}
+
+const SUGGESTED_PRECISIONS: readonly Precision[] = ["fp32", "tf32", "bf16-mixed", "fp16-mixed"];
+
+/**
+ * Plans the memory of a training job on a GPU: the breakdown at the chosen micro-batch, the largest
+ * micro-batch that fits the cap with the margin, ranked ways to reach the effective batch, and one
+ * plan per training stage. Pure: give it a parsed model ({@link parseModelFile}).
+ *
+ * @example
+ * ```ts
+ * import { plan, parseModelFile } from "brim";
+ * const report = plan(parseModelFile(text, "model.yaml"), { gpu: "rtx-4080", precision: "bf16-mixed" });
+ * report.max_micro_batch; // e.g. 412
+ * ```
+ */
+export function plan(model: ModelInput, options: PlanOptions): PlanReport {
+  const gpu = resolveGpu(options);
+  const margin = options.margin ?? 0.1;
+  if (!(margin >= 0 && margin < 1)) throw new InputError(`must be at least 0 and below 1, got ${margin}`, { field: "--margin" });
+  const capBytes = options.capBytes ?? gpu.memoryBytes;
+  if (capBytes > gpu.memoryBytes) {
+    throw new InputError(`cap ${formatBytes(capBytes)} is above the card's ${formatBytes(gpu.memoryBytes)}`, { field: "--cap" });
+  }
+  const gpus = options.gpus ?? 1;
+  if (!Number.isInteger(gpus) || gpus < 1) throw new InputError(`must be a positive integer, got ${gpus}`, { field: "--gpus" });
+  const sharding: Sharding = options.sharding ?? (gpus > 1 ? "ddp" : "none");
+  if (gpus === 1 && sharding !== "none" && sharding !== "ddp") {
+    throw new InputError(`${sharding} shards states over several GPUs; add --gpus N`, { field: "--sharding" });
+  }
+  const constants = resolveConstants(gpu.spec?.id, options.calibrations ?? [], gpu.spec?.architecture);
+  const budget = Math.floor(capBytes * (1 - margin));
+
+  const training = model.kind === "spec" ? model.spec.training : undefined;
+  const precision = options.precision ?? training?.precision ?? "fp32";
+  if (gpu.spec !== undefined && peakFor(gpu.spec, precision) === undefined) {
+    throw new InputError(`${gpu.spec.name} (${gpu.spec.architecture}) has no fast ${precision}; use ${precision.startsWith("bf16") ? "fp16-mixed" : "fp32"}`, {
+      field: "--precision",
+    });
+  }
+  const base = {
+    precision,
+    optimizer: options.optimizer ?? training?.optimizer ?? "adamw",
+    checkpointing: options.checkpointing ?? training?.checkpointing ?? false,
+    gpus,
+    sharding,
+  } satisfies TrainingSetup;
+
+  const context: PlanContext = { gpu: gpu.spec, budget, constants: constants.values };
+  const notes: string[] = [];
+  const mainFootprint = footprintOf(model, options.seqLen, undefined, notes);
+  const section = planSection(mainFootprint, base, {
+    batch: options.batch ?? training?.batch,
+    batchFrom: options.batch !== undefined ? "--batch" : "spec",
+    effectiveBatch: options.effectiveBatch ?? training?.effective_batch,
+  }, context);
+  section.notes.unshift(...notes);
+
+  const stages: PlanSection[] = [];
+  if (model.kind === "spec") {
+    for (const stage of model.spec.stages ?? []) {
+      const stageNotes: string[] = [];
+      const footprint = footprintOf(model, options.seqLen, stage, stageNotes);
+      const s = planSection(footprint, base, {
+        batch: options.batch ?? stage.batch ?? training?.batch,
+        batchFrom: options.batch !== undefined ? "--batch" : "spec",
+        effectiveBatch: options.effectiveBatch ?? stage.effective_batch ?? training?.effective_batch,
+      }, context);
+      s.name = stage.name;
+      const seq = options.seqLen ?? stage.seq_len ?? model.spec.seq_len;
+      if (seq !== undefined) s.seq_len = seq;
+      s.notes.unshift(...stageNotes);
+      stages.push(s);
+    }
+  }
+  const seq = options.seqLen ?? (model.kind === "spec" ? model.spec.seq_len : undefined);
+  if (seq !== undefined) section.seq_len = seq;
+
+  const report: PlanReport = {
+    ...section,
+    model: {
+      name: mainFootprint.name,
+      family: mainFootprint.family,
+      source: mainFootprint.source,
+      ...(model.file === undefined ? {} : { file: model.file }),
+    },
+    gpu: { id: gpu.id, name: gpu.name, memory_bytes: gpu.memoryBytes, cap_bytes: capBytes, margin, budget_bytes: budget, gpus },
+    stages,
+    speed_model: SPEED_MODEL,
+    assumptions: assumptionsOf(base, constants, gpu, mainFootprint),
+  };
+  return report;
+}
+
+interface PlanContext {
+  gpu: GpuSpec | undefined;
+  budget: number;
+  constants: PlanConstants;
+}
+
+interface ResolvedGpu {
+  id: string;
+  name: string;
+  memoryBytes: number;
+  memorySource: string;
+  spec: GpuSpec | undefined;
+}
+
+function resolveGpu(options: PlanOptions): ResolvedGpu {
+  if (options.gpu !== undefined) {
+    const spec = findGpu(options.gpu);
+    if (spec === undefined) {
+      const wanted = options.gpu.toLowerCase().replace(/[^a-z0-9]/g, "");
+      const close = gpuIds().filter((id) => {
+        const bare = id.replace(/[^a-z0-9]/g, "");
+        return wanted.length >= 2 && (bare.includes(wanted) || wanted.includes(bare));
+      });
+      const hint = close.length > 0 ? `did you mean ${close.slice(0, 4).join(", ")}?` : "see `brim plan --list-gpus`, or give --gpu-memory <GiB>";
+      throw new InputError(`unknown GPU ${JSON.stringify(options.gpu)}; ${hint}`, { field: "--gpu", code: "E_UNKNOWN_GPU" });
+    }
+    const memoryBytes = options.gpuMemoryBytes ?? (spec.reportedTotalMiB !== undefined ? spec.reportedTotalMiB * 2 ** 20 : spec.memoryGiB * 2 ** 30);
+    const memorySource =
+      options.gpuMemoryBytes !== undefined
+        ? "--gpu-memory"
+        : spec.reportedTotalMiB !== undefined
+          ? "total the driver reports (catalog)"
+          : "memory as sold (catalog); the driver may report slightly less";
+    return { id: spec.id, name: spec.name, memoryBytes, memorySource, spec };
+  }
+  if (options.gpuMemoryBytes !== undefined) {
+    return { id: "custom", name: `GPU with ${formatBytes(options.gpuMemoryBytes)}`, memoryBytes: options.gpuMemoryBytes, memorySource: "--gpu-memory", spec: undefined };
+  }
+  throw new InputError("name the GPU to plan for: --gpu <id> (e.g. rtx-4090) or --gpu-memory <GiB>", { field: "--gpu" });
+}
+
+function footprintOf(model: ModelInput, seqLen: number | undefined, stage: StageSpec | undefined, notes: string[]): ModelFootprint {
+  switch (model.kind) {
+    case "spec":
+      return footprintFromGraph(graphFromSpec(withStage(model.spec, seqLen, stage)), "spec");
+    case "hf-config":
+      return footprintFromGraph(graphFromHfConfig(model.config, { seqLen, file: model.file }), "hf-config");
+    case "profile": {
+      if (seqLen !== undefined) {
+        throw new InputError("a profile is measured at one input shape; --seq-len does not apply (profile again at the new length)", { field: "--seq-len" });
+      }
+      notes.push("activations are the SDK's CPU measurement; checkpointing is not modelled for profiles");
+      return footprintFromProfile(model.profile, model.file);
+    }
+  }
+}
+
+const SEQUENCE_FAMILIES = new Set(["lstm", "gru", "cnn1d-lstm", "transformer-encoder"]);
+
+function withStage(spec: ModelSpec, seqLen: number | undefined, stage: StageSpec | undefined): ModelSpec {
+  const field = stage === undefined ? "--seq-len" : `stages.${stage.name}.seq_len`;
+  const length = seqLen ?? stage?.seq_len;
+  if (length !== undefined && !SEQUENCE_FAMILIES.has(spec.family)) {
+    throw new InputError(`family ${spec.family} has no sequence length`, { field });
+  }
+  if (stage !== undefined && (stage.positives !== undefined || stage.negatives !== undefined) && spec.family !== "transformer-encoder") {
+    throw new InputError(`positives/negatives apply to transformer-encoder specs, not ${spec.family}`, { field: `stages.${stage.name}` });
+  }
+  const out = { ...spec } as Record<string, unknown>;
+  if (length !== undefined) out["seq_len"] = length;
+  if (stage?.positives !== undefined) out["positives"] = stage.positives;
+  if (stage?.negatives !== undefined) out["negatives"] = stage.negatives;
+  return out as ModelSpec;
+}
+
+function divisors(n: number): number[] {
+  const out: number[] = [];
+  for (let d = 1; d * d <= n; d++) {
+    if (n % d === 0) {
+      out.push(d);
+      if (d * d !== n) out.push(n / d);
+    }
+  }
+  return out.sort((a, b) => a - b);
+}
+
+function planSection(
+  footprint: ModelFootprint,
+  setup: TrainingSetup,
+  wanted: { batch: number | undefined; batchFrom: "--batch" | "spec"; effectiveBatch: number | undefined },
+  context: PlanContext,
+): PlanSection {
+  const notes: string[] = [];
+  const peakAt = (s: TrainingSetup) => (b: number) => memoryAt(footprint, s, b, context.constants).peak_bytes;
+  const canCheckpoint = footprint.activations[setup.precision].perSampleCheckpointed !== undefined;
+  const effectiveSetup: TrainingSetup = { ...setup, checkpointing: setup.checkpointing && canCheckpoint };
+  if (setup.checkpointing && !canCheckpoint) notes.push("checkpointing is not modelled for this model; planned without it");
+  const maxMicro = maxMicroBatch(peakAt(effectiveSetup), context.budget);
+
+  let effective = wanted.effectiveBatch;
+  if (effective !== undefined && effective % setup.gpus !== 0) {
+    throw new InputError(`effective batch ${effective} does not divide over ${setup.gpus} GPUs`, { field: "--effective-batch" });
+  }
+  let micro: number;
+  let microFrom: PlanSection["setup"]["micro_batch_from"];
+  if (wanted.batch !== undefined) {
+    micro = wanted.batch;
+    microFrom = wanted.batchFrom;
+  } else if (effective !== undefined) {
+    const perGpu = effective / setup.gpus;
+    micro = divisors(perGpu).filter((d) => d <= Math.max(1, maxMicro)).pop() ?? 1;
+    microFrom = "largest that fits";
+  } else {
+    micro = Math.max(1, maxMicro);
+    microFrom = "largest that fits";
+  }
+  if (effective === undefined) effective = micro * setup.gpus;
+  const perGpuEffective = effective / setup.gpus;
+  if (perGpuEffective % micro !== 0) {
+    throw new InputError(`effective batch ${effective} is not a multiple of micro-batch ${micro} × ${setup.gpus} GPU(s)`, { field: "--effective-batch" });
+  }
+  const accumulation = perGpuEffective / micro;
+
+  const memory = memoryAt(footprint, effectiveSetup, micro, context.constants);
+  const shares = Object.fromEntries(COMPONENTS.map((c) => [c, memory.peak_bytes === 0 ? 0 : memory.components[c] / memory.peak_bytes])) as Record<Component, number>;
+  const fits = memory.peak_bytes <= context.budget;
+  if (maxMicro === 0) notes.push("not even one sample fits the budget with these settings; see the suggestions (checkpointing, 16-bit precision, sharding, a smaller optimizer)");
+  else if (!fits) notes.push(`micro-batch ${micro} does not fit: at most ${maxMicro} does`);
+
+  return {
+    params: { total: footprint.params.total, trainable: footprint.params.trainable, frozen: footprint.params.total - footprint.params.trainable },
+    setup: {
+      precision: setup.precision,
+      optimizer: setup.optimizer,
+      micro_batch: micro,
+      micro_batch_from: microFrom,
+      accumulation,
+      effective_batch: effective,
+      checkpointing: effectiveSetup.checkpointing,
+      gpus: setup.gpus,
+      sharding: setup.sharding,
+    },
+    memory: { components: memory.components, shares, peak_bytes: memory.peak_bytes, fits },
+    max_micro_batch: maxMicro,
+    suggestions: suggest(footprint, setup, perGpuEffective, canCheckpoint, context, peakAt),
+    notes,
+  };
+}
+
+function suggest(
+  footprint: ModelFootprint,
+  setup: TrainingSetup,
+  perGpuEffective: number,
+  canCheckpoint: boolean,
+  context: PlanContext,
+  peakAt: (s: TrainingSetup) => (b: number) => number,
+): Suggestion[] {
+  const precisions = new Set<Precision>([setup.precision, ...SUGGESTED_PRECISIONS.filter((p) => context.gpu === undefined || peakFor(context.gpu, p) !== undefined)]);
+  const candidates: Suggestion[] = [];
+  for (const precision of precisions) {
+    for (const checkpointing of canCheckpoint ? [false, true] : [false]) {
+      const s: TrainingSetup = { ...setup, precision, checkpointing };
+      const peak = peakAt(s);
+      const largest = maxMicroBatch(peak, context.budget, perGpuEffective);
+      const options = divisors(perGpuEffective).filter((m) => m <= largest);
+      const ranked = options
+        .map((m) => ({ m, speed: predictedSamplesPerSecond(footprint, s, { microBatch: m, accumulation: perGpuEffective / m }, context.gpu, context.constants) }))
+        .sort((a, b) => b.speed - a.speed);
+      for (const { m, speed } of ranked.slice(0, 2)) {
+        candidates.push({
+          micro_batch: m,
+          accumulation: perGpuEffective / m,
+          precision,
+          checkpointing,
+          peak_bytes: peak(m),
+          samples_per_s: speed,
+          relative_speed: 0,
+        });
+      }
+    }
+  }
+  // one per (precision, checkpointing), then the runners-up, so that at least three remain where any fit
+  const seen = new Set<string>();
+  const firsts: Suggestion[] = [];
+  const rest: Suggestion[] = [];
+  for (const c of candidates) {
+    const key = `${c.precision}/${c.checkpointing}`;
+    (seen.has(key) ? rest : firsts).push(c);
+    seen.add(key);
+  }
+  const chosen = [...firsts];
+  for (const c of rest.sort((a, b) => b.samples_per_s - a.samples_per_s)) {
+    if (chosen.length >= 3) break;
+    chosen.push(c);
+  }
+  chosen.sort((a, b) => b.samples_per_s - a.samples_per_s || a.peak_bytes - b.peak_bytes);
+  const best = chosen[0]?.samples_per_s ?? 1;
+  return chosen.map((c) => ({ ...c, samples_per_s: round(c.samples_per_s, 3), relative_speed: round(c.samples_per_s / best, 3) }));
+}
+
+function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+function assumptionsOf(setup: TrainingSetup, constants: ResolvedConstants, gpu: ResolvedGpu, footprint: ModelFootprint): Assumption[] {
+  const out: Assumption[] = [];
+  for (const [name, value] of Object.entries(constants.values) as [keyof PlanConstants, number][]) {
+    out.push({ name, value, ...constants.sources[name] });
+  }
+  out.push(
+    { name: "gpu_memory_bytes", value: gpu.memoryBytes, source: gpu.memorySource + (gpu.spec === undefined ? "" : `; ${gpu.spec.source}`), calibrated: false },
+    {
+      name: "bytes_per_parameter",
+      value: setup.precision === "bf16" ? "weights 2, gradients 2, optimizer state in bf16" : "weights 4, gradients 4, optimizer state in fp32",
+      source:
+        setup.precision.endsWith("-mixed")
+          ? "mixed precision keeps fp32 master weights and gradients and a 16-bit copy of matmul weights during forward/backward (HF 'model training anatomy'; torch autocast weight cache)"
+          : "PyTorch stores parameters, gradients and optimizer state in the parameter dtype",
+      calibrated: false,
+    },
+    {
+      name: "optimizer_state",
+      value: setup.optimizer,
+      source: "sgd 0, sgd-momentum 1 state, adam/adamw 2 states per trainable parameter; adamw-8bit 2 bytes + block absmax (bitsandbytes); adafactor factored second moment (rows + columns)",
+      calibrated: false,
+    },
+    {
+      name: "activations",
+      value: footprint.source === "profile" ? "measured by the SDK on CPU" : "from the model graph, op by op",
+      source:
+        footprint.source === "profile"
+          ? "saved-tensor hooks, per-sample slope between two batch sizes (docs/schemas/model-profile.v1.json)"
+          : "tensors autograd keeps for backward as PyTorch's derivative formulas save them; a tensor kept by two ops counted once; attention through fused SDPA kernels (no seq² tensor) unless `attention: math`; see docs/model-spec.md",
+      calibrated: false,
+    },
+    { name: "input_batch", value: "one micro-batch resident", source: "inputs and targets of the current micro-batch; a prefetched batch in flight is inside the margin", calibrated: false },
+    { name: "sharding", value: setup.sharding, source: "zero1 shards optimizer state, zero2 also gradients, zero3/fsdp also weights (plus two gathered tensors); ddp keeps a second copy of gradients in its buckets", calibrated: false },
+  );
+  return out;
+}
