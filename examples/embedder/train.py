@@ -207,7 +207,7 @@ def main(argv=None):
     def stage_settings(s):
         # per-stage values, overridden by brim's knobs for the trial
         batch = brim.knob("batch_size", default=int(common.get(s, "data_loader.batch_size", dl["batch_size"])))
-        acc = brim.knob("accumulate_grad_batches", default=int(common.get(
+        acc = brim.knob("accumulation", default=int(common.get(
             s, "training.trainer.accumulate_grad_batches",
             common.get(cfg, "training.trainer.accumulate_grad_batches", 1))))
         return batch, acc
@@ -247,7 +247,7 @@ def main(argv=None):
     model.train()
     with brim.track(stream()) as tracker:      # one reported step per batch; stops at brim's budget
         for groups in tracker:
-            loss = step(groups)      # TrainStep notes loss, micro-batch and accumulation in the step report
+            loss = state["step"](groups)      # TrainStep notes loss, micro-batch and accumulation in the step report
             tracker.log(stage=state["stage"])
             summary.step(groups.shape[0], loss)
             if limit is not None and summary.steps >= limit:

@@ -133,7 +133,7 @@ def main(argv=None):
 
     # knobs: brim's trial values win over the config's
     batch_size = brim.knob("batch_size", default=int(cfg["data_loader"]["batch_size"]))
-    accumulation = brim.knob("accumulate_grad_batches",
+    accumulation = brim.knob("accumulation",
                              default=int(common.get(cfg, "training.trainer.accumulate_grad_batches", 1)))
     precision = brim.knob("precision", default=str(common.get(cfg, "training.precision", "fp32")))
     bt.apply_cap()

@@ -112,7 +112,7 @@ def main(argv=None):
         return
 
     batch_size = brim.knob("batch_size", default=int(cfg["data_loader"]["batch_size"]))   # minibatch
-    accumulation = brim.knob("accumulate_grad_batches",
+    accumulation = brim.knob("accumulation",
                              default=int(common.get(cfg, "training.trainer.accumulate_grad_batches", 1)))
     precision = brim.knob("precision", default=str(common.get(cfg, "training.precision", "fp32")))
     bt.apply_cap()

@@ -78,7 +78,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _channel():
+def _get_channel():
     """The process's channel, or None when not under brim. Re-reads BRIM_CHANNEL (cheap)."""
     path = _env.channel_path()
     if path is None:
@@ -99,7 +99,7 @@ def active():
 def send(msg):
     """Send one raw message (a dict with "type"; "v", "t" and "pid" are filled in). False when
     not under brim or the channel is down. Never raises for channel problems."""
-    ch = _channel()
+    ch = _get_channel()
     if ch is None:
         return False
     full = {"v": PROTOCOL_VERSION, "type": msg.get("type"), "t": time.time(), "pid": os.getpid()}

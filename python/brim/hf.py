@@ -11,8 +11,9 @@ arguments, state and control, implementing only what is used here.
 A "step" here is one optimizer step of the Trainer (gradient_accumulation_steps micro-batches):
 samples = per_device_train_batch_size * gradient_accumulation_steps; wait_s is the time between
 the previous step's end and this step's begin, which includes fetching the batches only in
-transformers versions that fetch them before on_step_begin. The loss comes from the latest
-on_log (every logging_steps), so most steps carry none.
+transformers versions that fetch them before on_step_begin. transformers logs the loss (every
+logging_steps) after on_step_end, so a step carries the loss logged after an earlier step, once,
+and most steps carry none.
 """
 
 import brim
