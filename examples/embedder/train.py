@@ -9,6 +9,7 @@ sequences from topics; a positive shares its anchor's topic and part of its toke
 from another (often neighbouring) topic. Each stage of `stages:` in the config sets its sequence
 length, positives and negatives per anchor, micro-batch and accumulation.
 """
+import itertools
 import math
 import sys
 from pathlib import Path
@@ -61,7 +62,7 @@ class MoE(nn.Module):
         for e, expert in enumerate(self.experts):
             token, slot = (chosen == e).nonzero(as_tuple=True)
             if token.numel():
-                out = out.index_add(0, token, expert(x[token]) * weights[token, slot, None].to(x.dtype))
+                out = out.index_add(0, token, (expert(x[token]) * weights[token, slot, None]).to(out.dtype))
         return out.reshape(shape)
 
 
@@ -130,10 +131,10 @@ class ContrastiveGroups(Dataset):
     """Sample i: a (1 + positives + negatives, seq_len) tensor of token ids — anchor, positives,
     negatives. Deterministic: each sample comes from its own seeded generator."""
 
-    def __init__(self, size, vocab, seq_len, positives, negatives, seed, topics=64, overlap=0.25):
+    def __init__(self, size, vocab, seq_len, positives, negatives, seed, topics=64, purity=0.5, overlap=0.1):
         self.size, self.vocab, self.T = size, vocab, seq_len
         self.P, self.N, self.seed = positives, negatives, seed
-        self.topics, self.overlap = topics, overlap
+        self.topics, self.purity, self.overlap = topics, purity, overlap
         self.per_topic = vocab // topics
 
     def __len__(self):
@@ -143,7 +144,7 @@ class ContrastiveGroups(Dataset):
         # mostly the topic's own tokens, some tokens from anywhere in the vocabulary
         own = topic * self.per_topic + (torch.rand(self.T, generator=g) ** 2 * self.per_topic).long()
         noise = torch.randint(0, self.vocab, (self.T,), generator=g)
-        return torch.where(torch.rand(self.T, generator=g) < 0.8, own, noise)
+        return torch.where(torch.rand(self.T, generator=g) < self.purity, own, noise)
 
     def __getitem__(self, i):
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + i)
@@ -187,7 +188,7 @@ def main(argv=None):
     model.to(dev)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=float(common.get(cfg, "training.lr", 1e-3)))
-    temperature = float(common.get(cfg, "training.temperature", 0.05))
+    temperature = float(common.get(cfg, "training.temperature", 0.1))
 
     # curriculum: all stages, or the one named by the `stage` knob / training.stage
     stages = cfg["stages"]
@@ -231,11 +232,10 @@ def main(argv=None):
                                            device=dev))
             print(f"[embedder] stage {s['name']}: seq_len={s['seq_len']} positives={s['n_positives']} "
                   f"negatives={s['n_negatives']} batch={batch} accumulation={acc}", flush=True)
-            last = n == len(stages) - 1
-            for i, b in enumerate(common.epochs(lambda epoch: loader)):
-                if not last and i >= int(s["steps"]):
-                    break
-                yield b
+            batches = common.epochs(lambda epoch: loader)
+            if n < len(stages) - 1:
+                batches = itertools.islice(batches, int(s["steps"]))
+            yield from batches
 
     def loss_fn(model, groups):
         # (B, 1+P+N, T), already on the device: TrainStep moves batches

@@ -13,7 +13,6 @@ without it they are cheap no-ops and the job runs unchanged. See docs/sdk.md.
 import atexit
 import os
 import sys
-import threading
 import time
 
 from . import _env
@@ -54,7 +53,6 @@ __all__ = [
 
 class _State:
     def __init__(self):
-        self.lock = threading.Lock()
         self.channel = None  # Channel, created on first use when BRIM_CHANNEL is set
         self.channel_path = None
         self.steps = 0  # steps reported by this process (all trackers together)
@@ -69,7 +67,6 @@ _state = _State()
 
 
 def _after_fork_in_child():
-    _state.lock = threading.Lock()
     if _state.channel is not None:
         _state.channel.after_fork_in_child()
 
@@ -263,7 +260,8 @@ def report_step(samples=None, wait_s=None, compute_s=None, micro_batch=None, acc
     brim.track() calls this for you; use it directly in loops you cannot wrap (callbacks)."""
     index = _state.steps
     _state.steps += 1
-    if active():
+    under = active()
+    if under:
         if warmup is None:
             warmup = index < warmup_steps()
         msg = {
@@ -288,7 +286,10 @@ def report_step(samples=None, wait_s=None, compute_s=None, micro_batch=None, acc
         if not _state.budget_event_sent:
             _state.budget_event_sent = True
             event("budget_reached", step=index, budget=budget, steps=_state.steps)
-    return should_stop()
+        return True
+    if under:
+        _poll()
+    return _state.stop_reason is not None
 
 
 def _batch_samples(batch, depth=0):
@@ -412,12 +413,13 @@ class Tracker:
             if under:
                 _sync_device()
             self._close_step(time.perf_counter())
-        if budget_reached():
-            self._stop("budget")
-        if under:
-            _poll()
-            if _state.stop_reason is not None:
-                self._stop(_state.stop_reason)
+        if _state.stop_reason is None:
+            if budget_reached():
+                _state.stop_reason = "budget"
+            elif under:
+                _poll()
+        if _state.stop_reason is not None:
+            self._stop(_state.stop_reason)
         t0 = time.perf_counter()
         try:
             batch = next(self._it)

@@ -16,8 +16,6 @@ logging_steps) after on_step_end, so a step carries the loss logged after an ear
 and most steps carry none.
 """
 
-import brim
-
 from ._callbacks import StepClock
 
 

@@ -41,7 +41,7 @@ class FakeBrim:
         self.sock.listen(16)
         self.connections = []
         self.on_message = on_message
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # predicates of wait_for() may call messages()
         self.changed = threading.Condition(self.lock)
         self._stop = False
         self._thread = threading.Thread(target=self._accept, daemon=True)
@@ -105,6 +105,10 @@ class FakeBrim:
         except OSError:
             pass
         for c in self.connections:
+            try:
+                c.sock.shutdown(socket.SHUT_RDWR)  # wakes the reader thread; the peer sees EOF
+            except OSError:
+                pass
             try:
                 c.sock.close()
             except OSError:

@@ -6,8 +6,6 @@ import socket
 import threading
 import time
 
-import pytest
-
 import brim
 import schema_check
 from conftest import FakeBrim, flush_channel
@@ -94,7 +92,7 @@ def test_server_stop_request_ends_the_loop(server):
     sent = threading.Event()
 
     def on_message(conn, msg):
-        if msg["type"] == "step" and msg["step"] == 1:
+        if msg["type"] == "event" and msg["kind"] == "ask_stop":
             conn.send({"v": 1, "type": "stop", "reason": "trial pruned"})
             sent.set()
 
@@ -103,13 +101,15 @@ def test_server_stop_request_ends_the_loop(server):
     got = []
     for i in tracker:
         got.append(i)
-        if i == 2:
+        if i == 1:
+            brim.event("ask_stop")
             assert sent.wait(5)
             time.sleep(0.05)  # the request is on its way through the socket
-    # step 2 finished, then the stop request was read at the next step boundary
-    assert got == [0, 1, 2]
+    # step 1 finished; the stop request was read at the step boundary
+    assert got == [0, 1]
     assert tracker.stopped_by_server and not tracker.stopped_by_budget
     assert brim.should_stop() and brim.stop_reason() == "server"
+    server.wait_for(lambda: len(server.messages("step")) == 2)
 
 
 def test_unknown_server_messages_are_ignored(server):
@@ -151,18 +151,17 @@ def test_server_going_away_mid_run(monkeypatch, capsys):
         srv.close()
 
 
-def test_server_that_never_reads_does_not_hang_the_job(monkeypatch, capsys):
+def test_server_that_never_reads_does_not_hang_the_job(monkeypatch, capsys, tmp_path):
     """A server that accepts but never reads: the socket buffer fills, the send times out once,
     the job goes on."""
     from brim import _channel
 
     monkeypatch.setattr(_channel, "SEND_TIMEOUT_S", 0.3)
-    d = FakeBrim()
-    d.close()  # only for a free path
+    path = str(tmp_path / "deaf.sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(d.path)
-    sock.listen(1)
-    monkeypatch.setenv("BRIM_CHANNEL", d.path)
+    sock.bind(path)
+    sock.listen(1)  # connections queue in the backlog; nobody ever reads
+    monkeypatch.setenv("BRIM_CHANNEL", path)
     try:
         big = "x" * 60000
         t0 = time.monotonic()
@@ -172,7 +171,6 @@ def test_server_that_never_reads_does_not_hang_the_job(monkeypatch, capsys):
         assert capsys.readouterr().err.count("brim: warning:") == 1
     finally:
         sock.close()
-        os.unlink(d.path)
 
 
 def test_forked_child_opens_its_own_connection(server, channel_schema):

@@ -7,6 +7,7 @@ a half on two slow CPU cores; all job processes are started together by one fixt
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -122,8 +123,8 @@ def cache_args(name, tmp):
 @pytest.fixture(scope="module")
 def runs():
     """Start every job plainly and under the fake brim, two at a time; collect their results."""
-    tmp = tempfile.mkdtemp(prefix="brim-examples-")
-    # an AF_UNIX path must be short (108 bytes): keep the socket directly in a short temp dir
+    # an AF_UNIX path must be short (108 bytes): keep the sockets directly in a short temp dir
+    tmp = tempfile.mkdtemp(prefix="brimx-", dir="/tmp" if os.path.isdir("/tmp") else None)
     servers, plan = {}, []
     for name in JOBS:
         plan.append((name, "plain", command(name, ["--steps", "2"] + cache_args(name, tmp)), clean_env(tmp)))
@@ -158,6 +159,7 @@ def runs():
         with server.lock:
             results[(name, "brim")]["messages"] = list(server.messages)
     yield results
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def summary(out):
@@ -285,7 +287,6 @@ def expected(spec):
             return frozen + trained, frozen + trained
         return frozen + trained, trained
     if f == "actor-critic":
-        act = spec.get("activation")  # noqa: F841  (no parameters)
         total = 0
         for sizes in ([spec["observation"], *spec["policy"], spec["actions"]],
                       [spec["observation"], *spec["value"], 1]):

@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { Command, Option } from "commander";
+import { Option, type Command } from "commander";
 import { parseByteSize } from "../bytes.ts";
 import { BrimError, UsageError } from "../errors/index.ts";
 import { GPU_CATALOG } from "../plan/catalog.ts";

@@ -65,6 +65,11 @@ export function graphFromHfConfig(config: Record<string, unknown>, options: HfPl
   }
 }
 
+function modelName(config: Record<string, unknown>, fallback: string): string {
+  const name = config["_name_or_path"];
+  return typeof name === "string" && name !== "" ? name : fallback;
+}
+
 function sequence(config: Record<string, unknown>, positions: number, options: HfPlanOptions): number {
   const seqLen = options.seqLen ?? Math.min(512, positions);
   if (seqLen > positions) {
@@ -115,7 +120,7 @@ function bertGraph(config: Record<string, unknown>, type: string, options: HfPla
   }
   const pooler = new BlockBuilder("pooler", d, true).linear("pooler.dense", d, d, 1).activation("tanh", d).crossEntropyLoss(1, 2);
   blocks.push(pooler.build());
-  return { name: String(config["_name_or_path"] ?? type), family: `hf-${type}`, blocks, inputBytesPerSample: 3 * 8 * rows + 8, rowsPerSample: rows };
+  return { name: modelName(config, type), family: `hf-${type}`, blocks, inputBytesPerSample: 3 * 8 * rows + 8, rowsPerSample: rows };
 }
 
 function gpt2Graph(config: Record<string, unknown>, options: HfPlanOptions): ModelGraph {
@@ -156,7 +161,7 @@ function gpt2Graph(config: Record<string, unknown>, options: HfPlanOptions): Mod
   else head.linear("lm_head", d, vocab, rows, { bias: false });
   head.crossEntropyLoss(rows, vocab);
   blocks.push(head.build());
-  return { name: String(config["_name_or_path"] ?? "gpt2"), family: "hf-gpt2", blocks, inputBytesPerSample: 2 * 8 * rows, rowsPerSample: rows };
+  return { name: modelName(config, "gpt2"), family: "hf-gpt2", blocks, inputBytesPerSample: 2 * 8 * rows, rowsPerSample: rows };
 }
 
 function llamaGraph(config: Record<string, unknown>, type: string, options: HfPlanOptions): ModelGraph {
@@ -204,5 +209,5 @@ function llamaGraph(config: Record<string, unknown>, type: string, options: HfPl
   else head.linear("lm_head", d, vocab, rows, { bias: false });
   head.crossEntropyLoss(rows, vocab);
   blocks.push(head.build());
-  return { name: String(config["_name_or_path"] ?? type), family: `hf-${type}`, blocks, inputBytesPerSample: 2 * 8 * rows, rowsPerSample: rows };
+  return { name: modelName(config, type), family: `hf-${type}`, blocks, inputBytesPerSample: 2 * 8 * rows, rowsPerSample: rows };
 }

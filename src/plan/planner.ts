@@ -1,6 +1,6 @@
 import { formatBytes } from "../bytes.ts";
 import { InputError } from "../errors/index.ts";
-import { findGpu, gpuIds, type GpuSpec } from "./catalog.ts";
+import { findGpu, GPU_CATALOG, type GpuSpec } from "./catalog.ts";
 import { resolveConstants, type Calibration, type PlanConstants, type ResolvedConstants } from "./constants.ts";
 import { graphFromSpec } from "./families.ts";
 import { footprintFromGraph, type ModelFootprint } from "./footprint.ts";
@@ -189,11 +189,7 @@ function resolveGpu(options: PlanOptions): ResolvedGpu {
   if (options.gpu !== undefined) {
     const spec = findGpu(options.gpu);
     if (spec === undefined) {
-      const wanted = options.gpu.toLowerCase().replace(/[^a-z0-9]/g, "");
-      const close = gpuIds().filter((id) => {
-        const bare = id.replace(/[^a-z0-9]/g, "");
-        return wanted.length >= 2 && (bare.includes(wanted) || wanted.includes(bare));
-      });
+      const close = closestIds(options.gpu);
       const hint = close.length > 0 ? `did you mean ${close.slice(0, 4).join(", ")}?` : "see `brim plan --list-gpus`, or give --gpu-memory <GiB>";
       throw new InputError(`unknown GPU ${JSON.stringify(options.gpu)}; ${hint}`, { field: "--gpu", code: "E_UNKNOWN_GPU" });
     }
@@ -210,6 +206,30 @@ function resolveGpu(options: PlanOptions): ResolvedGpu {
     return { id: "custom", name: `GPU with ${formatBytes(options.gpuMemoryBytes)}`, memoryBytes: options.gpuMemoryBytes, memorySource: "--gpu-memory", spec: undefined };
   }
   throw new InputError("name the GPU to plan for: --gpu <id> (e.g. rtx-4090) or --gpu-memory <GiB>", { field: "--gpu" });
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+function closestIds(wanted: string): string[] {
+  const w = wanted.toLowerCase();
+  return GPU_CATALOG.map((gpu) => ({
+    id: gpu.id,
+    d: Math.min(...[gpu.id, ...gpu.aliases].map((name) => (name.includes(w) || w.includes(name) ? 0 : editDistance(w, name)))),
+  }))
+    .filter((x) => x.d <= Math.max(3, Math.floor(w.length / 3)))
+    .sort((a, b) => a.d - b.d)
+    .slice(0, 3)
+    .map((x) => x.id);
 }
 
 function footprintOf(model: ModelInput, seqLen: number | undefined, stage: StageSpec | undefined, notes: string[]): ModelFootprint {

@@ -1,5 +1,6 @@
 """profile(): a model profile measured without a GPU (docs/schemas/model-profile.v1.json)."""
 
+import collections.abc
 import contextlib
 import datetime
 import json
@@ -58,7 +59,9 @@ def _default_loss(model, batch):
     else:
         out = model(batch)
     total = None
-    for t in iter_tensors(out if not hasattr(out, "values") else list(out.values())):
+    if not torch.is_tensor(out) and isinstance(out, collections.abc.Mapping):
+        out = list(out.values())  # e.g. a transformers ModelOutput
+    for t in iter_tensors(out):
         if t.is_floating_point():
             s = t.float().sum()
             total = s if total is None else total + s

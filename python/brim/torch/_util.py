@@ -6,9 +6,11 @@ import torch
 
 # torch.cuda.OutOfMemoryError exists from 1.13 on (a RuntimeError subclass); torch.OutOfMemoryError
 # from 2.5 (the same class, also raised by other backends). Older builds raise RuntimeError.
-_OOM_TYPES = tuple(
-    {t for t in (getattr(torch, "OutOfMemoryError", None), getattr(torch.cuda, "OutOfMemoryError", None)) if t}
-)
+_OOM_TYPES = ()
+for _t in (getattr(torch.cuda, "OutOfMemoryError", None), getattr(torch, "OutOfMemoryError", None)):
+    if _t is not None and _t not in _OOM_TYPES:
+        _OOM_TYPES += (_t,)
+del _t
 _OOM_MESSAGES = (
     "out of memory",  # CUDA / MPS / XPU allocators, old and new
     "can't allocate memory",  # CPU DefaultCPUAllocator

@@ -1,0 +1,162 @@
+"""Without BRIM_CHANNEL every call is a cheap no-op; knobs and budgets from the environment."""
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import brim
+from brim import _env
+from conftest import PYTHON_DIR
+
+
+def test_core_import_uses_only_the_standard_library():
+    code = ("import sys; import brim, brim._channel, brim._env, brim._callbacks; "
+            "bad = sorted(m for m in ('torch', 'numpy', 'lightning', 'transformers', 'jax') if m in sys.modules); "
+            "print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=PYTHON_DIR, capture_output=True, text=True,
+                         env={"PYTHONPATH": PYTHON_DIR, "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
+
+
+def test_without_channel_nothing_is_sent_and_nothing_connects(monkeypatch, capsys):
+    def no_socket(*a, **k):
+        raise AssertionError("the SDK must not open a socket without BRIM_CHANNEL")
+
+    monkeypatch.setattr(socket, "socket", no_socket)
+    assert not brim.active()
+    assert brim.knob("batch_size", 64) == 64
+    assert brim.step_budget() is None
+    batches = [object() for _ in range(7)]
+    tracker = brim.track(batches)
+    got = []
+    for b in tracker:
+        brim.log(loss=1.0)
+        got.append(b)
+    assert got == batches and all(a is b for a, b in zip(got, batches))  # the very same objects
+    assert tracker.steps == 7 and not tracker.stopped_by_budget and tracker.exhausted
+    assert brim.event("oom_recovered", step=1) is False
+    assert brim.send({"type": "event", "kind": "x"}) is False
+    assert brim.should_stop() is False
+    assert capsys.readouterr().err == ""
+
+
+def test_without_channel_overhead_is_small():
+    data = range(20000)
+    t0 = time.perf_counter()
+    for _ in data:
+        pass
+    plain = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    n = 0
+    for _ in brim.track(data):
+        n += 1
+    tracked = time.perf_counter() - t0
+    assert n == 20000
+    assert tracked / 20000 < 100e-6, "%.1f us per step" % (tracked / 20000 * 1e6)  # ~6 us here
+    assert tracked < plain + 1.0
+
+
+def test_budget_applies_without_channel_and_across_trackers(monkeypatch):
+    monkeypatch.setenv("BRIM_STEP_BUDGET", "5")
+    first = brim.track(range(3))
+    assert list(first) == [0, 1, 2] and not first.stopped_by_budget
+    second = brim.track(range(10))
+    assert len(second) == 2
+    assert list(second) == [0, 1]
+    assert second.stopped_by_budget and brim.budget_reached() and brim.stop_reason() == "budget"
+    third = brim.track(range(10))
+    assert list(third) == [] and third.stopped_by_budget
+
+
+def test_knob_casting(monkeypatch):
+    monkeypatch.setenv("BRIM_KNOBS", '{"bs": 128, "lr": 1, "amp": "true", "name": 7, "f": 2.0, '
+                                     '"prec": "bf16-mixed", "none": null, "lst": [1, 2], "flag": 0}')
+    assert brim.knob("bs", 64) == 128
+    assert brim.knob("lr", 0.1) == 1.0 and isinstance(brim.knob("lr", 0.1), float)
+    assert brim.knob("amp", False) is True
+    assert brim.knob("flag", True) is False
+    assert brim.knob("name", "x") == "7"
+    assert brim.knob("f", 3) == 2 and isinstance(brim.knob("f", 3), int)
+    assert brim.knob("prec", "fp32") == "bf16-mixed"
+    assert brim.knob("none", 5) == 5  # null: the job's default
+    assert brim.knob("missing", "d") == "d"
+    assert brim.knob("lst", (0,)) == (1, 2)
+    assert brim.knob("bs", None) == 128
+    assert brim.knobs()["bs"] == 128
+
+
+@pytest.mark.parametrize("knobs,name,default", [
+    ('{"bs": "many"}', "bs", 64),
+    ('{"bs": 2.5}', "bs", 64),
+    ('{"bs": true}', "bs", 64),
+    ('{"amp": "maybe"}', "amp", False),
+    ('{"lr": "fast"}', "lr", 0.1),
+    ('{"p": [1]}', "p", "fp32"),
+])
+def test_bad_knob_values_raise(monkeypatch, knobs, name, default):
+    monkeypatch.setenv("BRIM_KNOBS", knobs)
+    with pytest.raises(brim.KnobError, match=name):
+        brim.knob(name, default)
+
+
+def test_bad_knobs_json_raises(monkeypatch):
+    monkeypatch.setenv("BRIM_KNOBS", "{not json")
+    with pytest.raises(brim.KnobError, match="BRIM_KNOBS"):
+        brim.knob("x", 1)
+    monkeypatch.setenv("BRIM_KNOBS", "[1, 2]")
+    with pytest.raises(brim.KnobError, match="object"):
+        brim.knob("x", 1)
+
+
+def test_env_parsing(monkeypatch, capsys):
+    monkeypatch.setenv("BRIM_STEP_BUDGET", "abc")
+    assert brim.step_budget() is None
+    monkeypatch.setenv("BRIM_STEP_BUDGET", "0")
+    assert brim.step_budget() is None
+    monkeypatch.setenv("BRIM_STEP_BUDGET", "12")
+    assert brim.step_budget() == 12
+    monkeypatch.setenv("BRIM_WARMUP_STEPS", "3")
+    assert brim.warmup_steps() == 3
+    monkeypatch.setenv("BRIM_MEMORY_CAP_BYTES", "1073741824")
+    assert brim.memory_cap_bytes() == 1 << 30
+    monkeypatch.setenv("BRIM_MEMORY_CAP_FRACTION", "1.5")
+    assert brim.memory_cap_fraction() is None
+    monkeypatch.setenv("BRIM_MEMORY_CAP_FRACTION", "0.5")
+    assert brim.memory_cap_fraction() == 0.5
+    monkeypatch.setenv("BRIM_FAULT_OOM_AT_STEP", "3, 7,x,")
+    assert _env.fault_oom_steps() == frozenset({3, 7})
+    monkeypatch.setenv("BRIM_RUN_ID", "r1")
+    assert brim.run_id() == "r1"
+    err = capsys.readouterr().err
+    assert "BRIM_STEP_BUDGET" in err and "BRIM_MEMORY_CAP_FRACTION" in err and "BRIM_FAULT_OOM_AT_STEP" in err
+
+
+def test_samples_default_and_override():
+    from brim import _batch_samples
+
+    class T:
+        def __init__(self, *shape):
+            self.shape = shape
+
+    assert _batch_samples(T(8, 3)) == 8
+    assert _batch_samples((T(5, 2), T(5))) == 5
+    assert _batch_samples({"ids": T(3, 16), "mask": T(3, 16)}) == 3
+    assert _batch_samples(["a", "b", "c"]) == 3
+    assert _batch_samples(42) is None
+    assert [s for s in brim.track([1, 2], samples=lambda b: b * 10)] == [1, 2]
+
+
+def test_break_out_of_loop_reports_the_open_step_later(server):
+    from conftest import flush_channel
+
+    for i in brim.track(range(10)):
+        if i == 2:
+            break
+    t = brim.track(range(1))  # a new loop closes the abandoned step when it starts its own
+    list(t)
+    flush_channel(server, 1 + 4)
+    assert [m["step"] for m in server.messages("step")] == [0, 1, 2, 3]
