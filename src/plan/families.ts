@@ -47,7 +47,7 @@ function mlpStack(b: BlockBuilder, prefix: string, input: number, hidden: readon
 }
 
 function mlpGraph(spec: Spec<"mlp">): ModelGraph {
-  const b = new BlockBuilder("mlp", spec.input, true);
+  const b = new BlockBuilder("mlp", spec.input, true, { inputIsBatch: true });
   const last = mlpStack(b, "layers", spec.input, spec.hidden, spec.activation, spec.norm === "layernorm", spec.dropout);
   b.linear("out", last, spec.output, 1).mseLoss(spec.output);
   return {
@@ -65,7 +65,8 @@ function nbeatsGraph(spec: Spec<"nbeats">): ModelGraph {
   const blocks: Block[] = [];
   spec.stacks.forEach((stack, s) => {
     for (let k = 0; k < stack.blocks; k++) {
-      const options = spec.share_weights_in_stack ? { checkpoint: true, shareKey: `stack${s}` } : { checkpoint: true };
+      const first = s === 0 && k === 0;
+      const options = spec.share_weights_in_stack ? { checkpoint: true, shareKey: `stack${s}`, inputIsBatch: first } : { checkpoint: true, inputIsBatch: first };
       const name = `stacks.${s}.blocks.${spec.share_weights_in_stack ? 0 : k}`;
       const b = new BlockBuilder(name, backcast, true, options);
       let prev = backcast;
@@ -107,7 +108,7 @@ function sequenceLength(spec: { seq_len?: number | undefined }, fallback?: numbe
 function recurrentGraph(spec: Spec<"lstm"> | Spec<"gru">): ModelGraph {
   const seqLen = sequenceLength(spec);
   const dirs = spec.bidirectional ? 2 : 1;
-  const rnn = new BlockBuilder("rnn", seqLen * spec.input, true).recurrent(spec.family, "rnn", spec.input, spec.hidden, spec.layers, spec.bidirectional, seqLen);
+  const rnn = new BlockBuilder("rnn", seqLen * spec.input, true, { inputIsBatch: true }).recurrent(spec.family, "rnn", spec.input, spec.hidden, spec.layers, spec.bidirectional, seqLen);
   const head = new BlockBuilder("head", spec.hidden * dirs, true).linear("head", spec.hidden * dirs, spec.output, 1).mseLoss(spec.output);
   return {
     name: spec.name ?? spec.family,
@@ -127,7 +128,7 @@ function cnnLstmGraph(spec: Spec<"cnn1d-lstm">): ModelGraph {
     const convLength = Math.floor((length + 2 * padding - conv.kernel) / conv.stride) + 1;
     const pooled = Math.floor(convLength / spec.pool);
     if (pooled < 1) throw new InputError(`sequence shrinks to ${pooled} steps after this conv; use a longer seq_len or less pooling`, { field: `conv[${i}]` });
-    const b = new BlockBuilder(`conv.${i}`, channels * length, true, { checkpoint: true });
+    const b = new BlockBuilder(`conv.${i}`, channels * length, true, { checkpoint: true, inputIsBatch: i === 0 });
     b.conv1d(`conv.${i}.conv`, channels, conv.out, conv.kernel, length, convLength);
     if (spec.batchnorm) b.batchNorm(`conv.${i}.bn`, conv.out, convLength);
     b.activation("relu", conv.out * convLength);
@@ -162,7 +163,7 @@ function transformerGraph(spec: Spec<"transformer-encoder">): ModelGraph {
   const targets = new Set(lora?.targets ?? []);
   const moeLayers = new Set(spec.moe?.layers ?? []);
 
-  const embed = new BlockBuilder("embed", rows, baseTrainable);
+  const embed = new BlockBuilder("embed", rows, baseTrainable, { inputIsBatch: true });
   if (spec.vocab !== undefined) embed.embedding("embed.tokens", spec.vocab, d, rows);
   else embed.linear("embed.input", spec.input ?? 0, d, rows);
   embed.embedding("embed.positions", spec.max_positions, d, rows).residual(rows * d).dropout(rows * d, spec.dropout);
@@ -234,11 +235,11 @@ function transformerGraph(spec: Spec<"transformer-encoder">): ModelGraph {
 }
 
 function actorCriticGraph(spec: Spec<"actor-critic">): ModelGraph {
-  const policy = new BlockBuilder("policy", spec.observation, true, { checkpoint: true });
+  const policy = new BlockBuilder("policy", spec.observation, true, { checkpoint: true, inputIsBatch: true });
   const last = mlpStack(policy, "policy", spec.observation, spec.policy, spec.activation, false, 0);
   policy.linear("policy.out", last, spec.actions, 1);
   if (spec.continuous) policy.parameter("log_std", [spec.actions]);
-  const value = new BlockBuilder("value", spec.observation, true, { checkpoint: true });
+  const value = new BlockBuilder("value", spec.observation, true, { checkpoint: true, inputIsBatch: true });
   const lastValue = mlpStack(value, "value", spec.observation, spec.value, spec.activation, false, 0);
   value.linear("value.out", lastValue, 1, 1);
   const loss = new BlockBuilder("loss", spec.actions + 1, true).mseLoss(spec.actions + 1);

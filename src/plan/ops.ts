@@ -23,12 +23,15 @@ export class BlockBuilder {
   readonly inputElems: number;
   private readonly trainable: boolean;
   private readonly options: { checkpoint?: boolean; shareKey?: string };
+  /** the block reads the input batch, which is counted as the input batch, not as an activation */
+  private inputIsBatch: boolean;
 
-  constructor(name: string, inputElems: number, trainable: boolean, options: { checkpoint?: boolean; shareKey?: string } = {}) {
+  constructor(name: string, inputElems: number, trainable: boolean, options: { checkpoint?: boolean; shareKey?: string; inputIsBatch?: boolean } = {}) {
     this.name = name;
     this.inputElems = inputElems;
     this.trainable = trainable;
     this.options = options;
+    this.inputIsBatch = options.inputIsBatch ?? false;
   }
 
   build(): Block {
@@ -39,13 +42,25 @@ export class BlockBuilder {
   }
 
   private push(op: Omit<Op, "trainable"> & { trainable?: boolean }, keepsOutput = false): this {
-    this.ops.push({ ...op, trainable: op.trainable ?? this.trainable });
+    const saved = this.batchCopy > 0 ? { ...op.saved, mixedOnly: op.saved.mixedOnly + this.batchCopy } : op.saved;
+    this.batchCopy = 0;
+    this.ops.push({ ...op, saved, trainable: op.trainable ?? this.trainable });
     this.lastOutputKept = keepsOutput;
+    this.inputIsBatch = false;
     return this;
   }
 
-  /** Elements of an input the op keeps, unless the previous op already keeps that tensor. */
+  private batchCopy = 0;
+
+  /**
+   * Elements of an input the op keeps, unless the previous op already keeps that tensor. The input
+   * batch is already counted; only autocast's 16-bit copy of it is new.
+   */
   private keptInput(elems: number): number {
+    if (this.inputIsBatch) {
+      this.batchCopy = elems;
+      return 0;
+    }
     return this.lastOutputKept ? 0 : elems;
   }
 
@@ -258,9 +273,9 @@ export class BlockBuilder {
     return this.push({ kind: "parameter", params: [{ name, shape, trainable: this.trainable, matmul: false }], saved: NO_SAVE, outElems: 0, flops: 0 });
   }
 
-  /** Mean squared error: autocast runs it in fp32 and it keeps input and target. */
+  /** Mean squared error: autocast runs it in fp32; it keeps the prediction and the target (part of the input batch). */
   mseLoss(elems: number): this {
-    return this.push({ kind: "mse-loss", params: [], saved: { ...NO_SAVE, fp32: 2 * elems }, outElems: elems, flops: 3 * elems });
+    return this.push({ kind: "mse-loss", params: [], saved: { ...NO_SAVE, fp32: elems }, outElems: elems, flops: 3 * elems });
   }
 
   /** Cross-entropy keeps log-softmax of the logits in fp32. */

@@ -14,28 +14,29 @@ const setup: TrainingSetup = { precision: "fp32", optimizer: "adam", checkpointi
 
 describe("memory components, computed by hand for a 4-8-2 MLP", () => {
   it("fp32 + Adam at micro-batch 10", () => {
-    // kept per sample: Linear1 input 4, ReLU output 8 (Linear2's input, the same tensor), MSE input+target 2+2 → 16 floats
-    expect(tiny.activations.fp32.perSample).toBe(64);
+    // kept per sample beyond the input batch: ReLU output 8 (Linear2's input, the same tensor), MSE prediction 2 → 10 floats
+    // (the SDK measures exactly this with saved-tensor hooks: test/plan/sdk-profile.test.ts)
+    expect(tiny.activations.fp32.perSample).toBe(40);
     expect(memoryAt(tiny, setup, 10, constants).components).toEqual({
       weights: 58 * 4,
       gradients: 58 * 4,
       optimizer_state: 2 * 58 * 4,
-      activations: 640,
+      activations: 400,
       input_batch: 10 * 4 * (4 + 2),
       temporaries: 2 * 10 * 8 * 4, // gradient of the widest activation (8) and its input, fp32
       workspace: 100,
       cuda_context: 1000,
-      allocator_slack: Math.ceil(0.1 * (640 + 240 + 640)),
+      allocator_slack: Math.ceil(0.1 * (400 + 240 + 640)),
     });
-    expect(memoryAt(tiny, setup, 10, constants).peak_bytes).toBe(3700);
+    expect(memoryAt(tiny, setup, 10, constants).peak_bytes).toBe(3436);
   });
 
   it("bf16-mixed keeps fp32 weights, 16-bit activations, fp32 loss, and 16-bit weight copies", () => {
     const m = memoryAt(tiny, { ...setup, precision: "bf16-mixed" }, 10, constants);
     expect(m.components.weights).toBe(232);
-    // (12 compute elements × 2 + 4 fp32 × 4) × 10 + 2 bytes × 48 matmul weights
-    expect(m.components.activations).toBe(400 + 96);
-    expect(m.peak_bytes).toBe(232 + 232 + 464 + 496 + 240 + 640 + 100 + 1000 + 138);
+    // (16-bit copy of the input 4 + ReLU output 8) × 2 + fp32 prediction 2 × 4 = 32 per sample, × 10, + 2 bytes × 48 matmul weights
+    expect(m.components.activations).toBe(320 + 96);
+    expect(m.peak_bytes).toBe(232 + 232 + 464 + 416 + 240 + 640 + 100 + 1000 + 130);
   });
 
   it("pure bf16 halves weights, gradients and state", () => {
@@ -54,8 +55,8 @@ describe("memory components, computed by hand for a 4-8-2 MLP", () => {
 
   it("the optimizer step's temporary wins when activations are small", () => {
     const m = memoryAt(tiny, setup, 1, constants);
-    // max(2·1·32 = 64, 232 − 64 − 24 = 144)
-    expect(m.components.temporaries).toBe(144);
+    // max(2·1·32 = 64, 232 − 40 − 24 = 168)
+    expect(m.components.temporaries).toBe(168);
   });
 
   it("ZeRO-2 over 4 GPUs shards gradients and state; DDP keeps bucket copies", () => {
