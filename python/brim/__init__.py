@@ -389,7 +389,10 @@ class Tracker:
         warmup = None
         if self._warmup is not None:
             warmup = _state.steps < self._warmup
-        report_step(wait_s=step["wait_s"], compute_s=now - self._t_got, warmup=warmup, **fields)
+        fields.setdefault("wait_s", step["wait_s"])
+        fields.setdefault("compute_s", now - self._t_got)
+        fields.setdefault("warmup", warmup)
+        report_step(**fields)
 
     def close(self):
         """Report the open step (if any). Called by the loop's end, `with`, and at exit."""

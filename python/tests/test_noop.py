@@ -160,3 +160,14 @@ def test_break_out_of_loop_reports_the_open_step_later(server):
     list(t)
     flush_channel(server, 1 + 4)
     assert [m["step"] for m in server.messages("step")] == [0, 1, 2, 3]
+
+
+def test_log_may_override_any_step_field(server):
+    from conftest import flush_channel
+
+    for _ in brim.track(range(1)):
+        brim.log(wait_s=0.5, warmup=True, samples=3, note="x")
+    flush_channel(server, 2)
+    step = server.messages("step")[0]
+    assert step["wait_s"] == 0.5 and step["warmup"] is True and step["samples"] == 3
+    assert step["extra"] == {"note": "x"}
