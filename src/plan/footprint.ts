@@ -116,7 +116,7 @@ export function footprintFromGraph(graph: ModelGraph, source: ModelFootprint["so
     name: graph.name,
     family: graph.family,
     source,
-    params: { ...params, tensors: params.tensors },
+    params,
     activations,
     inputBytesPerSample: graph.inputBytesPerSample,
     flopsPerSample: flopsOf(graph),

@@ -70,12 +70,11 @@ function modelName(config: Record<string, unknown>, fallback: string): string {
   return typeof name === "string" && name !== "" ? name : fallback;
 }
 
-function sequence(config: Record<string, unknown>, positions: number, options: HfPlanOptions): number {
+function sequence(positions: number, options: HfPlanOptions): number {
   const seqLen = options.seqLen ?? Math.min(512, positions);
   if (seqLen > positions) {
     throw new InputError(`--seq-len ${seqLen} is longer than the model's ${positions} positions`, { field: "seq_len" });
   }
-  void config;
   return seqLen;
 }
 
@@ -88,7 +87,7 @@ function bertGraph(config: Record<string, unknown>, type: string, options: HfPla
   const vocab = int(config, "vocab_size", f);
   const positions = int(config, "max_position_embeddings", f);
   const types = int(config, "type_vocab_size", f, 2);
-  const T = sequence(config, type === "roberta" ? positions - 2 : positions, options);
+  const T = sequence(type === "roberta" ? positions - 2 : positions, options);
   const rows = T;
 
   const embed = new BlockBuilder("embeddings", rows, true)
@@ -131,7 +130,7 @@ function gpt2Graph(config: Record<string, unknown>, options: HfPlanOptions): Mod
   const vocab = int(config, "vocab_size", f);
   const positions = int(config, "n_positions", f);
   const inner = typeof config["n_inner"] === "number" ? int(config, "n_inner", f) : 4 * d;
-  const T = sequence(config, positions, options);
+  const T = sequence(positions, options);
   const rows = T;
   const tied = config["tie_word_embeddings"] !== false;
 
@@ -177,7 +176,7 @@ function llamaGraph(config: Record<string, unknown>, type: string, options: HfPl
   const qkvBias = type === "qwen2" || config["attention_bias"] === true;
   const mlpBias = config["mlp_bias"] === true;
   const tied = config["tie_word_embeddings"] === true;
-  const T = sequence(config, positions, options);
+  const T = sequence(positions, options);
   const rows = T;
   const q = heads * headDim;
   const kv = kvHeads * headDim;
