@@ -19,7 +19,11 @@ export const ERROR_CODES = {
   E_UNKNOWN_FAMILY: 2,
   E_PARSE: 2,
   E_DOES_NOT_FIT: 3,
+  E_NOT_FOUND: 2,
   E_IO: 1,
+  E_STALE: 1,
+  E_JOB_START: 1,
+  E_NO_TRIAL_FIT: 3,
   E_INTERNAL: 70,
 } as const;
 
