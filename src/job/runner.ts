@@ -1,0 +1,330 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BrimError } from "../errors/index.ts";
+import type { RunEnd } from "../record/types.ts";
+import { ChannelServer, type ChannelMessage, type ChannelStats } from "./channel.ts";
+import { classifyEnd, oomInLine, type BrimStopReason, type OomKind } from "./classify.ts";
+
+/** brim's own Python SDK folder, appended to PYTHONPATH so an example finds `brim` without installing it. */
+export const BUNDLED_SDK_PATH = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "python");
+
+/** How to start a job. */
+export interface JobOptions {
+  command: readonly string[];
+  cwd?: string;
+  /** The environment to start from (default: brim's own). */
+  baseEnv?: NodeJS.ProcessEnv;
+  /** Extra variables, applied last. */
+  env?: Record<string, string>;
+  runId: string;
+  knobs?: Record<string, unknown>;
+  stepBudget?: number | null;
+  warmupSteps?: number | null;
+  /** GPU cap in bytes passed to the SDK (`BRIM_MEMORY_CAP_BYTES`); RAM caps are enforced from outside. */
+  gpuCapBytes?: number | null;
+  /** The card's memory, to turn a GPU cap into JAX's memory fraction. */
+  gpuTotalBytes?: number | null;
+  /** Seconds between SIGTERM and SIGKILL when brim stops the job. Default 10. */
+  killGraceS?: number;
+  /** Seconds without a new step (after the first) before the job counts as hung; null = never. */
+  hungAfterS?: number | null;
+  /** Append brim's bundled SDK to PYTHONPATH (default true). */
+  bundledSdk?: boolean;
+  onMessage?: (message: ChannelMessage) => void;
+  onOutput?: (stream: 1 | 2, line: string) => void;
+}
+
+/** How a job ended, with what brim saw of it. */
+export interface JobResult {
+  end: RunEnd;
+  pid: number;
+  startedAt: number;
+  endedAt: number;
+  tail: string[];
+  channel: ChannelStats;
+  steps: number;
+}
+
+const TAIL_LINES = 60;
+
+/**
+ * The environment a job runs with: the SDK's variables (docs/sdk.md) on top of the base.
+ *
+ * @example
+ * ```ts
+ * jobEnvironment({ command: ["python", "train.py"], runId: "r1", knobs: { batch_size: 64 } }, "/tmp/brim.sock").BRIM_KNOBS;
+ * // '{"batch_size":64}'
+ * ```
+ */
+export function jobEnvironment(options: JobOptions, channelPath: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...(options.baseEnv ?? process.env) };
+  env.BRIM_CHANNEL = channelPath;
+  env.BRIM_RUN_ID = options.runId;
+  env.PYTHONUNBUFFERED = env.PYTHONUNBUFFERED ?? "1";
+  if (options.knobs !== undefined && Object.keys(options.knobs).length > 0) env.BRIM_KNOBS = JSON.stringify(options.knobs);
+  if (options.stepBudget != null) env.BRIM_STEP_BUDGET = String(options.stepBudget);
+  if (options.warmupSteps != null) env.BRIM_WARMUP_STEPS = String(options.warmupSteps);
+  if (options.gpuCapBytes != null) {
+    env.BRIM_MEMORY_CAP_BYTES = String(Math.floor(options.gpuCapBytes));
+    if (options.gpuTotalBytes != null && options.gpuTotalBytes > 0 && env.XLA_PYTHON_CLIENT_MEM_FRACTION === undefined) {
+      env.XLA_PYTHON_CLIENT_PREALLOCATE = env.XLA_PYTHON_CLIENT_PREALLOCATE ?? "false";
+      env.XLA_PYTHON_CLIENT_MEM_FRACTION = (Math.floor((options.gpuCapBytes / options.gpuTotalBytes) * 100) / 100).toFixed(2);
+    }
+  }
+  if (options.bundledSdk !== false) {
+    env.PYTHONPATH = env.PYTHONPATH === undefined || env.PYTHONPATH === "" ? BUNDLED_SDK_PATH : `${env.PYTHONPATH}${delimiter}${BUNDLED_SDK_PATH}`;
+  }
+  return { ...env, ...options.env };
+}
+
+/**
+ * A user's command running under brim: its own process group, the SDK channel, output passed on
+ * line by line, signals forwarded, SIGKILL after a grace period, no processes left behind, and the
+ * way it ended classified.
+ *
+ * @example
+ * ```ts
+ * const job = await Job.start({ command: ["python", "train.py"], runId: "r1", onOutput: (s, l) => console.log(l) });
+ * process.on("SIGINT", () => job.interrupt("SIGINT"));
+ * const result = await job.wait();
+ * console.log(result.end.cause);
+ * ```
+ */
+export class Job {
+  readonly pid: number;
+  readonly startedAt: number;
+  readonly channel: ChannelServer;
+  #child: ChildProcess;
+  #options: JobOptions;
+  #stoppedBy: BrimStopReason | null = null;
+  #stopDetail: string | undefined;
+  #sdkOomFatal = false;
+  #oomLine: { kind: OomKind; line: string } | null = null;
+  #gpuLost = false;
+  #tail: string[] = [];
+  #steps = 0;
+  #lastStepAt: number | null = null;
+  #killTimer: NodeJS.Timeout | null = null;
+  #hungTimer: NodeJS.Timeout | null = null;
+  #done: Promise<JobResult>;
+
+  private constructor(child: ChildProcess, channel: ChannelServer, options: JobOptions, exited: Promise<{ code: number | null; signal: string | null }>) {
+    this.#child = child;
+    this.pid = child.pid as number;
+    this.startedAt = Date.now() / 1000;
+    this.channel = channel;
+    this.#options = options;
+    this.#pipe(child, options);
+    if (options.hungAfterS != null) this.#watchForHang(options.hungAfterS);
+    this.#done = exited.then(async ({ code, signal }) => {
+      const endedAt = Date.now() / 1000;
+      await this.#reapGroup();
+      if (this.#killTimer) clearTimeout(this.#killTimer);
+      if (this.#hungTimer) clearInterval(this.#hungTimer);
+      await channel.close();
+      const end = classifyEnd({
+        exitCode: code,
+        signal,
+        stoppedBy: this.#stoppedBy,
+        stopDetail: this.#stopDetail,
+        sdkOomFatal: this.#sdkOomFatal,
+        oomLine: this.#oomLine,
+        gpuLost: this.#gpuLost,
+      });
+      return { end, pid: this.pid, startedAt: this.startedAt, endedAt, tail: [...this.#tail], channel: channel.stats, steps: this.#steps };
+    });
+  }
+
+  /** Starts the command; `E_JOB_START` with a one-line cause when it cannot be started. */
+  static async start(options: JobOptions): Promise<Job> {
+    const [program, ...args] = options.command;
+    if (program === undefined || program === "") throw new BrimError("E_USAGE", "no command to run: put it after --, e.g. brim run -- python train.py");
+    let job: Job | undefined;
+    const pending: ChannelMessage[] = [];
+    const channel = await ChannelServer.listen((message) => {
+      if (job) job.#onMessage(message);
+      else pending.push(message);
+    });
+    const child = spawn(program, args, {
+      cwd: options.cwd,
+      env: jobEnvironment(options, channel.path),
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+      child.once("exit", (code, signal) => resolve({ code, signal }));
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.once("spawn", () => resolve());
+        child.once("error", reject);
+      });
+    } catch (error) {
+      await channel.close();
+      const code = (error as NodeJS.ErrnoException).code;
+      const why = code === "ENOENT" ? "command not found" : code === "EACCES" ? "permission denied" : (error as Error).message;
+      throw new BrimError("E_JOB_START", `cannot start '${program}': ${why}`, { cause: error });
+    }
+    job = new Job(child, channel, options, exited);
+    for (const message of pending) job.#onMessage(message);
+    return job;
+  }
+
+  /** Steps reported so far (all processes). */
+  get steps(): number {
+    return this.#steps;
+  }
+
+  /** Why brim stopped the job, if it did. */
+  get stoppedBy(): BrimStopReason | null {
+    return this.#stoppedBy;
+  }
+
+  /** Resolves when the job and everything it started are gone. */
+  wait(): Promise<JobResult> {
+    return this.#done;
+  }
+
+  /**
+   * Passes a signal from the user (Ctrl-C, SIGTERM) to the job's process group; a second one, or the
+   * grace period running out, sends SIGKILL.
+   */
+  interrupt(signal: NodeJS.Signals): void {
+    if (this.#stoppedBy === "interrupted") {
+      this.#signalGroup("SIGKILL");
+      return;
+    }
+    this.#stoppedBy ??= "interrupted";
+    this.#signalGroup(signal);
+    this.#escalateLater();
+  }
+
+  /** brim ends the job itself (over the cap, hung): SIGTERM to the group, SIGKILL after the grace period. */
+  stop(reason: Exclude<BrimStopReason, "interrupted">, detail: string, graceS?: number): void {
+    if (this.#stoppedBy !== null) return;
+    this.#stoppedBy = reason;
+    this.#stopDetail = detail;
+    this.channel.broadcast({ v: 1, type: "stop", reason: detail });
+    this.#signalGroup("SIGTERM");
+    this.#escalateLater(graceS);
+  }
+
+  /** Asks the job's SDK clients to end at the next step boundary (the job exits on its own). */
+  requestStop(reason: string): number {
+    return this.channel.broadcast({ v: 1, type: "stop", reason });
+  }
+
+  /** Asks the SDK to lower memory use (split the micro-batch); returns how many processes were asked. */
+  requestShrink(reason: string): number {
+    return this.channel.broadcast({ v: 1, type: "shrink", reason });
+  }
+
+  /** Marks that NVML saw the GPU lost during the run. */
+  markGpuLost(): void {
+    this.#gpuLost = true;
+  }
+
+  #onMessage(message: ChannelMessage): void {
+    if (message.type === "step") {
+      this.#steps++;
+      this.#lastStepAt = Date.now() / 1000;
+    } else if (message.type === "event" && message.kind === "oom_fatal") {
+      this.#sdkOomFatal = true;
+    }
+    this.#options.onMessage?.(message);
+  }
+
+  #pipe(child: ChildProcess, options: JobOptions): void {
+    for (const [stream, source] of [[1, child.stdout], [2, child.stderr]] as const) {
+      if (!source) continue;
+      let partial = "";
+      source.setEncoding("utf8");
+      source.on("data", (chunk: string) => {
+        const lines = (partial + chunk).split("\n");
+        partial = lines.pop() ?? "";
+        for (const line of lines) this.#line(stream, line.replace(/\r$/, ""), options);
+      });
+      source.on("end", () => {
+        if (partial !== "") this.#line(stream, partial, options);
+        partial = "";
+      });
+    }
+  }
+
+  #line(stream: 1 | 2, line: string, options: JobOptions): void {
+    this.#tail.push(line);
+    if (this.#tail.length > TAIL_LINES) this.#tail.shift();
+    const oom = oomInLine(line);
+    if (oom !== null) this.#oomLine = { kind: oom, line };
+    options.onOutput?.(stream, line);
+  }
+
+  #watchForHang(seconds: number): void {
+    this.#hungTimer = setInterval(() => {
+      if (this.#lastStepAt === null || this.#stoppedBy !== null) return;
+      const quiet = Date.now() / 1000 - this.#lastStepAt;
+      if (quiet >= seconds) this.stop("hung", `no training step for ${quiet.toFixed(0)} s (limit ${seconds} s) after step ${this.#steps}`);
+    }, Math.min(1000, Math.max(100, (seconds * 1000) / 4)));
+    this.#hungTimer.unref();
+  }
+
+  #escalateLater(graceS: number = this.#options.killGraceS ?? 10): void {
+    if (this.#killTimer) return;
+    this.#killTimer = setTimeout(() => this.#signalGroup("SIGKILL"), graceS * 1000);
+    this.#killTimer.unref();
+  }
+
+  #signalGroup(signal: NodeJS.Signals): boolean {
+    try {
+      process.kill(-this.pid, signal);
+      return true;
+    } catch {
+      try {
+        this.#child.kill(signal);
+        return true;
+      } catch {
+        return false;
+      }
+    }
+  }
+
+  async #reapGroup(): Promise<void> {
+    if (!groupAlive(this.pid)) return;
+    this.#signalGroup("SIGTERM");
+    const deadline = Date.now() + 2000;
+    while (groupAlive(this.pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    if (groupAlive(this.pid)) this.#signalGroup("SIGKILL");
+    const killDeadline = Date.now() + 2000;
+    while (groupAlive(this.pid) && Date.now() < killDeadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+  // A killed member stays in the group as a zombie until its new parent reaps it, which some
+  // container init processes never do: only members that still run count.
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[2]) === pgid && fields[0] !== "Z" && fields[0] !== "X") return true;
+  }
+  return false;
+}

@@ -1,0 +1,301 @@
+import { randomBytes } from "node:crypto";
+import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
+import { mkdir, open, readdir, readFile, rename } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { BrimError } from "../errors/index.ts";
+import type { RunMeta, RunSummary, TimelineEntry, TuneRecord } from "./types.ts";
+
+const ID_PATTERN = /^\d{8}-\d{6}-[0-9a-f]{4}$/;
+const TIMELINE_FLUSH_MS = 250;
+
+/**
+ * A new run or tune id: UTC start time and four random hex digits, so ids sort by time.
+ *
+ * @example
+ * ```ts
+ * newRecordId(new Date("2026-11-22T10:15:00Z")); // "20261122-101500-3f2a"
+ * ```
+ */
+export function newRecordId(now: Date = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `${stamp}-${randomBytes(2).toString("hex")}`;
+}
+
+/**
+ * True when `id` has the shape of a run or tune id. Ids from URLs and command lines pass this check
+ * before they are joined to a path, so `../` never reaches the filesystem.
+ *
+ * @example
+ * ```ts
+ * isRecordId("20261122-101500-3f2a"); // true
+ * isRecordId("../etc");               // false
+ * ```
+ */
+export function isRecordId(id: string): boolean {
+  return ID_PATTERN.test(id);
+}
+
+/**
+ * The store root: `--store`, else `BRIM_STORE`, else `.brim` in `cwd`.
+ *
+ * @example
+ * ```ts
+ * storeRoot(undefined, process.env, process.cwd()); // "/home/me/proj/.brim"
+ * ```
+ */
+export function storeRoot(explicit: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
+  return resolve(cwd, explicit ?? env.BRIM_STORE ?? ".brim");
+}
+
+/**
+ * Parses the lines of a timeline; skips blank lines, lines that are not JSON objects (a last line still
+ * being written) and entries without `t` and `kind`.
+ *
+ * @example
+ * ```ts
+ * parseTimeline('{"t":1,"kind":"start","pid":4}\n{"t":2,"ki'); // [{ t: 1, kind: "start", pid: 4 }]
+ * ```
+ */
+export function parseTimeline(text: string): TimelineEntry[] {
+  const entries: TimelineEntry[] = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (typeof value === "object" && value !== null && typeof (value as { t?: unknown }).t === "number" && typeof (value as { kind?: unknown }).kind === "string") {
+      entries.push(value as TimelineEntry);
+    }
+  }
+  return entries;
+}
+
+async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
+  const temp = `${path}.tmp-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const handle = await open(temp, "w");
+  try {
+    await handle.writeFile(`${JSON.stringify(value, null, 2)}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temp, path);
+}
+
+async function readJson(path: string, what: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new BrimError("E_NOT_FOUND", `${what} not found (${path})`);
+    throw new BrimError("E_IO", `cannot read ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new BrimError("E_PARSE", `${path} is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** What a new run records before the job starts; the rest of {@link RunMeta} is filled in by the store. */
+export type NewRun = Omit<RunMeta, "schema" | "id" | "started_at" | "ended_at" | "end" | "summary">;
+
+/**
+ * Writes one run: metadata rewritten atomically, a timeline appended line by line (buffered, flushed
+ * every 250 ms and on finish, whole lines only, so a reader never sees half an entry except the last),
+ * and the job's output.
+ *
+ * @example
+ * ```ts
+ * const run = await store.createRun({ kind: "run", command: ["python", "train.py"], ... });
+ * run.append({ t: Date.now() / 1000, kind: "start", pid: 1234 });
+ * await run.finish({ cause: "ok", exit_code: 0, signal: null, message: "finished normally" }, summary);
+ * ```
+ */
+export class RunWriter {
+  readonly id: string;
+  readonly dir: string;
+  #meta: RunMeta;
+  #timelineFd: number;
+  #outputFd: number;
+  #pending: string[] = [];
+  #timer: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(dir: string, meta: RunMeta) {
+    this.id = meta.id;
+    this.dir = dir;
+    this.#meta = meta;
+    this.#timelineFd = openSync(join(dir, "timeline.ndjson"), "a");
+    this.#outputFd = openSync(join(dir, "output.log"), "a");
+    this.#timer = setInterval(() => this.flush(), TIMELINE_FLUSH_MS);
+    this.#timer.unref();
+  }
+
+  /** The metadata as last written. */
+  get meta(): RunMeta {
+    return this.#meta;
+  }
+
+  /** Queues one timeline entry. */
+  append(entry: TimelineEntry): void {
+    if (this.#closed) return;
+    this.#pending.push(`${JSON.stringify(entry)}\n`);
+  }
+
+  /** Appends one line of the job's output ("1 " stdout, "2 " stderr). */
+  appendOutput(stream: 1 | 2, line: string): void {
+    if (this.#closed) return;
+    writeSync(this.#outputFd, `${stream} ${line}\n`);
+  }
+
+  /** Writes queued timeline entries now. */
+  flush(): void {
+    if (this.#pending.length === 0 || this.#closed) return;
+    const chunk = this.#pending.join("");
+    this.#pending = [];
+    writeSync(this.#timelineFd, chunk);
+  }
+
+  /** Merges `patch` into the metadata and rewrites run.json atomically. */
+  async update(patch: Partial<RunMeta>): Promise<void> {
+    this.#meta = { ...this.#meta, ...patch };
+    await writeJsonAtomic(join(this.dir, "run.json"), this.#meta);
+  }
+
+  /** Appends the `end` entry, flushes, closes the files and writes the end and summary into run.json. */
+  async finish(end: RunMeta["end"] & object, summary: RunSummary | null, endedAt: Date = new Date()): Promise<void> {
+    this.append({ t: endedAt.getTime() / 1000, kind: "end", cause: end.cause, exit_code: end.exit_code, signal: end.signal });
+    this.flush();
+    clearInterval(this.#timer);
+    fsyncSync(this.#timelineFd);
+    closeSync(this.#timelineFd);
+    closeSync(this.#outputFd);
+    this.#closed = true;
+    await this.update({ ended_at: endedAt.toISOString(), end, summary });
+  }
+}
+
+/**
+ * The run store on disk (docs/run-store.md): one folder per run under `runs/`, per tune under `tunes/`.
+ *
+ * @example
+ * ```ts
+ * const store = new RunStore(storeRoot(undefined, process.env, process.cwd()));
+ * const latest = await store.resolveRun("latest");
+ * const { meta, timeline } = await store.readRun(latest);
+ * ```
+ */
+export class RunStore {
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = root;
+  }
+
+  /** The folder of a run; the id is checked first. */
+  runDir(id: string): string {
+    return join(this.root, "runs", checkedId(id));
+  }
+
+  /** The folder of a tune; the id is checked first. */
+  tuneDir(id: string): string {
+    return join(this.root, "tunes", checkedId(id));
+  }
+
+  /** Creates the run's folder and writes its first run.json. */
+  async createRun(run: NewRun, startedAt: Date = new Date()): Promise<RunWriter> {
+    const id = newRecordId(startedAt);
+    const dir = this.runDir(id);
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (error) {
+      throw new BrimError("E_IO", `cannot create the run store folder ${dir}: ${(error as Error).message}`, { cause: error });
+    }
+    const meta: RunMeta = { schema: "brim.run/v1", id, ...run, started_at: startedAt.toISOString(), ended_at: null, end: null, summary: null };
+    await writeJsonAtomic(join(dir, "run.json"), meta);
+    return new RunWriter(dir, meta);
+  }
+
+  /** Ids of the runs in the store, oldest first. */
+  async runIds(): Promise<string[]> {
+    return listIds(join(this.root, "runs"));
+  }
+
+  /** Ids of the tunes in the store, oldest first. */
+  async tuneIds(): Promise<string[]> {
+    return listIds(join(this.root, "tunes"));
+  }
+
+  /** A run's metadata. */
+  async readRunMeta(id: string): Promise<RunMeta> {
+    return (await readJson(join(this.runDir(id), "run.json"), `run ${id}`)) as RunMeta;
+  }
+
+  /** A run's metadata and timeline as they are now (a running job's timeline is read up to its last whole line). */
+  async readRun(id: string): Promise<{ meta: RunMeta; timeline: TimelineEntry[] }> {
+    const meta = await this.readRunMeta(id);
+    let text = "";
+    try {
+      text = await readFile(join(this.runDir(id), "timeline.ndjson"), "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw new BrimError("E_IO", `cannot read the timeline of run ${id}: ${(error as Error).message}`);
+    }
+    return { meta, timeline: parseTimeline(text) };
+  }
+
+  /** Writes a tune record (atomically), creating its folder. */
+  async writeTune(tune: TuneRecord): Promise<void> {
+    const dir = this.tuneDir(tune.id);
+    await mkdir(dir, { recursive: true });
+    await writeJsonAtomic(join(dir, "tune.json"), tune);
+  }
+
+  /** A tune record. */
+  async readTune(id: string): Promise<TuneRecord> {
+    return (await readJson(join(this.tuneDir(id), "tune.json"), `tune ${id}`)) as TuneRecord;
+  }
+
+  /**
+   * Resolves what a user typed to a run id: a full id, `latest`, or a unique prefix of an id.
+   * `E_NOT_FOUND` names what was asked and what exists.
+   */
+  async resolveRun(ref: string): Promise<string> {
+    return resolveRef(ref, await this.runIds(), "run", this.root);
+  }
+
+  /** Like {@link RunStore.resolveRun}, for tunes. */
+  async resolveTune(ref: string): Promise<string> {
+    return resolveRef(ref, await this.tuneIds(), "tune", this.root);
+  }
+}
+
+function checkedId(id: string): string {
+  if (!isRecordId(id)) throw new BrimError("E_INPUT", `'${id}' is not a run or tune id (expected YYYYMMDD-HHMMSS-xxxx)`);
+  return id;
+}
+
+async function listIds(dir: string): Promise<string[]> {
+  try {
+    const names = await readdir(dir);
+    return names.filter(isRecordId).sort();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw new BrimError("E_IO", `cannot list ${dir}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+function resolveRef(ref: string, ids: string[], what: "run" | "tune", root: string): string {
+  if (ids.length === 0) throw new BrimError("E_NOT_FOUND", `no ${what}s in the store ${root} (run 'brim ${what === "run" ? "run" : "tune"} -- <command>' first, or pass --store)`);
+  if (ref === "latest" || ref === "last") return ids[ids.length - 1] as string;
+  if (isRecordId(ref) && ids.includes(ref)) return ref;
+  if (/^[0-9a-f-]+$/.test(ref)) {
+    const matches = ids.filter((id) => id.startsWith(ref) || id.endsWith(ref));
+    if (matches.length === 1) return matches[0] as string;
+    if (matches.length > 1) throw new BrimError("E_INPUT", `'${ref}' matches ${matches.length} ${what}s; give more of the id`);
+  }
+  throw new BrimError("E_NOT_FOUND", `${what} '${ref}' not found in ${root} (latest: ${ids[ids.length - 1]})`);
+}

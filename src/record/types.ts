@@ -1,0 +1,112 @@
+/** How a job ended (docs/run-store.md). */
+export type EndCause = "ok" | "gpu_oom" | "host_oom" | "gpu_fault" | "hung" | "crashed" | "interrupted" | "cap_exceeded";
+
+/** The end of a run as run.json records it. */
+export interface RunEnd {
+  cause: EndCause;
+  exit_code: number | null;
+  signal: string | null;
+  message: string;
+}
+
+/** Numbers brim measured over a run; `null` where it could not measure, never 0. */
+export interface RunSummary {
+  duration_s: number;
+  steps: number;
+  steady_steps: number;
+  samples: number;
+  samples_per_s: number | null;
+  data_wait_share: number | null;
+  step_time_s: number | null;
+  peak_tree_gpu_bytes: number | null;
+  peak_tree_rss_bytes: number | null;
+  framework_peak_allocated_bytes: number | null;
+  framework_peak_reserved_bytes: number | null;
+  gpu_util_mean: number | null;
+  sm_activity_mean: number | null;
+  power_mean_w: number | null;
+  energy_j: number | null;
+  energy_j_per_sample: number | null;
+  oom_recoveries: number;
+  micro_batch: number | null;
+  accumulation: number | null;
+}
+
+/** What the run store knows about the devices a run used. */
+export interface RunDevice {
+  backend: "nvml" | "nvidia-smi" | "cpu";
+  driver: string | null;
+  gpus: { index: number; name: string; uuid: string | null; total_bytes: number }[];
+  host: { cpus: number; mem_total_bytes: number };
+}
+
+/** run.json (schema `brim.run/v1`). */
+export interface RunMeta {
+  schema: "brim.run/v1";
+  id: string;
+  kind: "run" | "trial";
+  tune_id: string | null;
+  command: string[];
+  cwd: string;
+  knobs: Record<string, number | string | boolean>;
+  cap_bytes: number | null;
+  cap_scope: "gpu" | "ram";
+  step_budget: number | null;
+  device: RunDevice;
+  versions: Record<string, string>;
+  started_at: string;
+  ended_at: string | null;
+  end: RunEnd | null;
+  summary: RunSummary | null;
+}
+
+/** One line of timeline.ndjson: always `t` (Unix seconds) and `kind`; the rest depends on the kind. */
+export interface TimelineEntry {
+  t: number;
+  kind: string;
+  [field: string]: unknown;
+}
+
+/** One trial as tune.json records it. */
+export interface TuneTrialRecord {
+  index: number;
+  run_id: string | null;
+  knobs: Record<string, number | string | boolean>;
+  purpose: string;
+  end: string;
+  samples_per_s: number | null;
+  peak_bytes: number | null;
+  framework_peak_bytes: number | null;
+  gpu_util_mean: number | null;
+  data_wait_share: number | null;
+  duration_s: number;
+  oom_recoveries: number;
+}
+
+/** Where a knob reaches the job. */
+export interface KnobBindingRecord {
+  knob: string;
+  via: "template" | "config" | "env";
+  file?: string;
+  key?: string;
+  file_sha256?: string;
+}
+
+/** tune.json (schema `brim.tune/v1`). */
+export interface TuneRecord {
+  schema: "brim.tune/v1";
+  id: string;
+  command: string[];
+  cwd: string;
+  bindings: KnobBindingRecord[];
+  cap_bytes: number;
+  cap_scope: "gpu" | "ram";
+  effective_batch: number | null;
+  started_at: string;
+  ended_at: string | null;
+  trials: TuneTrialRecord[];
+  winner: { index: number; knobs: Record<string, number | string | boolean>; speedup: number | null } | null;
+  stop_reason: string | null;
+  memory_line: { intercept_bytes: number; bytes_per_sample: number; margin_bytes: number; predicted_max_micro_batch: number } | null;
+  notes: string[];
+}
