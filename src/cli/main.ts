@@ -3,6 +3,8 @@ import { createRequire } from "node:module";
 import { isBrimError } from "../errors/index.ts";
 import { processOutput, type Output } from "./output.ts";
 import { registerPlan } from "./plan.ts";
+import { registerDetect } from "./detect.ts";
+import { registerRun } from "./run.ts";
 
 const version = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
 
@@ -25,12 +27,19 @@ export async function main(argv: readonly string[], out: Output = processOutput)
       writeErr: (text) => out.stderr(text),
       outputError: () => {},
     });
+  let exitCode = 0;
+  const setExitCode = (code: number): void => {
+    exitCode = code;
+  };
+  program.enablePositionalOptions();
   registerPlan(program, out);
+  registerDetect(program, out);
+  registerRun(program, out, setExitCode);
   for (const command of program.commands) command.exitOverride();
 
   try {
     await program.parseAsync(argv, { from: "user" });
-    return 0;
+    return exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help") return 0;

@@ -2,10 +2,25 @@
 export interface Output {
   stdout(text: string): void;
   stderr(text: string): void;
+  /** True when stderr is a terminal (the live view redraws in place there). */
+  stderrIsTTY?: boolean;
+  /** Terminal width in columns. */
+  columns?: number;
+  /** Colors allowed (a terminal, and NO_COLOR unset). */
+  color?: boolean;
 }
 
 /** The process's own streams. */
 export const processOutput: Output = {
   stdout: (text) => void process.stdout.write(text),
   stderr: (text) => void process.stderr.write(text),
+  get stderrIsTTY() {
+    return process.stderr.isTTY === true;
+  },
+  get columns() {
+    return process.stderr.columns ?? 100;
+  },
+  get color() {
+    return process.stderr.isTTY === true && (process.env.NO_COLOR ?? "") === "";
+  },
 };

@@ -1,0 +1,229 @@
+import { Option, type Command } from "commander";
+import { formatBytes, parseByteSize } from "../bytes.ts";
+import { openDevices, type Devices } from "../devices/index.ts";
+import { UsageError } from "../errors/index.ts";
+import { guardRun, type GuardResult } from "../guard/guard.ts";
+import { formatPrometheus, serveMetrics } from "../guard/prometheus.ts";
+import { StatusFooter, formatDuration } from "../guard/view.ts";
+import { RunStore, storeRoot } from "../record/store.ts";
+import type { Output } from "./output.ts";
+
+/** Options of `brim run` as the command line gives them. */
+export interface RunCommandOptions {
+  cap?: number;
+  store?: string;
+  prometheus?: number;
+  hz: number;
+  hungAfter: number;
+  grace: number;
+  steps?: number;
+  warmup: number;
+  knob: Record<string, number | string | boolean>;
+  shrink: boolean;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+/** What `brim run` returns: the guarded run and the exit status to give (the job's). */
+export interface RunCommandResult {
+  result: GuardResult;
+  exitCode: number;
+  storeRoot: string;
+  note: string | null;
+}
+
+const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 };
+
+/**
+ * Parses `name=value` knob arguments; numbers and booleans become numbers and booleans.
+ *
+ * @example
+ * ```ts
+ * parseKnobArgument("batch_size=64", {}); // { batch_size: 64 }
+ * ```
+ */
+export function parseKnobArgument(text: string, previous: Record<string, number | string | boolean>): Record<string, number | string | boolean> {
+  const equals = text.indexOf("=");
+  if (equals <= 0) throw new UsageError(`--knob expects name=value, got '${text}'`);
+  const name = text.slice(0, equals).trim();
+  return { ...previous, [name]: parseScalar(text.slice(equals + 1).trim()) };
+}
+
+/**
+ * A command-line value as a number, boolean or string.
+ *
+ * @example
+ * ```ts
+ * parseScalar("0.5"); // 0.5
+ * parseScalar("true"); // true
+ * parseScalar("bf16-mixed"); // "bf16-mixed"
+ * ```
+ */
+export function parseScalar(text: string): number | string | boolean {
+  if (text === "true") return true;
+  if (text === "false") return false;
+  if (/^-?(\d+\.?\d*|\.\d+)(e-?\d+)?$/i.test(text)) return Number(text);
+  return text;
+}
+
+function positiveInteger(name: string, min = 1): (text: string) => number {
+  return (text) => {
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < min) throw new UsageError(`${name} must be an integer ≥ ${min}, got '${text}'`);
+    return value;
+  };
+}
+
+function positiveNumber(name: string): (text: string) => number {
+  return (text) => {
+    const value = Number(text);
+    if (!Number.isFinite(value) || value <= 0) throw new UsageError(`${name} must be a positive number, got '${text}'`);
+    return value;
+  };
+}
+
+/**
+ * `brim run`: runs the command under the guard and returns the run with the exit status to give.
+ * Printing the live view and the summary goes through `out`; nothing here exits the process.
+ *
+ * @example
+ * ```ts
+ * const { result, exitCode } = await runCommand(["python", "train.py"], { hz: 10, hungAfter: 900, grace: 10, warmup: 3, knob: {}, shrink: true }, processOutput);
+ * ```
+ */
+export async function runCommand(command: string[], options: RunCommandOptions, out: Output, devices: Devices = openDevices()): Promise<RunCommandResult> {
+  if (command.length === 0) throw new UsageError("no command to run: put it after --, e.g. brim run --cap 12GiB -- python train.py");
+  const inventory = devices.inventory();
+  const root = storeRoot(options.store, process.env, process.cwd());
+  const store = new RunStore(root);
+  if (inventory.note !== null && !options.json) out.stderr(`brim: ${inventory.note}\n`);
+  const firstGpu = inventory.gpus[0];
+  if (options.cap !== undefined && inventory.backend !== "cpu" && firstGpu !== undefined && options.cap > firstGpu.totalBytes) {
+    throw new UsageError(`--cap ${formatBytes(options.cap)} is more than the GPU's ${formatBytes(firstGpu.totalBytes)} (${firstGpu.name})`);
+  }
+  const footer = options.quiet || options.json ? null : new StatusFooter({ write: (text) => out.stderr(text), isTTY: out.stderrIsTTY === true, columns: out.columns ?? 100 }, { color: out.color === true });
+  let latestState: Parameters<typeof formatPrometheus>[0] | null = null;
+  let runId = "";
+  const metrics = options.prometheus !== undefined ? await serveMetrics(options.prometheus, () => (latestState ? formatPrometheus(latestState, { run_id: runId }) : "")) : null;
+  try {
+    const result = await guardRun(
+      {
+        command,
+        cwd: process.cwd(),
+        capBytes: options.cap ?? null,
+        shrink: options.shrink,
+        knobs: options.knob,
+        stepBudget: options.steps ?? null,
+        warmupSteps: options.warmup,
+        hz: options.hz,
+        hungAfterS: options.hungAfter > 0 ? options.hungAfter : null,
+        killGraceS: options.grace,
+        forwardSignals: true,
+        onStart: ({ runId: id, pid }) => {
+          runId = id;
+          if (!options.json) out.stderr(`brim: run ${id} · pid ${pid}${options.cap !== undefined ? ` · cap ${formatBytes(options.cap)} ${inventory.backend === "cpu" ? "RAM" : "GPU"}` : ""}${metrics ? ` · metrics http://127.0.0.1:${options.prometheus}/metrics` : ""}\n`);
+        },
+        onOutput: (stream, line) => {
+          const write = (text: string): void => (stream === 1 ? out.stdout(text) : out.stderr(text));
+          if (footer) footer.line(line, write);
+          else if (!options.json) write(`${line}\n`);
+        },
+        onState: (state, now) => {
+          latestState = state;
+          footer?.update(state, now);
+        },
+      },
+      { devices, store },
+    );
+    footer?.close();
+    const end = result.job.end;
+    const exitCode = end.exit_code ?? (end.signal !== null ? 128 + (SIGNAL_NUMBERS[end.signal] ?? 1) : 1);
+    return { result, exitCode, storeRoot: root, note: inventory.note };
+  } finally {
+    metrics?.close();
+  }
+}
+
+/**
+ * The end-of-run summary as text.
+ *
+ * @example
+ * ```ts
+ * out.stderr(renderRunSummary(result));
+ * ```
+ */
+export function renderRunSummary(run: RunCommandResult): string {
+  const { meta, summary } = run.result;
+  const end = meta.end;
+  const lines: string[] = [];
+  const scope = meta.cap_scope === "gpu" ? "GPU" : "RAM";
+  lines.push(`brim: run ${meta.id} ended: ${end?.cause ?? "?"}${end && end.cause !== "ok" ? ` — ${end.message}` : ""}`);
+  const throughput = summary.samples_per_s !== null ? `${summary.samples_per_s.toPrecision(4)} samples/s over ${summary.steady_steps} steady steps` : `no steady steps reported${summary.steps === 0 ? " (the job does not use the brim SDK, or stopped before its first step)" : ""}`;
+  lines.push(`  throughput   ${throughput}`);
+  if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
+  const peak = meta.cap_scope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes;
+  if (peak !== null) lines.push(`  peak memory  ${formatBytes(peak)} ${scope} (process tree)${meta.cap_bytes !== null ? ` of the ${formatBytes(meta.cap_bytes)} cap (${((peak / meta.cap_bytes) * 100).toFixed(0)}%)` : ""}`);
+  if (summary.framework_peak_allocated_bytes !== null) lines.push(`  framework    peak allocated ${formatBytes(summary.framework_peak_allocated_bytes)}, reserved ${formatBytes(summary.framework_peak_reserved_bytes ?? 0)}`);
+  if (summary.gpu_util_mean !== null) lines.push(`  utilization  ${summary.gpu_util_mean.toFixed(0)}% GPU (time a kernel ran)${summary.sm_activity_mean !== null ? `, ${summary.sm_activity_mean.toFixed(0)}% SM activity` : ""}`);
+  if (summary.energy_j_per_sample !== null) lines.push(`  energy       ${summary.energy_j_per_sample.toPrecision(3)} J/sample`);
+  if (summary.oom_recoveries > 0) lines.push(`  recovered    ${summary.oom_recoveries} out-of-memory errors inside the step (no step lost)`);
+  lines.push(`  duration     ${formatDuration(summary.duration_s)} · ${summary.steps} steps`);
+  lines.push(`  record       ${run.storeRoot}/runs/${meta.id}  (brim doctor ${meta.id})`);
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Adds `brim run` to the program. `setExitCode` receives the job's exit status.
+ *
+ * @example
+ * ```ts
+ * registerRun(program, processOutput, (code) => (exitCode = code));
+ * ```
+ */
+export function registerRun(program: Command, out: Output, setExitCode: (code: number) => void): void {
+  program
+    .command("run")
+    .summary("run a training job under brim's guard: live view, memory cap, OOM recovery, a recorded timeline")
+    .description(
+      "Runs <command> in its own process group with brim's SDK channel, shows a live view (step, samples/s, memory against the cap, " +
+        "utilization, data wait), keeps the job's processes under --cap, records a timeline in the run store and prints a summary. " +
+        "The exit code is the job's.",
+    )
+    .argument("<command...>", "the training command, after --")
+    .passThroughOptions()
+    .option("--cap <size>", "memory cap for the whole process tree: GPU memory, or RAM in CPU mode (e.g. 12GiB)", (text) => parseByteSize(text))
+    .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")
+    .option("--prometheus <port>", "serve Prometheus metrics on 127.0.0.1:<port>/metrics", positiveInteger("--prometheus"))
+    .addOption(new Option("--hz <n>", "sampling rate of GPU and process readings").default(10).argParser(positiveNumber("--hz")))
+    .addOption(new Option("--hung-after <seconds>", "stop and classify the job as hung after this long without a step (0 = never)").default(900).argParser(positiveInteger("--hung-after", 0)))
+    .addOption(new Option("--grace <seconds>", "seconds between SIGTERM and SIGKILL when stopping the job").default(10).argParser(positiveNumber("--grace")))
+    .option("--steps <n>", "step budget: the SDK ends the training loop after n steps", positiveInteger("--steps"))
+    .addOption(new Option("--warmup <n>", "steps left out of steady-state throughput").default(3).argParser(positiveInteger("--warmup", 0)))
+    .addOption(new Option("--knob <name=value>", "a knob value for the job (read with brim.knob); repeatable").default({}).argParser(parseKnobArgument))
+    .option("--no-shrink", "never ask the SDK to shrink the micro-batch near the cap (stop at the cap instead)")
+    .option("--json", "print the run record (metadata and summary) as JSON at the end")
+    .option("--quiet", "no live view; the summary only")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  brim run -- python train.py --config conf.yaml
+  brim run --cap 12GiB -- python train.py              keep the job under 12 GiB of GPU memory
+  brim run --cap 6GiB --prometheus 9400 -- python train.py
+  brim run --steps 200 --knob batch_size=64 -- python examples/nbeats/train.py --config examples/nbeats/config.yaml
+
+How the cap holds: the SDK caps PyTorch's allocator and recovers from out-of-memory inside the step
+(split the micro-batch, same effective batch); brim watches the whole process tree and asks the SDK
+to shrink near the cap; as the last resort it stops the job and says so. Without a GPU the cap is on
+the RAM (resident set) of the process tree.
+
+End causes: ok, gpu_oom, host_oom, gpu_fault, hung, crashed, interrupted, cap_exceeded.
+The record lands in .brim/runs/<id>/ (run.json, timeline.ndjson, output.log): see docs/run-store.md.`,
+    )
+    .action(async (command: string[], options: RunCommandOptions) => {
+      const run = await runCommand(command, options, out);
+      if (options.json) out.stdout(`${JSON.stringify(run.result.meta, null, 2)}\n`);
+      else out.stderr(renderRunSummary(run));
+      setExitCode(run.exitCode);
+    });
+}

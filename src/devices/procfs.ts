@@ -1,0 +1,323 @@
+/**
+ * Processes, memory and CPU from procfs: pure parsers of the files' text, and {@link ProcFs},
+ * a small reader with a configurable root (default /proc) that tests can point elsewhere.
+ *
+ * @example
+ * ```ts
+ * const proc = new ProcFs();
+ * const tree = createTreeReader(proc);
+ * tree.read(process.pid); // { pids: [...], rssBytes: ..., cpuPercent: null, ... }
+ * ```
+ * @module
+ */
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * The fields of /proc/<pid>/stat brim uses. Times are in clock ticks, RSS in pages.
+ *
+ * @example
+ * ```ts
+ * const s: ProcStat = { pid: 42, comm: "python", state: "S", ppid: 1, utimeTicks: 10, stimeTicks: 2, startTicks: 9000, rssPages: 5000 };
+ * ```
+ */
+export interface ProcStat {
+  pid: number;
+  comm: string;
+  state: string;
+  ppid: number;
+  utimeTicks: number;
+  stimeTicks: number;
+  startTicks: number;
+  rssPages: number;
+}
+
+/**
+ * Parses /proc/<pid>/stat. The command name sits in parentheses and may itself hold spaces and
+ * parentheses, so the fields are counted from the last ")".
+ *
+ * @example
+ * ```ts
+ * parseProcStat("42 (py thon) S 1 42 42 0 -1 4194560 1 0 0 0 10 2 0 0 20 0 1 0 9000 1000000 5000 ...")?.ppid; // 1
+ * ```
+ */
+export function parseProcStat(text: string): ProcStat | null {
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  if (open < 0 || close < open) return null;
+  const pid = Number(text.slice(0, open).trim());
+  const fields = text.slice(close + 2).trim().split(" ");
+  // fields[0] is stat's field 3 (state), so field n is fields[n - 3].
+  const field = (n: number): number => Number(fields[n - 3]);
+  const stat: ProcStat = {
+    pid,
+    comm: text.slice(open + 1, close),
+    state: fields[0] ?? "?",
+    ppid: field(4),
+    utimeTicks: field(14),
+    stimeTicks: field(15),
+    startTicks: field(22),
+    rssPages: field(24),
+  };
+  return Number.isInteger(pid) && Number.isFinite(stat.ppid) && Number.isFinite(stat.utimeTicks) && Number.isFinite(stat.rssPages) ? stat : null;
+}
+
+/**
+ * System memory from /proc/meminfo, in bytes. MemAvailable (kernel 3.14+) is what new work can
+ * take without swapping; on older kernels it is estimated as MemFree + Buffers + Cached.
+ *
+ * @example
+ * ```ts
+ * parseMemInfo("MemTotal: 16384 kB\nMemAvailable: 8192 kB\n"); // { memTotalBytes: 16777216, memAvailableBytes: 8388608 }
+ * ```
+ */
+export function parseMemInfo(text: string): { memTotalBytes: number; memAvailableBytes: number } | null {
+  const kib = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const match = /^(\w+):\s+(\d+)(?:\s+kB)?/.exec(line);
+    if (match?.[1] !== undefined && match[2] !== undefined) kib.set(match[1], Number(match[2]));
+  }
+  const total = kib.get("MemTotal");
+  if (total === undefined) return null;
+  const available = kib.get("MemAvailable") ?? (kib.get("MemFree") ?? 0) + (kib.get("Buffers") ?? 0) + (kib.get("Cached") ?? 0);
+  return { memTotalBytes: total * 1024, memAvailableBytes: available * 1024 };
+}
+
+/**
+ * All CPUs' time in clock ticks from the first line of /proc/stat: busy and total (idle and
+ * iowait count as not busy; guest time is already inside user time).
+ *
+ * @example
+ * ```ts
+ * parseCpuTimes("cpu  100 0 50 800 50 0 0 0 0 0\n"); // { busyTicks: 150, totalTicks: 1000 }
+ * ```
+ */
+export function parseCpuTimes(text: string): { busyTicks: number; totalTicks: number } | null {
+  const line = text.split("\n", 1)[0] ?? "";
+  if (!line.startsWith("cpu ")) return null;
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line.slice(4).trim().split(/\s+/).map(Number);
+  const total = user + nice + system + idle + iowait + irq + softirq + steal;
+  return Number.isFinite(total) ? { busyTicks: total - idle - iowait, totalTicks: total } : null;
+}
+
+/**
+ * The `NSpid:` line of /proc/<pid>/status: the pid in each PID namespace the process belongs to,
+ * from the namespace of this procfs inwards. [] when the kernel has no such line (before 4.1).
+ *
+ * @example
+ * ```ts
+ * parseNsPids("Name:\tpython\nNSpid:\t81234\t17\n"); // [81234, 17]
+ * ```
+ */
+export function parseNsPids(text: string): number[] {
+  const match = /^NSpid:\s*([\d\s]+)$/m.exec(text);
+  return match?.[1] === undefined ? [] : match[1].trim().split(/\s+/).map(Number);
+}
+
+/**
+ * The page size and clock-tick rate from /proc/self/auxv (AT_PAGESZ 6, AT_CLKTCK 17), read as
+ * 64-bit little-endian pairs; null for what is not there.
+ *
+ * @example
+ * ```ts
+ * parseAuxv(readFileSync("/proc/self/auxv")); // { pageSize: 4096, clockTicks: 100 }
+ * ```
+ */
+export function parseAuxv(bytes: Uint8Array): { pageSize: number | null; clockTicks: number | null } {
+  const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let pageSize: number | null = null;
+  let clockTicks: number | null = null;
+  for (let at = 0; at + 16 <= bytes.byteLength; at += 16) {
+    const type = data.getBigUint64(at, true);
+    const value = Number(data.getBigUint64(at + 8, true));
+    if (type === 0n) break;
+    if (type === 6n) pageSize = value;
+    if (type === 17n) clockTicks = value;
+  }
+  return { pageSize, clockTicks };
+}
+
+/**
+ * The root and all its descendants, root first then breadth-first; [] when the root is not among
+ * `processes`.
+ *
+ * @example
+ * ```ts
+ * descendantPids([{ pid: 1, ppid: 0 }, { pid: 5, ppid: 1 }, { pid: 9, ppid: 5 }], 5); // [5, 9]
+ * ```
+ */
+export function descendantPids(processes: Iterable<{ pid: number; ppid: number }>, rootPid: number): number[] {
+  const children = new Map<number, number[]>();
+  let rootSeen = false;
+  for (const p of processes) {
+    if (p.pid === rootPid) rootSeen = true;
+    const siblings = children.get(p.ppid);
+    if (siblings === undefined) children.set(p.ppid, [p.pid]);
+    else siblings.push(p.pid);
+  }
+  if (!rootSeen) return [];
+  const tree = [rootPid];
+  for (let i = 0; i < tree.length; i++) {
+    for (const child of children.get(tree[i] as number) ?? []) if (child !== rootPid && !tree.includes(child)) tree.push(child);
+  }
+  return tree;
+}
+
+/**
+ * CPU use of a set of processes between two snapshots, in % of one core. A process absent from
+ * the earlier snapshot started in between, so all its time counts; one that exited drops out.
+ * Keys should tell reused pids apart (pid and start time).
+ *
+ * @example
+ * ```ts
+ * treeCpuPercent(new Map([["5:100", 10]]), new Map([["5:100", 60]]), 0.5, 100); // 100
+ * ```
+ */
+export function treeCpuPercent(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>, seconds: number, clockTicks: number): number | null {
+  if (!(seconds > 0)) return null;
+  let ticks = 0;
+  for (const [key, now] of after) ticks += Math.max(0, now - (before.get(key) ?? 0));
+  return (100 * ticks) / clockTicks / seconds;
+}
+
+/**
+ * Reads procfs under `root` (default /proc). Page size and clock ticks come from the running
+ * process's auxv; 4096 and 100 when it cannot be read.
+ *
+ * @example
+ * ```ts
+ * const proc = new ProcFs("/proc");
+ * proc.stat(process.pid)?.rssPages;
+ * ```
+ */
+export class ProcFs {
+  readonly root: string;
+  readonly pageSize: number;
+  readonly clockTicks: number;
+
+  constructor(root = "/proc") {
+    this.root = root;
+    let aux: { pageSize: number | null; clockTicks: number | null } = { pageSize: null, clockTicks: null };
+    try {
+      aux = parseAuxv(readFileSync(join(root, "self", "auxv")));
+    } catch {
+      // Defaults below.
+    }
+    this.pageSize = aux.pageSize ?? 4096;
+    this.clockTicks = aux.clockTicks ?? 100;
+  }
+
+  #read(...path: string[]): string | null {
+    try {
+      return readFileSync(join(this.root, ...path), "latin1");
+    } catch {
+      return null;
+    }
+  }
+
+  /** Every pid with a directory under the root. */
+  pids(): number[] {
+    try {
+      return readdirSync(this.root).filter((name) => /^\d+$/.test(name)).map(Number);
+    } catch {
+      return [];
+    }
+  }
+
+  /** /proc/<pid>/stat parsed; null when the process is gone. */
+  stat(pid: number): ProcStat | null {
+    const text = this.#read(String(pid), "stat");
+    return text === null ? null : parseProcStat(text);
+  }
+
+  /** /proc/<pid>/status NSpid; null when the process is gone. */
+  nsPids(pid: number): number[] | null {
+    const text = this.#read(String(pid), "status");
+    return text === null ? null : parseNsPids(text);
+  }
+
+  memInfo(): { memTotalBytes: number; memAvailableBytes: number } | null {
+    const text = this.#read("meminfo");
+    return text === null ? null : parseMemInfo(text);
+  }
+
+  cpuTimes(): { busyTicks: number; totalTicks: number } | null {
+    const text = this.#read("stat");
+    return text === null ? null : parseCpuTimes(text);
+  }
+}
+
+/**
+ * A process tree at one moment, as procfs shows it.
+ *
+ * @example
+ * ```ts
+ * const t: ProcTree = { rootPid: 5, pids: [5, 9], rssBytes: 1 << 30, cpuPercent: 95 };
+ * ```
+ */
+export interface ProcTree {
+  rootPid: number;
+  pids: number[];
+  rssBytes: number;
+  cpuPercent: number | null;
+}
+
+/**
+ * Reads a process tree again and again, keeping what it needs to turn CPU time into CPU use.
+ *
+ * @example
+ * ```ts
+ * const trees = createTreeReader(new ProcFs());
+ * trees.read(pid); // cpuPercent null
+ * trees.read(pid); // cpuPercent since the previous read
+ * ```
+ */
+export function createTreeReader(proc: ProcFs, nowMs: () => number = Date.now): { read(rootPid: number): ProcTree & { visiblePids: ReadonlySet<number> } } {
+  let previous: { rootPid: number; atMs: number; ticks: Map<string, number> } | null = null;
+  return {
+    read(rootPid: number) {
+      const atMs = nowMs();
+      const stats = new Map<number, ProcStat>();
+      for (const pid of proc.pids()) {
+        const stat = proc.stat(pid);
+        if (stat !== null) stats.set(pid, stat);
+      }
+      const pids = descendantPids(stats.values(), rootPid);
+      const ticks = new Map<string, number>();
+      let rssPages = 0;
+      for (const pid of pids) {
+        const stat = stats.get(pid);
+        if (stat === undefined) continue;
+        rssPages += stat.rssPages;
+        ticks.set(`${pid}:${stat.startTicks}`, stat.utimeTicks + stat.stimeTicks);
+      }
+      const cpuPercent = previous !== null && previous.rootPid === rootPid ? treeCpuPercent(previous.ticks, ticks, (atMs - previous.atMs) / 1000, proc.clockTicks) : null;
+      previous = { rootPid, atMs, ticks };
+      return { rootPid, pids, rssBytes: rssPages * proc.pageSize, cpuPercent, visiblePids: new Set(stats.keys()) };
+    },
+  };
+}
+
+/**
+ * Reads the host's available memory and CPU use (all CPUs together, 0–100) since the previous read.
+ *
+ * @example
+ * ```ts
+ * const host = createHostReader(new ProcFs());
+ * host.read(); // { memAvailableBytes: …, cpuPercent: null } the first time
+ * ```
+ */
+export function createHostReader(proc: ProcFs, fallbackMemAvailable: () => number): { read(): { memAvailableBytes: number; cpuPercent: number | null } } {
+  let previous: { busyTicks: number; totalTicks: number } | null = null;
+  return {
+    read() {
+      const times = proc.cpuTimes();
+      let cpuPercent: number | null = null;
+      if (times !== null && previous !== null && times.totalTicks > previous.totalTicks) {
+        cpuPercent = (100 * (times.busyTicks - previous.busyTicks)) / (times.totalTicks - previous.totalTicks);
+      }
+      previous = times ?? previous;
+      return { memAvailableBytes: proc.memInfo()?.memAvailableBytes ?? fallbackMemAvailable(), cpuPercent };
+    },
+  };
+}

@@ -1,0 +1,279 @@
+import { createRequire } from "node:module";
+import { startSampler, type Devices, type Reading } from "../devices/index.ts";
+import type { ChannelMessage } from "../job/channel.ts";
+import { Job, type JobResult } from "../job/runner.ts";
+import type { RunStore } from "../record/store.ts";
+import { summarizeRun } from "../record/summary.ts";
+import type { RunDevice, RunMeta, RunSummary, TimelineEntry } from "../record/types.ts";
+import { CapWatcher } from "./cap.ts";
+import { LiveTracker, type LiveState } from "./live.ts";
+
+const brimVersion = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
+
+/** Seconds between two sampler readings kept in the timeline (the guard itself sees every reading). */
+const TIMELINE_SAMPLE_EVERY_S = 0.5;
+
+/** One guarded run of a user's command. */
+export interface GuardOptions {
+  command: string[];
+  cwd: string;
+  kind?: "run" | "trial";
+  tuneId?: string | null;
+  /** The memory cap of the whole process tree: GPU memory, or RAM in CPU mode. */
+  capBytes: number | null;
+  /** Ask the SDK to shrink near the cap (default true). */
+  shrink?: boolean;
+  knobs?: Record<string, number | string | boolean>;
+  stepBudget?: number | null;
+  warmupSteps?: number | null;
+  hz?: number;
+  hungAfterS?: number | null;
+  killGraceS?: number;
+  env?: Record<string, string>;
+  /** Forward SIGINT/SIGTERM that brim receives to the job while it runs (the CLI sets this). */
+  forwardSignals?: boolean;
+  onOutput?: (stream: 1 | 2, line: string) => void;
+  onState?: (state: LiveState, now: number) => void;
+  onStart?: (info: { runId: string; pid: number; dir: string }) => void;
+}
+
+/** What the guard needs from outside. */
+export interface GuardDeps {
+  devices: Devices;
+  store: RunStore;
+}
+
+/** The outcome of a guarded run. */
+export interface GuardResult {
+  meta: RunMeta;
+  job: JobResult;
+  summary: RunSummary;
+  timeline: TimelineEntry[];
+}
+
+/**
+ * The device part of run.json from the devices' inventory.
+ *
+ * @example
+ * ```ts
+ * runDevice(devices.inventory()).backend; // "cpu"
+ * ```
+ */
+export function runDevice(inventory: ReturnType<Devices["inventory"]>): RunDevice {
+  return {
+    backend: inventory.backend,
+    driver: inventory.driver,
+    gpus: inventory.gpus.map((gpu) => ({ index: gpu.index, name: gpu.name, uuid: gpu.uuid, total_bytes: gpu.totalBytes })),
+    host: { cpus: inventory.host.cpus, mem_total_bytes: inventory.host.memTotalBytes },
+  };
+}
+
+/**
+ * An SDK message as a timeline entry (docs/run-store.md), or null for messages the timeline does not keep.
+ *
+ * @example
+ * ```ts
+ * timelineEntryOf({ v: 1, type: "event", t: 5, pid: 9, kind: "oom_recovered", step: 3, message: "...", details: {} });
+ * // { t: 5, kind: "event", pid: 9, event: "oom_recovered", step: 3, message: "...", details: {} }
+ * ```
+ */
+export function timelineEntryOf(message: ChannelMessage): TimelineEntry | null {
+  const { v: _version, type, ...rest } = message;
+  if (type === "step" || type === "hello" || type === "profile") return { ...rest, kind: type };
+  if (type === "event") {
+    const { kind, ...details } = rest;
+    return { ...details, kind: "event", event: kind };
+  }
+  return null;
+}
+
+/**
+ * A sampler reading as a timeline `sample` entry.
+ *
+ * @example
+ * ```ts
+ * sampleEntryOf(reading).tree?.rss_bytes;
+ * ```
+ */
+export function sampleEntryOf(reading: Reading): TimelineEntry {
+  return {
+    t: reading.t,
+    kind: "sample",
+    tree: reading.tree
+      ? { pids: reading.tree.pids.length, rss_bytes: reading.tree.rssBytes, cpu_percent: reading.tree.cpuPercent, gpu_bytes: reading.tree.gpuBytes }
+      : null,
+    gpus: reading.gpus.map((gpu) => ({
+      index: gpu.index,
+      used_bytes: gpu.usedBytes,
+      total_bytes: gpu.totalBytes,
+      util: gpu.util,
+      mem_util: gpu.memUtil,
+      sm_activity: gpu.smActivity,
+      tensor_activity: gpu.tensorActivity,
+      power_w: gpu.powerW,
+      energy_j: gpu.energyJ,
+      sm_clock_mhz: gpu.smClockMHz,
+      throttle: gpu.throttle,
+      pcie_tx_kbs: gpu.pcieTxKBs,
+      pcie_rx_kbs: gpu.pcieRxKBs,
+      processes: gpu.processes.length,
+    })),
+    host: { mem_available_bytes: reading.host.memAvailableBytes, cpu_percent: reading.host.cpuPercent },
+  };
+}
+
+function versionsFrom(hello: ChannelMessage | undefined): Record<string, string> {
+  const versions: Record<string, string> = { brim: brimVersion, node: process.version };
+  if (hello === undefined) return versions;
+  if (typeof hello.python === "string") versions.python = hello.python;
+  if (typeof hello.sdk === "string") versions.sdk = hello.sdk;
+  if (typeof hello.versions === "object" && hello.versions !== null) {
+    for (const [name, value] of Object.entries(hello.versions)) if (typeof value === "string") versions[name] = value;
+  }
+  return versions;
+}
+
+/**
+ * Runs a user's command under brim's guard: records it in the run store, samples the devices and
+ * the process tree, keeps the tree under the cap (shrink requests to the SDK, then a stop as the last
+ * resort), and summarizes the run at the end.
+ *
+ * @example
+ * ```ts
+ * const result = await guardRun(
+ *   { command: ["python", "train.py"], cwd: process.cwd(), capBytes: 12 * 2 ** 30, forwardSignals: true },
+ *   { devices: openDevices(), store: new RunStore(".brim") },
+ * );
+ * console.log(result.meta.id, result.meta.end?.cause, result.summary.samples_per_s);
+ * ```
+ */
+export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<GuardResult> {
+  const inventory = deps.devices.inventory();
+  const capScope = inventory.backend === "cpu" ? "ram" : "gpu";
+  const firstGpu = inventory.gpus[0];
+  const writer = await deps.store.createRun({
+    kind: options.kind ?? "run",
+    tune_id: options.tuneId ?? null,
+    command: options.command,
+    cwd: options.cwd,
+    knobs: options.knobs ?? {},
+    cap_bytes: options.capBytes,
+    cap_scope: capScope,
+    step_budget: options.stepBudget ?? null,
+    device: runDevice(inventory),
+    versions: versionsFrom(undefined),
+  });
+  const live = new LiveTracker({ startedAt: Date.now() / 1000, capBytes: options.capBytes, capScope, totalSteps: options.stepBudget ?? null });
+  const watcher = options.capBytes !== null ? new CapWatcher({ capBytes: options.capBytes, scope: capScope }) : null;
+  let mainHello: ChannelMessage | undefined;
+  let peakGpu: number | null = null;
+  let peakRss: number | null = null;
+  let lastKeptSampleAt = Number.NEGATIVE_INFINITY;
+  let pendingSample: Reading | null = null;
+
+  let job: Job;
+  try {
+    job = await Job.start({
+      command: options.command,
+      cwd: options.cwd,
+      runId: writer.id,
+      knobs: options.knobs,
+      stepBudget: options.stepBudget,
+      warmupSteps: options.warmupSteps,
+      gpuCapBytes: capScope === "gpu" ? options.capBytes : null,
+      gpuTotalBytes: firstGpu?.totalBytes ?? null,
+      hungAfterS: options.hungAfterS,
+      killGraceS: options.killGraceS,
+      env: options.env,
+      onMessage: (message) => {
+        if (message.type === "hello" && message.role === "main" && mainHello === undefined) mainHello = message;
+        const entry = timelineEntryOf(message);
+        if (entry) writer.append(entry);
+        live.message(message);
+      },
+      onOutput: (stream, line) => {
+        writer.appendOutput(stream, line);
+        options.onOutput?.(stream, line);
+      },
+    });
+  } catch (error) {
+    await writer.finish({ cause: "crashed", exit_code: null, signal: null, message: (error as Error).message }, null);
+    throw error;
+  }
+  writer.append({ t: job.startedAt, kind: "start", pid: job.pid });
+  options.onStart?.({ runId: writer.id, pid: job.pid, dir: writer.dir });
+
+  const onSignal = (signal: NodeJS.Signals): void => {
+    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: `brim received ${signal} and passed it to the job`, details: { signal } });
+    job.interrupt(signal);
+  };
+  if (options.forwardSignals) {
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  }
+
+  const sampler = startSampler(deps.devices, {
+    rootPid: job.pid,
+    hz: options.hz ?? 10,
+    onReading: (reading) => {
+      const gpuBytes = reading.tree?.gpuBytes ?? null;
+      const rssBytes = reading.tree?.rssBytes ?? null;
+      if (gpuBytes !== null) peakGpu = Math.max(peakGpu ?? 0, gpuBytes);
+      if (rssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakRss = Math.max(peakRss ?? 0, rssBytes);
+      const used = capScope === "gpu" ? gpuBytes : rssBytes;
+      const gpus = reading.gpus;
+      const mean = (values: (number | null)[]): number | null => {
+        const known = values.filter((value): value is number => value !== null);
+        return known.length === 0 ? null : known.reduce((a, b) => a + b, 0) / known.length;
+      };
+      const powers = gpus.map((gpu) => gpu.powerW).filter((value): value is number => value !== null);
+      live.reading({
+        t: reading.t,
+        usedBytes: used,
+        gpuUtil: mean(gpus.map((gpu) => gpu.util)),
+        smActivity: mean(gpus.map((gpu) => gpu.smActivity)),
+        powerW: powers.length > 0 ? powers.reduce((a, b) => a + b, 0) : null,
+        cpuPercent: reading.tree?.cpuPercent ?? null,
+        processes: reading.tree?.pids.length ?? null,
+      });
+      if (gpus.some((gpu) => gpu.lost)) job.markGpuLost();
+      if (watcher !== null && used !== null && job.stoppedBy === null) {
+        const action = watcher.observe(used, reading.t, options.shrink !== false && job.channel.stats.open > 0);
+        if (action.kind === "shrink" && job.requestShrink(`memory ${used} bytes near the cap ${options.capBytes}`) > 0) {
+          live.shrinkRequested();
+          writer.append({ t: reading.t, kind: "event", event: "shrink_requested", pid: null, step: null, message: "near the cap: brim asked the job to shrink its micro-batch", details: { used_bytes: used, cap_bytes: options.capBytes } });
+        } else if (action.kind === "stop") {
+          writer.append({ t: reading.t, kind: "event", event: "cap_stop", pid: null, step: null, message: action.detail, details: { used_bytes: used, cap_bytes: options.capBytes } });
+          job.stop("cap_exceeded", action.detail, 3);
+        }
+      }
+      pendingSample = reading;
+      if (reading.t - lastKeptSampleAt >= TIMELINE_SAMPLE_EVERY_S) {
+        lastKeptSampleAt = reading.t;
+        writer.append(sampleEntryOf(reading));
+        pendingSample = null;
+      }
+      options.onState?.(live.snapshot(reading.t), reading.t);
+    },
+  });
+
+  let result: JobResult;
+  try {
+    result = await job.wait();
+  } finally {
+    await sampler.stop();
+    if (options.forwardSignals) {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+  }
+  const lastSample = pendingSample as Reading | null;
+  if (lastSample !== null) writer.append(sampleEntryOf(lastSample));
+  writer.flush();
+  const { timeline } = await deps.store.readRun(writer.id);
+  const summary = summarizeRun(timeline, { treeGpuBytes: peakGpu, treeRssBytes: peakRss }, result.endedAt - result.startedAt);
+  await writer.update({ versions: versionsFrom(mainHello) });
+  await writer.finish(result.end, summary, new Date(result.endedAt * 1000));
+  const recorded = await deps.store.readRun(writer.id);
+  return { meta: recorded.meta, job: result, summary, timeline: recorded.timeline };
+}
