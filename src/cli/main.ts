@@ -5,6 +5,9 @@ import { processOutput, type Output } from "./output.ts";
 import { registerPlan } from "./plan.ts";
 import { registerDetect } from "./detect.ts";
 import { registerRun } from "./run.ts";
+import { registerTune } from "./tune.ts";
+import { registerDoctor } from "./doctor.ts";
+import { registerReport } from "./report.ts";
 
 const version = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
 
@@ -35,6 +38,9 @@ export async function main(argv: readonly string[], out: Output = processOutput)
   registerPlan(program, out);
   registerDetect(program, out);
   registerRun(program, out, setExitCode);
+  registerTune(program, out);
+  registerDoctor(program, out);
+  registerReport(program, out);
   for (const command of program.commands) command.exitOverride();
 
   try {

@@ -30,6 +30,8 @@ export interface GuardOptions {
   hungAfterS?: number | null;
   killGraceS?: number;
   env?: Record<string, string>;
+  /** Seconds after which brim asks the job to stop (SDK), then stops it 5 s later; for tune trials. */
+  timeLimitS?: number | null;
   /** Forward SIGINT/SIGTERM that brim receives to the job while it runs (the CLI sets this). */
   forwardSignals?: boolean;
   onOutput?: (stream: 1 | 2, line: string) => void;
@@ -257,10 +259,22 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     },
   });
 
+  const timers: NodeJS.Timeout[] = [];
+  if (options.timeLimitS != null) {
+    const limit = options.timeLimitS;
+    timers.push(
+      setTimeout(() => {
+        job.requestStop(`time limit of ${limit} s`);
+        timers.push(setTimeout(() => job.stop("hung", `the job ran past its time limit of ${limit} s`, 2), 5000));
+      }, limit * 1000),
+    );
+  }
+
   let result: JobResult;
   try {
     result = await job.wait();
   } finally {
+    for (const timer of timers) clearTimeout(timer);
     await sampler.stop();
     if (options.forwardSignals) {
       process.off("SIGINT", onSignal);

@@ -1,0 +1,68 @@
+import { applyConfigEdits, type ApplyResult, type ConfigEdit } from "../configs/index.ts";
+import { BrimError, isBrimError } from "../errors/index.ts";
+import type { TuneRecord } from "../record/types.ts";
+import { fillTemplate } from "./knobs.ts";
+
+/** What applying a tune's winner did. */
+export interface ApplyTuneResult {
+  tuneId: string;
+  files: ApplyResult[];
+  /** Files that already held the winner's values (applying twice changes nothing). */
+  alreadyApplied: string[];
+  /** The command with template knobs filled in, when the command has templates. */
+  command: string[] | null;
+  /** Knobs that reach the job only through the SDK's environment: set them in code or config yourself. */
+  envKnobs: Record<string, number | string | boolean>;
+}
+
+/**
+ * Writes a tune's winning knob values into the files they are bound to: comment-preserving edits,
+ * atomic writes, a backup beside each file; refuses (E_STALE) a file that changed since the tune
+ * read it unless `force`. Knobs bound to a command template or to the environment are returned for
+ * printing.
+ *
+ * @example
+ * ```ts
+ * const result = await applyTune(await store.readTune(id), { force: false, dryRun: false });
+ * for (const file of result.files) console.log(file.diff);
+ * ```
+ */
+export async function applyTune(record: TuneRecord, options: { force: boolean; dryRun: boolean }): Promise<ApplyTuneResult> {
+  if (record.winner === null) throw new BrimError("E_NO_TRIAL_FIT", `tune ${record.id} has no winner (no trial fitted the cap and finished); nothing to apply`);
+  const knobs = record.winner.knobs;
+  const byFile = new Map<string, { sha: string; edits: ConfigEdit[] }>();
+  const envKnobs: Record<string, number | string | boolean> = {};
+  let templated = false;
+  for (const binding of record.bindings) {
+    const value = knobs[binding.knob];
+    if (value === undefined) continue;
+    if (binding.via === "template") templated = true;
+    else if (binding.via === "env") envKnobs[binding.knob] = value;
+    else if (binding.file !== undefined && binding.key !== undefined) {
+      const entry = byFile.get(binding.file) ?? { sha: binding.file_sha256 ?? "", edits: [] };
+      entry.edits.push({ key: binding.key, value });
+      byFile.set(binding.file, entry);
+    }
+  }
+  const before = record.trials.find((trial) => trial.index === 0)?.knobs ?? {};
+  for (const [knob, value] of Object.entries(knobs)) {
+    if (!record.bindings.some((binding) => binding.knob === knob) && before[knob] !== value) envKnobs[knob] = value;
+  }
+  const files: ApplyResult[] = [];
+  const alreadyApplied: string[] = [];
+  for (const [file, { sha, edits }] of byFile) {
+    let result: ApplyResult;
+    try {
+      result = await applyConfigEdits(file, edits, { expectedSha256: options.force || sha === "" ? undefined : sha, dryRun: options.dryRun });
+    } catch (error) {
+      if (!isBrimError(error) || error.code !== "E_STALE") throw error;
+      const check = await applyConfigEdits(file, edits, { dryRun: true });
+      if (check.changed) throw error;
+      alreadyApplied.push(file);
+      continue;
+    }
+    if (result.changed) files.push(result);
+    else alreadyApplied.push(file);
+  }
+  return { tuneId: record.id, files, alreadyApplied, command: templated ? fillTemplate(record.command, knobs) : null, envKnobs };
+}

@@ -1,0 +1,226 @@
+import { existsSync } from "node:fs";
+import { extname, resolve } from "node:path";
+import type { ConfigDocument } from "../configs/index.ts";
+import { InputError, UsageError } from "../errors/index.ts";
+import type { KnobValue, Knobs } from "./search.ts";
+
+/** How a knob's value reaches the job. */
+export type KnobBinding =
+  | { knob: string; via: "template" }
+  | { knob: string; via: "config"; file: string; key: string }
+  | { knob: string; via: "env" };
+
+/** Knobs brim knows how to tune, with the config keys they are usually found under (last segment). */
+export const KNOWN_KNOBS: Readonly<Record<string, readonly string[]>> = {
+  batch_size: ["batch_size", "micro_batch_size", "per_device_train_batch_size", "train_batch_size"],
+  accumulation: ["accumulate_grad_batches", "gradient_accumulation_steps", "accumulation", "grad_accum_steps"],
+  precision: ["precision", "mixed_precision"],
+  num_workers: ["num_workers", "dataloader_num_workers"],
+  pin_memory: ["pin_memory", "dataloader_pin_memory"],
+  persistent_workers: ["persistent_workers", "dataloader_persistent_workers"],
+  prefetch_factor: ["prefetch_factor", "dataloader_prefetch_factor"],
+};
+
+const CONFIG_EXTENSIONS = new Set([".yaml", ".yml", ".json", ".toml"]);
+const TEMPLATE = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/**
+ * Knob names used as `{name}` templates in the command.
+ *
+ * @example
+ * ```ts
+ * templateKnobs(["python", "train.py", "--bs", "{batch_size}"]); // ["batch_size"]
+ * ```
+ */
+export function templateKnobs(command: readonly string[]): string[] {
+  const names = new Set<string>();
+  for (const arg of command) for (const match of arg.matchAll(TEMPLATE)) names.add(match[1] as string);
+  return [...names];
+}
+
+/**
+ * The command with `{name}` templates filled from `knobs`; a template without a value is an error.
+ *
+ * @example
+ * ```ts
+ * fillTemplate(["python", "train.py", "--bs", "{batch_size}"], { batch_size: 64 }); // [..., "--bs", "64"]
+ * ```
+ */
+export function fillTemplate(command: readonly string[], knobs: Knobs): string[] {
+  return command.map((arg) =>
+    arg.replace(TEMPLATE, (_whole, name: string) => {
+      const value = knobs[name];
+      if (value === undefined) throw new UsageError(`the command uses {${name}} but no value for knob '${name}' is known: give one with --knob ${name}=<value>`);
+      return String(value);
+    }),
+  );
+}
+
+/**
+ * Config files named in the command: arguments (or `--flag=value` values) that are existing
+ * .yaml/.yml/.json/.toml files, resolved against `cwd`.
+ *
+ * @example
+ * ```ts
+ * configFilesInCommand(["python", "train.py", "--config", "conf/config.yaml"], "/proj"); // [{ index: 3, path: "/proj/conf/config.yaml", arg: "conf/config.yaml" }]
+ * ```
+ */
+export function configFilesInCommand(command: readonly string[], cwd: string): { index: number; path: string; arg: string }[] {
+  const found: { index: number; path: string; arg: string }[] = [];
+  command.forEach((arg, index) => {
+    if (index === 0) return;
+    const value = arg.startsWith("--") && arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : arg;
+    if (!CONFIG_EXTENSIONS.has(extname(value).toLowerCase())) return;
+    const path = resolve(cwd, value);
+    if (existsSync(path)) found.push({ index, path, arg: value });
+  });
+  return found;
+}
+
+/** Every key path in a parsed config, with its value (lists by index). */
+function leafKeys(value: unknown, prefix: string[] = []): { path: string[]; value: unknown }[] {
+  if (Array.isArray(value)) return value.flatMap((item, index) => leafKeys(item, [...prefix, String(index)]));
+  if (typeof value === "object" && value !== null) {
+    return Object.entries(value as Record<string, unknown>).flatMap(([key, item]) => leafKeys(item, [...prefix, key]));
+  }
+  return [{ path: prefix, value }];
+}
+
+/** A knob found in a config file by its usual key name. */
+export interface DetectedKey {
+  knob: string;
+  key: string;
+  value: unknown;
+}
+
+/**
+ * Finds the known knobs in a parsed config by key name, taking the shallowest match (a default
+ * section wins over per-stage overrides); two matches at the same depth are ambiguous and left out
+ * with a note.
+ *
+ * @example
+ * ```ts
+ * detectKnobKeys({ data_loader: { batch_size: 32, num_workers: 0 } }).found;
+ * // [{ knob: "batch_size", key: "data_loader.batch_size", value: 32 }, { knob: "num_workers", ... }]
+ * ```
+ */
+export function detectKnobKeys(config: unknown): { found: DetectedKey[]; notes: string[] } {
+  const leaves = leafKeys(config);
+  const found: DetectedKey[] = [];
+  const notes: string[] = [];
+  for (const [knob, names] of Object.entries(KNOWN_KNOBS)) {
+    const matches = leaves.filter((leaf) => names.includes(leaf.path[leaf.path.length - 1] ?? "") && !leaf.path.some((part) => part.includes(".")));
+    if (matches.length === 0) continue;
+    const depth = Math.min(...matches.map((match) => match.path.length));
+    const shallowest = matches.filter((match) => match.path.length === depth);
+    if (shallowest.length > 1) {
+      notes.push(`knob ${knob}: several keys could hold it (${shallowest.map((m) => m.path.join(".")).join(", ")}); bind one with --bind ${knob}=<file>:<key>`);
+      continue;
+    }
+    const chosen = shallowest[0] as { path: string[]; value: unknown };
+    found.push({ knob, key: chosen.path.join("."), value: chosen.value });
+    if (matches.length > 1) notes.push(`knob ${knob}: using ${chosen.path.join(".")}; deeper keys (${matches.filter((m) => m !== chosen).map((m) => m.path.join(".")).join(", ")}) override it in places and are left as they are`);
+  }
+  return { found, notes };
+}
+
+/**
+ * Parses `--bind knob=<file>:<key>` or `--bind knob=env`.
+ *
+ * @example
+ * ```ts
+ * parseBinding("batch_size=conf/config.yaml:data_loader.batch_size", "/proj");
+ * // { knob: "batch_size", via: "config", file: "/proj/conf/config.yaml", key: "data_loader.batch_size" }
+ * ```
+ */
+export function parseBinding(text: string, cwd: string): KnobBinding {
+  const equals = text.indexOf("=");
+  if (equals <= 0) throw new UsageError(`--bind expects knob=<file>:<key> or knob=env, got '${text}'`);
+  const knob = text.slice(0, equals);
+  const target = text.slice(equals + 1);
+  if (target === "env") return { knob, via: "env" };
+  const colon = target.lastIndexOf(":");
+  if (colon <= 0 || colon === target.length - 1) throw new UsageError(`--bind ${knob}: expected <file>:<key> (e.g. conf/config.yaml:data_loader.batch_size), got '${target}'`);
+  const file = resolve(cwd, target.slice(0, colon));
+  if (!existsSync(file)) throw new InputError(`no such file`, { file: target.slice(0, colon), field: `--bind ${knob}` });
+  return { knob, via: "config", file, key: target.slice(colon + 1) };
+}
+
+/**
+ * A value read from a config as a knob value; null and missing values are `undefined`.
+ *
+ * @example
+ * ```ts
+ * asKnobValue(32); // 32
+ * asKnobValue(null); // undefined
+ * ```
+ */
+export function asKnobValue(value: unknown): KnobValue | undefined {
+  if (typeof value === "number" || typeof value === "string" || typeof value === "boolean") return value;
+  return undefined;
+}
+
+/**
+ * The values of the knobs bound to config keys, as the config holds them now (trial 0's values).
+ *
+ * @example
+ * ```ts
+ * configBaseline(bindings, documents); // { batch_size: 32, num_workers: 0 }
+ * ```
+ */
+export function configBaseline(bindings: readonly KnobBinding[], documents: ReadonlyMap<string, ConfigDocument>): Knobs {
+  const knobs: Knobs = {};
+  for (const binding of bindings) {
+    if (binding.via !== "config") continue;
+    const value = asKnobValue(documents.get(binding.file)?.get(binding.key));
+    if (value !== undefined) knobs[binding.knob] = value;
+  }
+  return knobs;
+}
+
+/** What the tuner knows about the machine when it picks candidate values. */
+export interface CandidateContext {
+  backend: "nvml" | "nvidia-smi" | "cpu";
+  /** Tensor cores with bf16 (Ampere and newer). */
+  bf16: boolean;
+  /** Tensor cores at all (Volta and newer). */
+  tensorCores: boolean;
+  cpus: number;
+}
+
+/**
+ * Candidate values for the knobs other than the micro-batch and accumulation, in the order the
+ * coordinate descent tries them. Only knobs the job has (bound, or read through the SDK) are tuned.
+ *
+ * @example
+ * ```ts
+ * candidateValues(["precision", "num_workers"], { precision: "fp32", num_workers: 0 }, { backend: "cpu", bf16: false, tensorCores: false, cpus: 4 });
+ * // [{ knob: "num_workers", values: [0, 1, 2, 4] }]
+ * ```
+ */
+export function candidateValues(knobs: readonly string[], baseline: Knobs, context: CandidateContext): { knob: string; values: KnobValue[] }[] {
+  const out: { knob: string; values: KnobValue[] }[] = [];
+  const has = (knob: string): boolean => knobs.includes(knob);
+  const withBaseline = (knob: string, values: KnobValue[]): KnobValue[] => {
+    const current = baseline[knob];
+    const all = current !== undefined && !values.includes(current) ? [current, ...values] : values;
+    return [...new Set(all)];
+  };
+  if (has("precision") && context.backend !== "cpu") {
+    const precisions: KnobValue[] = ["fp32"];
+    if (context.tensorCores) precisions.push("fp16-mixed");
+    if (context.bf16) precisions.push("bf16-mixed", "tf32");
+    out.push({ knob: "precision", values: withBaseline("precision", precisions) });
+  }
+  if (has("num_workers")) {
+    const workers = [0, 1, 2, 4, 8, 16].filter((n) => n <= Math.max(1, context.cpus - 1) || n === 0);
+    out.push({ knob: "num_workers", values: withBaseline("num_workers", workers) });
+  }
+  if (has("pin_memory") && context.backend !== "cpu") out.push({ knob: "pin_memory", values: withBaseline("pin_memory", [false, true]) });
+  if (has("persistent_workers")) out.push({ knob: "persistent_workers", values: withBaseline("persistent_workers", [false, true]) });
+  if (has("prefetch_factor")) {
+    const current = baseline.prefetch_factor;
+    out.push({ knob: "prefetch_factor", values: [...new Set([...(current !== undefined ? [current] : []), 2, 4])] });
+  }
+  return out.filter((entry) => entry.values.length > 1);
+}
