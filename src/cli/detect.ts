@@ -4,7 +4,7 @@ import type { Backend, DeviceInventory, GpuFeature, Reading } from "../devices/i
 import type { Output } from "./output.ts";
 import { renderDetectText } from "./render-detect.ts";
 
-/** Options of `brim detect` as the command line gives them. */
+/** Options of `brim detect` as the command line gives them. @example await detectCommand({ json: true, nvidiaSmi: false }); */
 export interface DetectCommandOptions {
   json?: boolean;
   nvmlLibrary?: string;

@@ -7,7 +7,7 @@ import { RunStore, storeRoot } from "../record/store.ts";
 import { applyTune, type ApplyTuneResult } from "../tune/apply.ts";
 import { parseBinding, type KnobBinding } from "../tune/knobs.ts";
 import type { KnobValue } from "../tune/search.ts";
-import { tune, type TuneResult } from "../tune/tune.ts";
+import { tune, TUNE_STRATEGIES, type TuneResult, type TuneStrategy } from "../tune/tune.ts";
 import type { Output } from "./output.ts";
 import { knobDelta, progressBar, renderApply, renderTrialLine, renderTuneTable } from "./render-tune.ts";
 import { parseScalar } from "./run.ts";
@@ -26,6 +26,7 @@ export interface TuneCommandOptions {
   steps: number;
   trialTime: number;
   maxBatch?: number;
+  strategy: TuneStrategy;
   apply?: boolean;
   force?: boolean;
   store?: string;
@@ -119,6 +120,7 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
       measureSteps: options.steps,
       trialTimeLimitS: options.trialTime,
       maxMicroBatch: options.maxBatch,
+      strategy: options.strategy,
       forwardSignals: true,
       onNote: (line) => {
         if (talk) out.stderr(`brim: ${line}\n`);
@@ -181,6 +183,7 @@ export function registerTune(program: Command, out: Output): void {
     .addOption(new Option("--steps <n>", "measured steps per trial").default(20).argParser(integerAtLeast("--steps", 2)))
     .addOption(new Option("--trial-time <duration>", "longest a single trial may run").default(300, "5m").argParser(parseDuration))
     .option("--max-batch <n>", "largest micro-batch to try (e.g. the dataset size)", integerAtLeast("--max-batch", 1))
+    .addOption(new Option("--strategy <name>", "the search (the other two are there to compare with)").choices(TUNE_STRATEGIES).default("brim"))
     .option("--apply", "write the winner into the config file(s) at the end (with a backup)")
     .option("--force", "with --apply: write even if a config file changed since the tune read it")
     .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")

@@ -12,7 +12,6 @@
  */
 export { openDevices, treeGpuBytes, type OpenDevicesOptions } from "./open.ts";
 export { startSampler, type SamplerOptions } from "./sampler.ts";
-export { toDeviceRecord, toSampleLine, type DeviceRecord, type SampleLine } from "./records.ts";
 export { GPU_FEATURES } from "./types.ts";
 export type {
   Backend,

@@ -13,10 +13,11 @@
 import { execFile, execFileSync } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join } from "node:path";
+import { promisify } from "node:util";
 import { decodeThrottleReasons } from "./nvml-structs.ts";
 import type { GpuInfo, GpuProcess, GpuReading } from "./types.ts";
 
-/** The GPU fields every nvidia-smi brim supports can answer, in query order. */
+/** The GPU fields every nvidia-smi brim supports can answer, in query order. @example parseSmiGpus(stdout, SMI_GPU_FIELDS); */
 export const SMI_GPU_FIELDS = [
   "index",
   "name",
@@ -36,6 +37,7 @@ export const SMI_GPU_FIELDS = [
 const OPTIONAL_FIELD_SETS: readonly (readonly string[])[] = [["compute_cap", "clocks_event_reasons.active"], ["clocks_throttle_reasons.active"], []];
 
 const MIB = 2 ** 20;
+const execFileAsync = promisify(execFile);
 
 /**
  * One CSV value as nvidia-smi prints it: "[N/A]", "[Not Supported]", "N/A" and other bracketed
@@ -281,10 +283,7 @@ export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: Smi
     ],
   }));
   const controller = new AbortController();
-  const run = (args: string[]): Promise<string> =>
-    new Promise((resolve, reject) => {
-      execFile(path, args, { encoding: "utf8", timeout, signal: controller.signal }, (error, stdout) => (error === null ? resolve(stdout) : reject(error)));
-    });
+  const run = async (args: string[]): Promise<string> => (await execFileAsync(path, args, { encoding: "utf8", timeout, signal: controller.signal })).stdout;
   const lost = new Set<number>(rows.filter((r) => r.lost).map((r) => r.index));
   let latest: GpuReading[] | null = null;
   let latestAtMs = 0;

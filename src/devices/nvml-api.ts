@@ -13,7 +13,7 @@
  * @module
  */
 
-/** An opaque NVML handle (a C pointer). */
+/** An opaque NVML handle (a C pointer). @example const device: NvmlHandle = readU64(out); */
 export type NvmlHandle = bigint;
 
 type Call<Args extends unknown[]> = ((...args: Args) => number) | undefined;
@@ -67,5 +67,5 @@ export interface NvmlApi {
   readonly nvmlEventSetFree?: Call<[set: NvmlHandle]>;
 }
 
-/** The names of NvmlApi's calls (every key but `library`). */
+/** The names of NvmlApi's calls (every key but `library`). @example const name: NvmlFunctionName = "nvmlDeviceGetPowerUsage"; */
 export type NvmlFunctionName = Exclude<keyof NvmlApi, "library">;

@@ -44,7 +44,7 @@ import {
 } from "./nvml-structs.ts";
 import type { GpuFeature, GpuInfo, GpuProcess, GpuReading, UtilSample } from "./types.ts";
 
-/** Xid errors after which the GPU needs a reset: 48 double-bit ECC, 79 fallen off the bus, 95 uncontained ECC. */
+/** Xid errors after which the GPU needs a reset: 48 double-bit ECC, 79 fallen off the bus, 95 uncontained ECC. @example FATAL_XIDS.has(79); // true */
 export const FATAL_XIDS: ReadonlySet<number> = new Set([48, 79, 95]);
 
 /**
@@ -485,14 +485,27 @@ export function openNvmlGpus(api: NvmlApi, options: NvmlGpusOptions = {}): { gpu
       devices.find((d) => d.handle === event.device)?.noteXid(event.xid);
     }
   };
-  const read = async (): Promise<GpuReading[]> => {
+  let closed = false;
+  let reading: Promise<GpuReading[]> | null = null;
+  const read = (): Promise<GpuReading[]> => {
+    if (closed) return Promise.resolve([]);
     drainXids();
-    return Promise.all(devices.map((d) => d.read()));
+    const current = Promise.all(devices.map((d) => d.read()));
+    reading = current;
+    const settled = (): void => {
+      if (reading === current) reading = null;
+    };
+    current.then(settled, settled);
+    return current;
+  };
+  const shutdown = (): void => {
+    for (const device of devices) device.close();
+    if (eventSet !== null) api.nvmlEventSetFree?.(eventSet);
+    api.nvmlShutdown();
   };
 
   drainXids();
   for (const device of devices) device.readWithoutPcie();
-  let closed = false;
   return {
     gpus: {
       driver,
@@ -504,9 +517,9 @@ export function openNvmlGpus(api: NvmlApi, options: NvmlGpusOptions = {}): { gpu
       close: () => {
         if (closed) return;
         closed = true;
-        for (const device of devices) device.close();
-        if (eventSet !== null) api.nvmlEventSetFree?.(eventSet);
-        api.nvmlShutdown();
+        // A PCIe call may still be running on a worker thread: shut NVML down after it returns.
+        if (reading === null) shutdown();
+        else void reading.then(shutdown, shutdown);
       },
     },
   };

@@ -14,7 +14,7 @@ import type * as Koffi from "koffi";
 import type { NvmlApi, NvmlFunctionName } from "./nvml-api.ts";
 import { NVML_RETURN } from "./nvml-structs.ts";
 
-/** The library name the driver installs (the unversioned .so is only in the dev package). */
+/** The library name the driver installs (the unversioned .so is only in the dev package). @example loadNvmlLibrary(DEFAULT_NVML_LIBRARY); */
 export const DEFAULT_NVML_LIBRARY = "libnvidia-ml.so.1";
 
 // Every pointer is `void *` so a Buffer (or null) goes in unchanged and the driver's bytes come back in it.
@@ -74,6 +74,10 @@ export function loadNvmlLibrary(path: string = DEFAULT_NVML_LIBRARY): { api: Nvm
   let library: Koffi.LibraryHandle;
   try {
     koffi = loadKoffi();
+  } catch (error) {
+    return { error: `the koffi FFI module did not load (${(error as Error).message.split("\n")[0] ?? "unknown error"}), so ${path} was not tried` };
+  }
+  try {
     library = koffi.load(path);
   } catch {
     return { error: `${path} not loadable` };

@@ -90,7 +90,7 @@ export function nvmlStructVersion(size: number, version: number): number {
   return (size | (version << 24)) >>> 0;
 }
 
-/** Sizes and version words of the structs brim passes (nvml.h, LP64). */
+/** Sizes and version words of the structs brim passes (nvml.h, LP64). @example Buffer.alloc(NVML_LAYOUT.memoryV1Size); */
 export const NVML_LAYOUT = {
   memoryV1Size: 24,
   memoryV2Size: 40,
@@ -112,22 +112,22 @@ export const NVML_LAYOUT = {
   driverVersionLength: 80,
 } as const;
 
-/** `NVML_VALUE_NOT_AVAILABLE`: what the driver writes for a number it cannot give. */
+/** `NVML_VALUE_NOT_AVAILABLE`: what the driver writes for a number it cannot give. @example readU64(out) === NVML_VALUE_NOT_AVAILABLE; */
 export const NVML_VALUE_NOT_AVAILABLE = 0xffff_ffff_ffff_ffffn;
 
-/** nvmlSamplingType_t values brim reads. */
+/** nvmlSamplingType_t values brim reads. @example api.nvmlDeviceGetSamples?.(device, NVML_SAMPLING.GPU_UTILIZATION, lastSeen, type, count, null); */
 export const NVML_SAMPLING = { TOTAL_POWER: 0, GPU_UTILIZATION: 1, MEMORY_UTILIZATION: 2, PROCESSOR_CLOCK: 5, MEMORY_CLOCK: 6 } as const;
 
-/** nvmlClockType_t values brim reads. */
+/** nvmlClockType_t values brim reads. @example api.nvmlDeviceGetClockInfo?.(device, NVML_CLOCK.SM, out); */
 export const NVML_CLOCK = { GRAPHICS: 0, SM: 1, MEM: 2 } as const;
 
-/** nvmlPcieUtilCounter_t. */
+/** nvmlPcieUtilCounter_t. @example await api.nvmlDeviceGetPcieThroughput?.(device, NVML_PCIE.RX, out); */
 export const NVML_PCIE = { TX: 0, RX: 1 } as const;
 
-/** nvmlEventTypeXidCriticalError. */
+/** nvmlEventTypeXidCriticalError. @example api.nvmlDeviceRegisterEvents?.(device, NVML_EVENT_XID_CRITICAL, set); */
 export const NVML_EVENT_XID_CRITICAL = 0x8;
 
-/** The GPM metrics brim asks for (nvmlGpmMetricId_t). */
+/** The GPM metrics brim asks for (nvmlGpmMetricId_t). @example encodeGpmMetricsRequest(a, b, [GPM_METRIC.SM_UTIL]); */
 export const GPM_METRIC = { SM_UTIL: 2, SM_OCCUPANCY: 3, ANY_TENSOR_UTIL: 5, DRAM_BW_UTIL: 10 } as const;
 
 type Bytes = Uint8Array;
@@ -240,7 +240,7 @@ export function decodeUtilization(bytes: Bytes): { gpu: number; memory: number }
   return { gpu: data.getUint32(0, true), memory: data.getUint32(4, true) };
 }
 
-/** The byte a process buffer is filled with before the driver writes into it. */
+/** The byte a process buffer is filled with before the driver writes into it. @example Buffer.alloc(capacity * 32, PROCESS_SENTINEL); */
 export const PROCESS_SENTINEL = 0xa5;
 
 /**
@@ -462,7 +462,7 @@ export function decodeGpmMetrics(bytes: Bytes): { metricId: number; ret: number;
   return metrics;
 }
 
-/** Clock-event (throttle) reason bits and the names brim gives them. */
+/** Clock-event (throttle) reason bits and the names brim gives them. @example THROTTLE_REASONS.map(([, name]) => name); */
 export const THROTTLE_REASONS: readonly (readonly [bit: bigint, name: string])[] = [
   [0x1n, "gpu_idle"],
   [0x2n, "applications_clocks"],

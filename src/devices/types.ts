@@ -10,7 +10,7 @@
  * @module
  */
 
-/** Where GPU numbers come from: the NVML library, the `nvidia-smi` binary, or no GPU at all. */
+/** Where GPU numbers come from: the NVML library, the `nvidia-smi` binary, or no GPU at all. @example if (inventory.backend === "cpu") capRam(); */
 export type Backend = "nvml" | "nvidia-smi" | "cpu";
 
 /**
@@ -55,7 +55,7 @@ export const GPU_FEATURES = [
   "xid_events",
 ] as const;
 
-/** One of {@link GPU_FEATURES}. */
+/** One of {@link GPU_FEATURES}. @example const feature: GpuFeature = "gpm"; */
 export type GpuFeature = (typeof GPU_FEATURES)[number];
 
 /**

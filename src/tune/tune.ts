@@ -21,7 +21,7 @@ import {
   type CandidateContext,
   type KnobBinding,
 } from "./knobs.ts";
-import { searchKnobs, type KnobValue, type Knobs, type SearchOutcome, type TrialResult, type TuneSpace } from "./search.ts";
+import { doublingBisection, exhaustiveGrid, searchKnobs, type KnobValue, type Knobs, type SearchOutcome, type TrialResult, type TuneSpace } from "./search.ts";
 
 /** Knob names that are the micro-batch and the gradient accumulation. */
 export const MICRO_BATCH_KNOB = "batch_size";
@@ -47,6 +47,12 @@ export interface TuneOptions {
   measureSteps: number;
   trialTimeLimitS: number;
   maxMicroBatch?: number;
+  /**
+   * The search: brim's (default); `doubling-bisection`, the classic finder (largest micro-batch that
+   * runs, nothing else tuned); `grid`, every micro-batch of `knobValues.batch_size` (default powers of
+   * two) under every combination of the other knobs. The last two exist to compare against.
+   */
+  strategy?: TuneStrategy;
   hz?: number;
   forwardSignals?: boolean;
   onTrialStart?: (event: TrialProgress) => void;
@@ -54,6 +60,11 @@ export interface TuneOptions {
   onState?: (state: LiveState, now: number) => void;
   onNote?: (line: string) => void;
 }
+
+/** The search strategies `brim tune --strategy` offers. */
+export const TUNE_STRATEGIES = ["brim", "doubling-bisection", "grid"] as const;
+/** One of {@link TUNE_STRATEGIES}. */
+export type TuneStrategy = (typeof TUNE_STRATEGIES)[number];
 
 /** Progress of a tune, for the live view. */
 export interface TrialProgress {
@@ -206,6 +217,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
     trials: [],
     winner: null,
     stop_reason: null,
+    strategy: options.strategy ?? "brim",
     memory_line: null,
     notes: [...bindingNotes],
   };
@@ -294,7 +306,16 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   record.effective_batch = space.effectiveBatch ?? null;
   const runIds = new Map<number, string | null>([[0, first.runId]]);
   let searchIndex = 0;
-  const outcome = await searchKnobs(
+  const strategy = options.strategy ?? "brim";
+  const search: typeof searchKnobs =
+    strategy === "doubling-bisection"
+      ? doublingBisection
+      : strategy === "grid"
+        ? (gridSpace, runner, searchOptions) =>
+            exhaustiveGrid(gridSpace, runner, { ...searchOptions, microBatches: (options.knobValues?.[MICRO_BATCH_KNOB] ?? [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]).filter((value): value is number => typeof value === "number") })
+        : searchKnobs;
+  if (strategy !== "brim") note(`search strategy: ${strategy} (for comparison with brim's own)`);
+  const outcome = await search(
     space,
     {
       run: async (knobs, purpose) => {
