@@ -80,7 +80,9 @@ export function runDevice(inventory: ReturnType<Devices["inventory"]>): RunDevic
  * ```
  */
 export function timelineEntryOf(message: ChannelMessage): TimelineEntry | null {
-  const { v: _version, type, ...rest } = message;
+  const { type, ...withVersion } = message;
+  const rest: Record<string, unknown> & { t: number } = { ...withVersion };
+  delete rest.v;
   if (type === "step" || type === "hello" || type === "profile") return { ...rest, kind: type };
   if (type === "event") {
     const { kind, ...details } = rest;

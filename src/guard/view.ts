@@ -101,7 +101,6 @@ export function renderStatusLine(state: LiveState): string {
 }
 
 function clip(line: string, width: number, color: boolean): string {
-  // eslint-disable-next-line no-control-regex
   const plain = color ? line.replace(/\u001b\[[0-9;]*m/g, "") : line;
   if (plain.length <= width) return line;
   return `${plain.slice(0, Math.max(1, width - 1))}…`;

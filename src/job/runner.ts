@@ -141,10 +141,10 @@ export class Job {
   static async start(options: JobOptions): Promise<Job> {
     const [program, ...args] = options.command;
     if (program === undefined || program === "") throw new BrimError("E_USAGE", "no command to run: put it after --, e.g. brim run -- python train.py");
-    let job: Job | undefined;
+    const box: { job?: Job } = {};
     const pending: ChannelMessage[] = [];
     const channel = await ChannelServer.listen((message) => {
-      if (job) job.#onMessage(message);
+      if (box.job) box.job.#onMessage(message);
       else pending.push(message);
     });
     const child = spawn(program, args, {
@@ -167,7 +167,8 @@ export class Job {
       const why = code === "ENOENT" ? "command not found" : code === "EACCES" ? "permission denied" : (error as Error).message;
       throw new BrimError("E_JOB_START", `cannot start '${program}': ${why}`, { cause: error });
     }
-    job = new Job(child, channel, options, exited);
+    const job = new Job(child, channel, options, exited);
+    box.job = job;
     for (const message of pending) job.#onMessage(message);
     return job;
   }

@@ -237,7 +237,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
     if (interrupted) return { result: interruptedResult(), runId: null };
     const trialFiles: string[] = [];
     try {
-      let command = fillTemplate(options.command, knobs);
+      const command = fillTemplate(options.command, knobs);
       const byFile = new Map<string, { key: string; value: KnobValue }[]>();
       for (const binding of bindings) {
         const value = knobs[binding.knob];

@@ -4,6 +4,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import type { RunMeta, RunSummary } from "../../src/record/types.ts";
 
 // These tests run the built CLI (npm test builds dist/ first) as a real process, as a user would.
 const REPO = resolve(import.meta.dirname, "..", "..");
@@ -36,7 +37,7 @@ describe("brim run (the built CLI as a real process)", () => {
     expect(result.stderr).toMatch(/peak memory\s+[\d.]+ [MG]iB RAM \(process tree\) of the 3\.00 GiB cap/);
     expect(result.status).toBe(0);
     const [id] = runIds(store);
-    const meta = JSON.parse(readFileSync(join(store, "runs", id as string, "run.json"), "utf8"));
+    const meta = JSON.parse(readFileSync(join(store, "runs", id as string, "run.json"), "utf8")) as RunMeta & { summary: RunSummary };
     expect(meta.summary.steady_steps).toBe(9);
     expect(meta.versions.torch).toMatch(/^\d/);
     expect(readFileSync(join(store, "runs", id as string, "output.log"), "utf8")).toMatch(/^1 \[nbeats\] done/m);
@@ -54,9 +55,9 @@ describe("brim run (the built CLI as a real process)", () => {
     const store = join(root, "store-json");
     const result = brim(["run", "--store", store, "--json", "--", "sh", "-c", "echo hidden"]);
     expect(result.status).toBe(0);
-    const meta = JSON.parse(result.stdout);
+    const meta = JSON.parse(result.stdout) as RunMeta;
     expect(meta.schema).toBe("brim.run/v1");
-    expect(meta.end.cause).toBe("ok");
+    expect(meta.end?.cause).toBe("ok");
   });
 
   it("one line and exit 1 for a command that does not exist; exit 2 for a bad option", () => {

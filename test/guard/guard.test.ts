@@ -9,6 +9,7 @@ import { LiveTracker } from "../../src/guard/live.ts";
 import { formatPrometheus } from "../../src/guard/prometheus.ts";
 import { renderLiveView, StatusFooter } from "../../src/guard/view.ts";
 import { RunStore } from "../../src/record/store.ts";
+import type { RunMeta } from "../../src/record/types.ts";
 
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const root = mkdtempSync(join(tmpdir(), "brim-guard-"));
@@ -108,8 +109,8 @@ describe("guardRun with real processes (CPU mode)", () => {
     expect(result.summary.samples_per_s).toBeGreaterThan(100);
     expect(result.summary.samples_per_s).toBeLessThan(16 / 0.02);
     expect(result.summary.peak_tree_rss_bytes).toBeGreaterThan(MiB);
-    const onDisk = JSON.parse(readFileSync(join(store.runDir(result.meta.id), "run.json"), "utf8"));
-    expect(onDisk.end.cause).toBe("ok");
+    const onDisk = JSON.parse(readFileSync(join(store.runDir(result.meta.id), "run.json"), "utf8")) as RunMeta;
+    expect(onDisk.end?.cause).toBe("ok");
     expect(onDisk.knobs).toEqual({ batch_size: 16 });
     expect(onDisk.versions.sdk).toBeDefined();
     expect(onDisk.device.backend).toBe("cpu");

@@ -192,19 +192,20 @@ describe("Job: real child processes", () => {
   it("tells the SDK to stop: the job ends on its own at the next step", async () => {
     const script = ["import time, brim", "for _ in brim.track(range(100000), samples=1):", "    time.sleep(0.01)", "print('stopped', brim.stop_reason(), flush=True)"].join("\n");
     const lines: string[] = [];
-    let job: Job | undefined;
+    const box: { job?: Job } = {};
     let asked = false;
-    job = await Job.start({
+    const job = await Job.start({
       command: [PYTHON, "-c", script],
       runId: "r",
       onOutput: (_s, line) => lines.push(line),
       onMessage: (message) => {
-        if (message.type === "step" && message.step === 5 && !asked && job) {
+        if (message.type === "step" && message.step === 5 && !asked && box.job) {
           asked = true;
-          job.requestStop("test");
+          box.job.requestStop("test");
         }
       },
     });
+    box.job = job;
     const result = await job.wait();
     expect(result.end.cause).toBe("ok");
     expect(lines).toContain("stopped server");
