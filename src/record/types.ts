@@ -107,6 +107,8 @@ export interface TuneRecord {
   trials: TuneTrialRecord[];
   winner: { index: number; knobs: Record<string, number | string | boolean>; speedup: number | null } | null;
   stop_reason: string | null;
+  /** Relative noise of one trial's throughput, as the search estimated it. */
+  noise?: number;
   /** The search that ran: "brim", "doubling-bisection" or "grid". */
   strategy?: string;
   memory_line: { intercept_bytes: number; bytes_per_sample: number; margin_bytes: number; predicted_max_micro_batch: number } | null;

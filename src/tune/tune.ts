@@ -203,6 +203,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   }
   const id = newRecordId();
   const startedAt = new Date();
+  const tuneStartedAt = now();
   const record: TuneRecord = {
     schema: "brim.tune/v1",
     id,
@@ -332,7 +333,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
     {
       capBytes: cap.capBytes,
       maxTrials: options.maxTrials,
-      maxTimeS: options.maxTimeS,
+      maxTimeS: Math.max(1, options.maxTimeS - (now() - tuneStartedAt)),
       now,
       onTrial: (event) => {
         if (event.index === 0) return;
@@ -348,6 +349,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   const bestRate = outcome.best?.samplesPerSecond ?? best?.result.samplesPerSecond ?? null;
   record.winner = best ? { index: best.index, knobs: outcome.best?.knobs ?? best.knobs, speedup: baselineRate && bestRate ? bestRate / baselineRate : null } : null;
   record.stop_reason = outcome.stopReason;
+  record.noise = outcome.noise;
   record.memory_line = outcome.memoryLine
     ? {
         intercept_bytes: outcome.memoryLine.interceptBytes,

@@ -79,9 +79,17 @@ describe("brim tune on the bundled examples (CPU), with --apply", () => {
       expect(record.trials.length).toBeGreaterThanOrEqual(2);
       expect(record.trials.length).toBeLessThanOrEqual(4);
       expect(record.bindings.map((binding) => `${binding.knob}=${binding.key}`)).toContain("batch_size=data_loader.batch_size");
+      // The winner is the configuration with the best mean measured throughput; configurations within
+      // the measured trial-to-trial noise of each other are ties (docs/tune-search.md), so the check allows that.
       const ok = record.trials.filter((trial) => trial.end === "ok" && trial.samples_per_s !== null && trial.oom_recoveries === 0);
-      const fastest = ok.reduce((a, b) => ((b.samples_per_s as number) > (a.samples_per_s as number) ? b : a));
-      expect(record.winner?.index).toBe(fastest.index);
+      const key = (knobs: Record<string, unknown> | undefined): string => JSON.stringify(Object.entries(knobs ?? {}).sort(([a], [b]) => a.localeCompare(b)));
+      const means = new Map<string, number[]>();
+      for (const trial of ok) means.set(key(trial.knobs), [...(means.get(key(trial.knobs)) ?? []), trial.samples_per_s as number]);
+      const meanOf = (values: number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
+      const bestMean = Math.max(...[...means.values()].map(meanOf));
+      const winnerMean = meanOf(means.get(key(record.winner?.knobs)) ?? [0]);
+      const noise = record.noise ?? 0;
+      expect(winnerMean).toBeGreaterThanOrEqual(bestMean / (1 + 3 * noise) - 1e-9);
       const after = readFileSync(config, "utf8");
       const winnerBatch = record.winner?.knobs.batch_size;
       if (winnerBatch !== record.trials[0]?.knobs.batch_size) {

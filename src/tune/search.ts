@@ -1,0 +1,278 @@
+/**
+ * The knob search of `brim tune`: from the user's configuration (trial 0), fit a memory line from a
+ * few probes, measure throughput at the micro-batches where the curve can still beat the best seen,
+ * then tune the other knobs one at a time, all within a trial budget, a time budget and a memory
+ * cap. Pure: trials come through a {@link TrialRunner}, time through an injected clock. How it
+ * decides is written out in docs/tune-search.md.
+ *
+ * @example
+ * ```ts
+ * const outcome = await searchKnobs(
+ *   { baseline: { batch_size: 8 }, microBatch: { knob: "batch_size" }, others: [{ knob: "num_workers", values: [0, 2, 4] }] },
+ *   runner,
+ *   { capBytes: 12 * 2 ** 30, maxTrials: 20, maxTimeS: 900, now: () => performance.now() / 1000 },
+ * );
+ * outcome.trials[outcome.bestIndex ?? 0]?.knobs; // e.g. { batch_size: 96, num_workers: 2 }
+ * ```
+ * @module
+ */
+import { formatBytes } from "../bytes.ts";
+import { InputError } from "../errors/index.ts";
+import { MARGIN_FLOOR, peakSigma, predictPeak, t99 } from "./memory-line.ts";
+import { knobsKey } from "./strategies/axis.ts";
+import { tuneOthers } from "./strategies/coordinate.ts";
+import { didNotFit, peakOf, ranAsGiven, type ConfigEstimate, type Ledger } from "./strategies/ledger.ts";
+import type { MemoryBook } from "./strategies/memory-book.ts";
+import { exploreMicroBatch } from "./strategies/micro-batch.ts";
+import { checkOptions, describeKnobs, newSearcher, pct, rate, type Searcher } from "./strategies/searcher.ts";
+
+export { doublingBisection, exhaustiveGrid } from "./strategies/baselines.ts";
+
+/** A knob's value as the job reads it. */
+export type KnobValue = number | string | boolean;
+/** A configuration: knob name → value. */
+export type Knobs = Record<string, KnobValue>;
+/** How a trial ended (the job runner's classification). */
+export type TrialEnd = "ok" | "gpu_oom" | "host_oom" | "cap_exceeded" | "crashed" | "hung" | "interrupted" | "gpu_fault" | "no_steps";
+
+/** What one trial measured. */
+export interface TrialResult {
+  end: TrialEnd;
+  /** steady-state throughput from SDK step reports (null when no steady steps) */
+  samplesPerSecond: number | null;
+  /** durations of the steady steps (wait + compute), for noise estimates */
+  stepSeconds: number[];
+  /** peak of the capped memory (GPU of the process tree, or RSS of the tree in CPU mode) */
+  peakBytes: number | null;
+  /** the framework's own peak (SDK mem.peak), when known */
+  frameworkPeakBytes: number | null;
+  /** wall time the trial took */
+  durationS: number;
+  /** the SDK split the batch this many times (the knob value did not fit as given) */
+  oomRecoveries: number;
+}
+
+/** Runs one trial of the job with the given knobs. */
+export interface TrialRunner {
+  run(knobs: Knobs, purpose: string): Promise<TrialResult>;
+}
+
+/** What may be tuned, starting from where. */
+export interface TuneSpace {
+  /** the user's current configuration = trial 0, always run first */
+  baseline: Knobs;
+  microBatch?: { knob: string; min?: number; max?: number };
+  accumulation?: { knob: string };
+  /** micro × accumulation must equal this (micro then only takes divisors) */
+  effectiveBatch?: number;
+  /** precision, num_workers, pin_memory, persistent_workers, prefetch_factor, user knobs; in priority order */
+  others: { knob: string; values: KnobValue[] }[];
+}
+
+/** Budgets, the cap, the clock, and what the plan predicted. */
+export interface SearchOptions {
+  /** never exceeded on purpose */
+  capBytes: number;
+  maxTrials: number;
+  maxTimeS: number;
+  /** seconds, injected clock */
+  now(): number;
+  /** from brim plan when available */
+  prior?: { fixedBytes: number; bytesPerSample: number; maxMicroBatch?: number };
+  /** before and after each trial, for live progress */
+  onTrial?(event: { index: number; knobs: Knobs; purpose: string; result?: TrialResult; bestIndex: number | null; plannedTotal: number }): void;
+}
+
+/** One trial of a search. */
+export interface SearchTrial {
+  index: number;
+  knobs: Knobs;
+  purpose: string;
+  result: TrialResult;
+  /** the peak the search expected when it chose the trial (memory line, or a worst-case bound); null when it had no expectation */
+  predictedPeakBytes?: number | null;
+}
+
+/** Why a search ended. */
+export type StopReason = "converged" | "max_trials" | "max_time" | "interrupted";
+
+/** The memory line of the winner's configuration. */
+export interface MemoryLineReport {
+  interceptBytes: number;
+  bytesPerSample: number;
+  marginBytes: number;
+  /** largest micro-batch with line + margin ≤ cap (at most the knob's max) */
+  predictedMaxMicroBatch: number;
+  /** trials the line rests on */
+  points: number;
+  /** residual standard deviation of the fit; null with two trials */
+  residualSigmaBytes: number | null;
+}
+
+/** What a search found. */
+export interface SearchOutcome {
+  trials: SearchTrial[];
+  bestIndex: number | null;
+  stopReason: StopReason;
+  memoryLine: MemoryLineReport | null;
+  /** human-readable reasoning */
+  notes: string[];
+  /** the winner's configuration with its mean throughput over all its trials */
+  best: { knobs: Knobs; samplesPerSecond: number; measurements: number } | null;
+  /** relative noise of one trial's throughput, as the search estimated it */
+  noise: number;
+}
+
+/**
+ * Searches the tune space for the fastest configuration under the cap (see the module doc and
+ * docs/tune-search.md). Trial failures are results; the only errors thrown are for invalid input.
+ *
+ * @example
+ * ```ts
+ * const { bestIndex, notes } = await searchKnobs(space, runner, { capBytes, maxTrials: 24, maxTimeS: 1200, now });
+ * ```
+ */
+export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options: SearchOptions): Promise<SearchOutcome> {
+  checkOptions(options);
+  const s = newSearcher(space, runner, options);
+  const { axis, ledger } = s;
+  const baseContext = axis.contextOf(space.baseline);
+  const family = s.memory.open(baseContext);
+  const m0 = axis.microOf(space.baseline);
+  if (axis.knob !== undefined && m0 === null) {
+    throw new InputError(`the baseline's ${axis.knob} must be a positive integer, got ${JSON.stringify(space.baseline[axis.knob])}`, { field: "baseline" });
+  }
+  ledger.expect(1 + (axis.knob === undefined ? 0 : 5) + space.others.reduce((n, o) => n + Math.min(2, o.values.length), 0));
+  const base = await ledger.run(space.baseline, "baseline", null);
+  if (base === null) return outcomeOf(s, null, family);
+  noteBaseline(s, base.result, m0);
+  if (ledger.stopReason !== null) return outcomeOf(s, null, family);
+  if (!ranAsGiven(base.result) && !didNotFit(base.result)) {
+    s.notes.push(`the baseline ended ${base.result.end}, not for lack of memory: tune a job that runs as it is; nothing else was tried`);
+    return outcomeOf(s, null, family);
+  }
+  if (space.effectiveBatch !== undefined && axis.accumulationKnob !== undefined) {
+    const acc = Number(space.baseline[axis.accumulationKnob] ?? 1);
+    if (m0 !== null && m0 * acc !== space.effectiveBatch) {
+      s.notes.push(`the baseline's micro-batch ${m0} × accumulation ${acc} = ${m0 * acc}, not the effective batch ${space.effectiveBatch}; every other trial keeps ${space.effectiveBatch}`);
+    }
+  }
+
+  if (axis.knob !== undefined) {
+    s.explored.add(knobsKey(baseContext));
+    await exploreMicroBatch(s, baseContext, family, true);
+    noteMicroPhase(s, baseContext, family);
+  } else if (!ranAsGiven(base.result)) {
+    s.notes.push("the baseline did not fit under the cap and there is no micro-batch knob to make it smaller");
+  }
+  const start = s.fastest(s.inContext(baseContext));
+  if (start === null) {
+    if (axis.knob !== undefined) {
+      const lowest = axis.lowest();
+      const failedLowest = s.memory.memoryFailures(family).some((t) => axis.microOf(t.knobs) === lowest);
+      s.notes.push(
+        failedLowest
+          ? `nothing fits under the cap ${formatBytes(options.capBytes)}: even micro-batch ${lowest} did not; lower the fixed memory (precision, optimizer, checkpointing) or raise the cap`
+          : s.tooClose.size > 0
+            ? `no micro-batch ran with ${pct(MARGIN_FLOOR)} of the cap ${formatBytes(options.capBytes)} left free`
+            : `no micro-batch ran as given under the cap ${formatBytes(options.capBytes)} before the search stopped`,
+      );
+    }
+    return outcomeOf(s, null, family);
+  }
+  const winner = space.others.length > 0 ? await tuneOthers(s, start) : start;
+  s.incumbent = winner;
+  return outcomeOf(s, winner, s.memory.familyOf(axis.contextOf(winner.knobs)) ?? family);
+}
+
+function noteBaseline(s: Searcher, result: TrialResult, m0: number | null): void {
+  const peak = peakOf(result);
+  const cap = formatBytes(s.options.capBytes);
+  if (ranAsGiven(result) && result.samplesPerSecond !== null) {
+    s.notes.push(`baseline${m0 === null ? "" : ` (micro-batch ${m0})`}: ${rate(result.samplesPerSecond)}, peak ${peak === null ? "not measured" : formatBytes(peak)} of the cap ${cap}`);
+  } else if (didNotFit(result)) {
+    s.notes.push(`the baseline${m0 === null ? "" : ` (micro-batch ${m0})`} did not fit under the cap ${cap} (${result.end === "ok" ? `the SDK split it ${result.oomRecoveries}×` : result.end})${m0 === null ? "" : "; looking at smaller micro-batches"}`);
+  } else if (result.end === "ok") {
+    s.notes.push("the baseline ran but reported no steady steps: no throughput to compare against");
+  }
+}
+
+function noteMicroPhase(s: Searcher, context: Knobs, family: number): void {
+  const { axis, memory, options } = s;
+  const line = memory.limit(family);
+  const points = memory.points(family);
+  if (line !== null) {
+    const { fit } = line;
+    const failed = memory.failedMicroBatches(family);
+    const margin = line.marginBytes;
+    const sigma = peakSigma(fit);
+    let why: string;
+    if (failed.some((f) => margin <= options.capBytes - predictPeak(fit, f) + 2)) why = `raised so the line clears micro-batch ${Math.min(...failed)}, which did not fit`;
+    else if (margin <= MARGIN_FLOOR * options.capBytes + 1) why = `the ${pct(MARGIN_FLOOR)} floor`;
+    else why = `99 % prediction bound, t(${sigma.df}) ${t99(sigma.df).toFixed(2)} × σ ${formatBytes(sigma.sigmaBytes)}`;
+    why += fit.residualSigmaBytes === null ? "; two trials, so σ is the prior guess" : `; residual σ ${formatBytes(fit.residualSigmaBytes)}`;
+    const ms = [...new Set(points.map((p) => p.microBatch))].sort((a, b) => a - b);
+    s.notes.push(
+      `memory line fitted from ${fit.points} trials (micro-batch ${ms.join(", ")}): peak ≈ ${formatBytes(fit.interceptBytes)} + ${formatBytes(fit.bytesPerSample)} × micro-batch; ` +
+        `margin ${formatBytes(margin)} (${why}); ` +
+        `largest micro-batch predicted under the cap ${formatBytes(options.capBytes)}: ${line.microBatch}` +
+        (fit.bytesPerSample > 0 ? "" : " (the measured peaks do not rise with the micro-batch; the limit is how far they can be trusted)"),
+    );
+  } else if (points.length > 0) {
+    s.notes.push(`memory line not fitted: only micro-batch ${points[0]?.microBatch} ran`);
+  }
+  const curve = s
+    .inContext(context)
+    .map((e) => ({ m: axis.microOf(e.knobs) ?? 0, e }))
+    .sort((a, b) => a.m - b.m);
+  if (curve.length > 0) {
+    const best = s.fastest(curve.map((c) => c.e));
+    const list = curve.map((c) => `${c.m}: ${rate(c.e.mean)}${c.e.count > 1 ? ` (×${c.e.count})` : ""}`).join(", ");
+    const bestM = best === null ? null : axis.microOf(best.knobs);
+    const largest = curve[curve.length - 1]?.m;
+    s.notes.push(
+      `throughput by micro-batch: ${list}` +
+        (bestM === null ? "" : `; fastest ${bestM}${bestM !== largest ? ` — not the largest that ran (${largest}): beyond ${bestM} throughput does not rise` : ""}`),
+    );
+  }
+}
+
+function outcomeOf(s: Searcher, winner: ConfigEstimate | null, family: number): SearchOutcome {
+  const { ledger } = s;
+  const stopReason = ledger.stopReason ?? "converged";
+  noteStop(s, ledger, stopReason);
+  const first = ledger.trials[0]?.result;
+  const baseline = first !== undefined && ranAsGiven(first) ? first.samplesPerSecond : null;
+  if (winner !== null) {
+    const speedup = baseline !== null && baseline > 0 ? ` (×${(winner.mean / baseline).toFixed(2)} the baseline)` : "";
+    s.notes.push(`winner: ${describeKnobs(winner.knobs)} — ${rate(winner.mean)} over ${winner.count} trial${winner.count > 1 ? "s" : ""}${speedup}`);
+  }
+  return {
+    trials: ledger.trials,
+    bestIndex: winner?.indices.at(-1) ?? null,
+    stopReason,
+    memoryLine: lineReport(s.memory, family, s.axis.max),
+    notes: s.notes,
+    best: winner === null ? null : { knobs: winner.knobs, samplesPerSecond: winner.mean, measurements: winner.count },
+    noise: ledger.noise(),
+  };
+}
+
+function noteStop(s: Searcher, ledger: Ledger, reason: StopReason): void {
+  if (reason === "max_trials") s.notes.push(`stopped: the budget of ${s.options.maxTrials} trials was spent before the search converged`);
+  else if (reason === "max_time") s.notes.push(`stopped: the next trial would not have finished within the time budget of ${s.options.maxTimeS} s (${ledger.trials.length} trials ran)`);
+  else if (reason === "interrupted") s.notes.push("stopped: a trial was interrupted");
+}
+
+function lineReport(memory: MemoryBook, family: number, maxMicro: number): MemoryLineReport | null {
+  const line = memory.limit(family);
+  if (line === null) return null;
+  return {
+    interceptBytes: line.fit.interceptBytes,
+    bytesPerSample: line.fit.bytesPerSample,
+    marginBytes: line.marginBytes,
+    predictedMaxMicroBatch: Math.min(line.microBatch, maxMicro),
+    points: line.fit.points,
+    residualSigmaBytes: line.fit.residualSigmaBytes,
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * Coordinate descent over the knobs beside the micro-batch: one knob at a time in the given order,
+ * starting from the best configuration so far; a value is kept only when it is faster by more than
+ * the noise. From the knob's current value the search walks up the list of values, then down,
+ * stopping a direction at the first value that is clearly slower or fails. A kept value that moves
+ * the memory off the line (a lower precision) gets a line of its own and a new micro-batch phase.
+ *
+ * @example
+ * ```ts
+ * const winner = await tuneOthers(s, s.fastest(s.ledger.estimates())!);
+ * ```
+ * @module
+ */
+import { formatBytes } from "../../bytes.ts";
+import type { KnobValue, SearchTrial } from "../search.ts";
+import { MARGIN_FLOOR } from "../memory-line.ts";
+import { knobsKey } from "./axis.ts";
+import { peakOf, ranAsGiven, type ConfigEstimate } from "./ledger.ts";
+import { exploreMicroBatch } from "./micro-batch.ts";
+import { compareThroughput, noiseThreshold } from "./noise.ts";
+import { pct, rate, type Searcher } from "./searcher.ts";
+
+/**
+ * Tunes every knob of `space.others` in order from `start`; returns the configuration kept.
+ *
+ * @example
+ * ```ts
+ * const kept = await tuneOthers(s, start);
+ * kept.knobs; // e.g. { batch_size: 96, num_workers: 2, precision: "bf16-mixed" }
+ * ```
+ */
+export async function tuneOthers(s: Searcher, start: ConfigEstimate): Promise<ConfigEstimate> {
+  s.incumbent = start;
+  // every comparison below leans on the incumbent's mean, and a repeat shows the trial-to-trial noise
+  // that the steps of one trial cannot: measure it twice before comparing anything against it
+  if (start.count === 1 && s.space.others.some((o) => o.values.some((v) => v !== start.knobs[o.knob]))) {
+    s.ledger.expect(1);
+    await s.ledger.run(start.knobs, "re-measure: the best so far, before the other knobs are compared against it", null);
+  }
+  for (const { knob, values } of s.space.others) {
+    if (s.ledger.stopReason !== null) break;
+    await tuneKnob(s, knob, values);
+  }
+  return s.ledger.estimate(s.incumbent.knobs) ?? s.incumbent;
+}
+
+async function tuneKnob(s: Searcher, knob: string, values: readonly KnobValue[]): Promise<void> {
+  const startValue = s.incumbent?.knobs[knob];
+  const i0 = values.findIndex((v) => v === startValue);
+  const said: string[] = [];
+  let kept = false;
+  let remeasured = false;
+  for (const direction of [1, -1]) {
+    if (direction === -1 && kept) break;
+    for (let j = i0 + direction; j >= 0 && j < values.length; j += direction) {
+      // estimates move as trials are repeated: always compare against the incumbent's latest mean
+      const incumbent = s.incumbent === null ? null : (s.ledger.estimate(s.incumbent.knobs) ?? s.incumbent);
+      if (incumbent === null || s.ledger.stopReason !== null) return finish(s, knob, said);
+      const value = values[j] as KnobValue;
+      const from = incumbent.knobs[knob];
+      const knobs = { ...incumbent.knobs, [knob]: value };
+      const m = s.axis.microOf(knobs);
+      const label = `${knob}=${String(value)}`;
+      let estimate = s.ledger.estimate(knobs);
+      if (estimate === undefined) {
+        if (s.ledger.trialsOf(knobs).length > 0) break;
+        s.ledger.expect(2);
+        const family = s.memory.familyOf(s.axis.contextOf(incumbent.knobs));
+        const expected = family === undefined || m === null ? null : (s.memory.predict(family, m)?.peakBytes ?? null);
+        const against = from === undefined ? `the job's default ${knob}` : `${knob}=${String(from)}`;
+        const trial = await s.ledger.run(knobs, `knob ${label}: against ${against}${m === null ? "" : ` at micro-batch ${m}`}`, expected);
+        if (trial === null) return finish(s, knob, said);
+        placeOnLine(s, trial, incumbent, said, label);
+        if (!ranAsGiven(trial.result)) {
+          said.push(`${label} ${trial.result.end === "ok" ? "needed an out-of-memory split" : `ended ${trial.result.end}`}`);
+          break;
+        }
+        estimate = s.ledger.estimate(knobs);
+        if (estimate === undefined) break;
+      }
+      let verdict = compareThroughput(estimate, incumbent, s.ledger.noise());
+      if (verdict === "tie" && estimate.mean > incumbent.mean && !remeasured && estimate.count === 1) {
+        remeasured = true;
+        s.ledger.expect(1);
+        const again = await s.ledger.run(knobs, `re-measure: ${label} is ${pct(estimate.mean / incumbent.mean - 1)} faster, within noise`, null);
+        if (again === null) return finish(s, knob, said);
+        estimate = s.ledger.estimate(knobs);
+        if (estimate === undefined) break;
+        verdict = compareThroughput(estimate, incumbent, s.ledger.noise());
+      }
+      const change = `${pct(estimate.mean / incumbent.mean - 1)} (${rate(estimate.mean)} vs ${rate(incumbent.mean)}, noise ±${pct(noiseThreshold(estimate, incumbent, s.ledger.noise()))})`;
+      if (verdict === "better" && s.eligible([estimate]).length === 1) {
+        said.push(`${label}: ${change} — kept`);
+        kept = true;
+        s.incumbent = estimate;
+        await afterKeeping(s, estimate, said, label);
+      } else if (verdict === "worse") {
+        said.push(`${label}: ${change} — clearly slower; stopped looking ${direction > 0 ? "further along" : "further back"} the list`);
+        break;
+      } else {
+        said.push(`${label}: ${change} — ${verdict === "better" ? "faster but too close to the cap" : "within noise"}, not kept`);
+      }
+    }
+  }
+  finish(s, knob, said);
+}
+
+function finish(s: Searcher, knob: string, said: string[]): void {
+  if (said.length > 0) s.notes.push(`${knob}: ${said.join("; ")}`);
+}
+
+/** Decides whether the trial's configuration shares the memory line it was compared against. */
+function placeOnLine(s: Searcher, trial: SearchTrial, incumbent: ConfigEstimate, said: string[], label: string): void {
+  const context = s.axis.contextOf(trial.knobs);
+  if (s.memory.familyOf(context) !== undefined) return;
+  const family = s.memory.familyOf(s.axis.contextOf(incumbent.knobs));
+  const peak = peakOf(trial.result);
+  const m = s.axis.microOf(trial.knobs);
+  if (family === undefined || m === null || peak === null || !ranAsGiven(trial.result)) {
+    if (family !== undefined && ranAsGiven(trial.result)) s.memory.join(context, family);
+    else s.memory.open(context);
+    return;
+  }
+  const expected = s.memory.predict(family, m);
+  let reference: number;
+  let tolerance: number;
+  if (expected !== null) {
+    reference = expected.peakBytes;
+    tolerance = expected.marginBytes;
+  } else {
+    const peaks = incumbent.indices.map((i) => (s.ledger.trials[i] === undefined ? null : peakOf(s.ledger.trials[i].result)));
+    reference = Math.max(...peaks.map((p) => p ?? 0));
+    tolerance = MARGIN_FLOOR * s.options.capBytes;
+  }
+  if (Math.abs(peak - reference) > tolerance) {
+    s.memory.open(context);
+    s.ownLines.add(knobsKey(context));
+    said.push(`${label} changed memory: peak ${formatBytes(peak)} where the line says ${formatBytes(reference)} (tolerance ${formatBytes(tolerance)}), so it gets a memory line of its own`);
+  } else {
+    s.memory.join(context, family);
+  }
+}
+
+/** After keeping a value that moved the memory off the line, the micro-batch is searched again on its own line. */
+async function afterKeeping(s: Searcher, kept: ConfigEstimate, said: string[], label: string): Promise<void> {
+  const context = s.axis.contextOf(kept.knobs);
+  const family = s.memory.familyOf(context);
+  const key = knobsKey(context);
+  if (family === undefined || s.axis.knob === undefined || !s.ownLines.has(key) || s.explored.has(key)) return;
+  s.explored.add(key);
+  await exploreMicroBatch(s, context, family, false);
+  const best = s.fastest(s.inContext(context));
+  if (best !== null && best.key !== kept.key) {
+    said.push(`with ${label} the micro-batch moved to ${s.axis.microOf(best.knobs)} (${rate(best.mean)})`);
+    s.incumbent = best;
+  }
+}

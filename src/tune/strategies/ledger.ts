@@ -1,0 +1,204 @@
+/**
+ * The record of one search: runs trials through the runner within the trial and time budgets, tells
+ * the caller about each one, and answers what has been measured so far.
+ *
+ * @example
+ * ```ts
+ * const ledger = new Ledger(runner, options, axis);
+ * const trial = await ledger.run({ batch_size: 32 }, "memory probe", null);
+ * if (trial === null) ledger.stopReason; // "max_trials" | "max_time" | ...
+ * ```
+ * @module
+ */
+import type { Knobs, SearchOptions, SearchTrial, StopReason, TrialResult, TrialRunner } from "../search.ts";
+import { knobsKey, type MicroAxis } from "./axis.ts";
+import { trialNoise, withinTrialNoise, type Measured } from "./noise.ts";
+
+/** What the measurements say about one configuration (trials with the same knobs). */
+export interface ConfigEstimate extends Measured {
+  key: string;
+  knobs: Knobs;
+  /** indices of the trials that ran and fit */
+  indices: number[];
+}
+
+/** Trial ends that mean "does not fit": the memory ran out or the cap was hit. */
+const MEMORY_ENDS = new Set(["gpu_oom", "host_oom", "cap_exceeded"]);
+
+/**
+ * Whether a trial ran as given: ended ok, with no out-of-memory split by the SDK.
+ *
+ * @example
+ * ```ts
+ * ranAsGiven({ end: "ok", oomRecoveries: 1, ... }); // false: the knob value did not fit as given
+ * ```
+ */
+export function ranAsGiven(result: TrialResult): boolean {
+  return result.end === "ok" && result.oomRecoveries === 0;
+}
+
+/**
+ * Whether a trial shows the configuration does not fit in memory: an out-of-memory end, the cap, or
+ * an SDK split of the micro-batch.
+ *
+ * @example
+ * ```ts
+ * didNotFit({ end: "cap_exceeded", ... }); // true
+ * ```
+ */
+export function didNotFit(result: TrialResult): boolean {
+  return MEMORY_ENDS.has(result.end) || (result.end === "ok" && result.oomRecoveries > 0);
+}
+
+/**
+ * The peak a trial measured: the capped memory, else the framework's own peak.
+ *
+ * @example
+ * ```ts
+ * peakOf(trial.result); // bytes or null
+ * ```
+ */
+export function peakOf(result: TrialResult): number | null {
+  return result.peakBytes ?? result.frameworkPeakBytes;
+}
+
+/**
+ * Trials and budgets of one search.
+ *
+ * @example
+ * ```ts
+ * const ledger = new Ledger(runner, { capBytes, maxTrials: 10, maxTimeS: 600, now }, axis);
+ * await ledger.run({ batch_size: 8 }, "baseline", null);
+ * ledger.estimates(); // [{ key, knobs, mean, count: 1, indices: [0] }]
+ * ```
+ */
+export class Ledger {
+  readonly trials: SearchTrial[] = [];
+  stopReason: StopReason | null = null;
+  /** the search's current estimate of its total trial count, for progress */
+  planned = 1;
+  /** the trial index of the configuration the search would pick now */
+  bestIndex: () => number | null = () => null;
+  private readonly runner: TrialRunner;
+  private readonly options: SearchOptions;
+  private readonly axis: MicroAxis;
+  private readonly started: number;
+
+  constructor(runner: TrialRunner, options: SearchOptions, axis: MicroAxis) {
+    this.runner = runner;
+    this.options = options;
+    this.axis = axis;
+    this.started = options.now();
+  }
+
+  /**
+   * Runs one trial unless a budget forbids it (then sets {@link stopReason} and returns null). The
+   * first trial always runs. `predictedPeakBytes` is the search's expectation (line + margin), kept
+   * with the trial.
+   */
+  async run(knobs: Knobs, purpose: string, predictedPeakBytes: number | null): Promise<SearchTrial | null> {
+    if (this.stopReason !== null) return null;
+    const index = this.trials.length;
+    if (index > 0) {
+      if (index >= this.options.maxTrials) {
+        this.stopReason = "max_trials";
+        return null;
+      }
+      const elapsed = this.options.now() - this.started;
+      if (elapsed + this.predictDuration(knobs) > this.options.maxTimeS) {
+        this.stopReason = "max_time";
+        return null;
+      }
+    }
+    this.planned = Math.min(this.options.maxTrials, Math.max(this.planned, index + 1));
+    this.options.onTrial?.({ index, knobs, purpose, bestIndex: this.bestIndex(), plannedTotal: this.planned });
+    const result = await this.runner.run(knobs, purpose);
+    const trial: SearchTrial = { index, knobs, purpose, result, predictedPeakBytes };
+    this.trials.push(trial);
+    if (result.end === "interrupted") this.stopReason = "interrupted";
+    this.options.onTrial?.({ index, knobs, purpose, result, bestIndex: this.bestIndex(), plannedTotal: this.planned });
+    return trial;
+  }
+
+  /** Raises the planned total to at least `index + remaining` (never above maxTrials). */
+  expect(remaining: number): void {
+    this.planned = Math.min(this.options.maxTrials, Math.max(this.planned, this.trials.length + remaining));
+  }
+
+  /**
+   * Seconds a trial with `knobs` is expected to take: the largest start-up seen (wall time not spent in
+   * steady steps) plus as many steps as the trials ran, each as long as the nearest measured
+   * micro-batch's per-sample time says, plus 10 %.
+   */
+  predictDuration(knobs: Knobs): number {
+    const m = this.axis.microOf(knobs);
+    let overhead = 0;
+    let steps = 0;
+    let perSample: number | null = null;
+    let nearest = Infinity;
+    let longest = 0;
+    for (const { knobs: k, result } of this.trials) {
+      longest = Math.max(longest, result.durationS);
+      if (result.end !== "ok" || result.stepSeconds.length === 0) continue;
+      const stepTotal = result.stepSeconds.reduce((a, b) => a + b, 0);
+      overhead = Math.max(overhead, result.durationS - stepTotal);
+      steps = Math.max(steps, result.stepSeconds.length);
+      const mk = this.axis.microOf(k);
+      if (m === null || mk === null) {
+        perSample = Math.max(perSample ?? 0, stepTotal / result.stepSeconds.length);
+        continue;
+      }
+      const distance = Math.abs(Math.log(m / mk));
+      if (distance < nearest) {
+        nearest = distance;
+        perSample = stepTotal / result.stepSeconds.length / mk;
+      }
+    }
+    if (perSample === null) return longest;
+    const step = m === null ? perSample : perSample * m;
+    return 1.1 * (overhead + steps * step);
+  }
+
+  /** Estimates of every configuration that ran as given with a measured throughput. */
+  estimates(): ConfigEstimate[] {
+    const byKey = new Map<string, ConfigEstimate & { sum: number }>();
+    for (const t of this.trials) {
+      const sps = t.result.samplesPerSecond;
+      if (!ranAsGiven(t.result) || sps === null || !(sps > 0)) continue;
+      const key = knobsKey(t.knobs);
+      const e = byKey.get(key) ?? { key, knobs: t.knobs, indices: [], mean: 0, count: 0, sum: 0 };
+      e.sum += sps;
+      e.count++;
+      e.mean = e.sum / e.count;
+      e.indices.push(t.index);
+      byKey.set(key, e);
+    }
+    return [...byKey.values()].map(({ key, knobs, indices, mean, count }) => ({ key, knobs, indices, mean, count }));
+  }
+
+  /** The estimate of the configuration `knobs`, if it ran as given. */
+  estimate(knobs: Knobs): ConfigEstimate | undefined {
+    const key = knobsKey(knobs);
+    return this.estimates().find((e) => e.key === key);
+  }
+
+  /** Trials with exactly these knobs. */
+  trialsOf(knobs: Knobs): SearchTrial[] {
+    const key = knobsKey(knobs);
+    return this.trials.filter((t) => knobsKey(t.knobs) === key);
+  }
+
+  /** The relative noise of one trial's throughput, from all trials so far (see noise.ts). */
+  noise(): number {
+    const within: number[] = [];
+    for (const t of this.trials) {
+      if (!ranAsGiven(t.result)) continue;
+      const r = withinTrialNoise(t.result.stepSeconds);
+      if (r !== null) within.push(r);
+    }
+    const repeats = this.estimates()
+      .filter((e) => e.count > 1)
+      .map((e) => e.indices.map((i) => this.trials[i]?.result.samplesPerSecond ?? e.mean));
+    return trialNoise(within, repeats);
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * How sure a throughput measurement is, and when one configuration counts as faster than another.
+ * The rule is written out in docs/tune-search.md ("Noise").
+ *
+ * @example
+ * ```ts
+ * compareThroughput({ mean: 1040, count: 1 }, { mean: 1000, count: 1 }, 0.01); // "tie": 4 % is within 2·√2·1 %
+ * ```
+ * @module
+ */
+
+/** The smallest relative noise a single trial's throughput is assumed to have. */
+export const NOISE_FLOOR = 0.005;
+/** How many standard errors apart two means must be to count as different. */
+export const NOISE_Z = 2;
+
+/** A configuration's throughput: mean samples/s over its trials and how many there were. */
+export interface Measured {
+  mean: number;
+  count: number;
+}
+
+/**
+ * Relative standard error of one trial's throughput from its steady steps: cv / √n, or null with fewer
+ * than three steps.
+ *
+ * @example
+ * ```ts
+ * withinTrialNoise([0.1, 0.11, 0.09, 0.1]); // ≈ 0.0041
+ * ```
+ */
+export function withinTrialNoise(stepSeconds: readonly number[]): number | null {
+  const n = stepSeconds.length;
+  if (n < 3) return null;
+  const mean = stepSeconds.reduce((a, b) => a + b, 0) / n;
+  if (!(mean > 0)) return null;
+  const variance = stepSeconds.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1);
+  return Math.sqrt(variance) / mean / Math.sqrt(n);
+}
+
+/**
+ * The relative noise of one trial's throughput: the largest of {@link NOISE_FLOOR}, the median
+ * within-trial standard error, and the spread between repeated trials of the same configuration
+ * (pooled relative standard deviation), which catches drift between trials that steps cannot show.
+ *
+ * @example
+ * ```ts
+ * trialNoise([0.004, 0.006], [[1000, 1030]]); // ≈ 0.021, the repeats dominate
+ * ```
+ */
+export function trialNoise(withinTrial: readonly number[], repeats: readonly (readonly number[])[]): number {
+  let noise = NOISE_FLOOR;
+  const sorted = [...withinTrial].sort((a, b) => a - b);
+  if (sorted.length > 0) {
+    const mid = Math.floor(sorted.length / 2);
+    const median = sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+    noise = Math.max(noise, median);
+  }
+  let squares = 0;
+  let df = 0;
+  for (const values of repeats) {
+    if (values.length < 2) continue;
+    const mean = values.reduce((a, b) => a + b, 0) / values.length;
+    if (!(mean > 0)) continue;
+    for (const v of values) squares += (v / mean - 1) ** 2;
+    df += values.length - 1;
+  }
+  if (df > 0) noise = Math.max(noise, Math.sqrt(squares / df));
+  return noise;
+}
+
+/**
+ * The relative difference two means must exceed to count as different: z × noise × √(1/nA + 1/nB).
+ *
+ * @example
+ * ```ts
+ * noiseThreshold({ mean: 1, count: 1 }, { mean: 1, count: 1 }, 0.005); // ≈ 0.0141
+ * ```
+ */
+export function noiseThreshold(a: Measured, b: Measured, noise: number): number {
+  return NOISE_Z * noise * Math.sqrt(1 / a.count + 1 / b.count);
+}
+
+/**
+ * Whether `a` is clearly faster than `b`, clearly slower, or within noise of it.
+ *
+ * @example
+ * ```ts
+ * compareThroughput({ mean: 1100, count: 1 }, { mean: 1000, count: 2 }, 0.01); // "better"
+ * ```
+ */
+export function compareThroughput(a: Measured, b: Measured, noise: number): "better" | "worse" | "tie" {
+  const diff = a.mean / b.mean - 1;
+  const threshold = noiseThreshold(a, b, noise);
+  if (diff > threshold) return "better";
+  if (diff < -threshold) return "worse";
+  return "tie";
+}
+
+/**
+ * The winner among measured configurations: of those not clearly slower than the fastest mean, the
+ * one measured most often, then the faster.
+ *
+ * @example
+ * ```ts
+ * pickFastest([{ mean: 1000, count: 2 }, { mean: 1005, count: 1 }], 0.01); // the first: a tie, measured twice
+ * ```
+ */
+export function pickFastest<T extends Measured>(candidates: readonly T[], noise: number): T | null {
+  let top: T | null = null;
+  for (const c of candidates) if (top === null || c.mean > top.mean) top = c;
+  if (top === null) return null;
+  const fastest = top;
+  let chosen = fastest;
+  for (const c of candidates) {
+    if (compareThroughput(c, fastest, noise) === "worse") continue;
+    if (c.count > chosen.count || (c.count === chosen.count && c.mean > chosen.mean)) chosen = c;
+  }
+  return chosen;
+}
+
+/** A measured throughput at a micro-batch, for the gap bound. */
+export interface CurvePoint {
+  x: number;
+  y: number;
+}
+
+/**
+ * The most throughput a concave curve through `points` (sorted by x) can reach inside the gap
+ * (lo, hi) that follows points[i] (i = −1: the gap below the first point; i = last: the gap above
+ * the last): the lines through the neighbouring pairs, extended into the gap, bound a concave curve
+ * from above. Infinity when there is no neighbouring pair on either side. `at` is where the bound
+ * peaks (null when unbounded).
+ *
+ * @example
+ * ```ts
+ * const pts = [{ x: 8, y: 600 }, { x: 32, y: 1600 }, { x: 128, y: 1100 }, { x: 256, y: 700 }];
+ * gapBound(pts, 1, 32, 128); // { bound: ≈ 2200, at: ≈ 46 }
+ * ```
+ */
+export function gapBound(points: readonly CurvePoint[], i: number, lo: number, hi: number): { bound: number; at: number | null } {
+  const line = (j: number): ((x: number) => number) | null => {
+    const p = points[j];
+    const q = points[j + 1];
+    if (j < 0 || p === undefined || q === undefined) return null;
+    const slope = (q.y - p.y) / (q.x - p.x);
+    return (x) => p.y + slope * (x - p.x);
+  };
+  const left = line(i - 1);
+  const right = line(i + 1);
+  if (left === null && right === null) return { bound: Infinity, at: null };
+  const bound = (x: number): number => Math.min(left?.(x) ?? Infinity, right?.(x) ?? Infinity);
+  // the lower of two lines peaks at an end of the gap or where they cross
+  const xs = [lo, hi];
+  if (left !== null && right !== null) {
+    const dl = left(1) - left(0);
+    const dr = right(1) - right(0);
+    if (dl !== dr) {
+      const cross = (right(0) - left(0)) / (dl - dr);
+      if (cross > lo && cross < hi) xs.push(cross);
+    }
+  }
+  let best = -Infinity;
+  let at: number | null = null;
+  for (const x of xs) {
+    const v = bound(x);
+    if (v > best) {
+      best = v;
+      at = x;
+    }
+  }
+  return { bound: best, at };
+}
