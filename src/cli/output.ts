@@ -18,7 +18,7 @@ export const processOutput: Output = {
     return process.stderr.isTTY === true;
   },
   get columns() {
-    return process.stderr.columns ?? 100;
+    return process.stderr.columns || Number(process.env.COLUMNS) || 100;
   },
   get color() {
     return process.stderr.isTTY === true && (process.env.NO_COLOR ?? "") === "";

@@ -69,7 +69,7 @@ export function renderLiveView(state: LiveState, style: ViewStyle): string[] {
   if (state.gpuUtil !== null) memoryParts.push(`util ${percent(state.gpuUtil)}`);
   if (state.smActivity !== null) memoryParts.push(`SM ${percent(state.smActivity)}`);
   if (state.powerW !== null) memoryParts.push(`${state.powerW.toFixed(0)} W`);
-  if (state.gpuUtil === null && state.cpuPercent !== null) memoryParts.push(`CPU ${percent(state.cpuPercent)} over ${state.processes ?? "?"} processes`);
+  if (state.gpuUtil === null && state.cpuPercent !== null) memoryParts.push(`CPU ${percent(state.cpuPercent)} over ${state.processes ?? "?"} process${state.processes === 1 ? "" : "es"}`);
   const third = [
     `data wait ${percent(state.waitShare === null ? null : state.waitShare * 100)}`,
     ...(state.microBatch !== null ? [`micro-batch ${state.microBatch}${state.accumulation !== null && state.accumulation > 1 ? ` × ${state.accumulation}` : ""}`] : []),
