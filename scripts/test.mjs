@@ -26,7 +26,9 @@ let failed = 0;
 if (existsSync(vitestJson)) {
   const report = JSON.parse(readFileSync(vitestJson, "utf8"));
   passed += report.numPassedTests ?? 0;
-  failed += (report.numFailedTests ?? 0) + (report.numFailedTestSuites ?? 0);
+  // A suite that failed without a failing test (it crashed on import) still counts as one failure.
+  const failedTests = report.numFailedTests ?? 0;
+  failed += failedTests > 0 ? failedTests : (report.numFailedTestSuites ?? 0);
 } else {
   failedSteps++;
 }
