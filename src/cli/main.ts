@@ -8,6 +8,7 @@ import { registerRun } from "./run.ts";
 import { registerTune } from "./tune.ts";
 import { registerDoctor } from "./doctor.ts";
 import { registerReport } from "./report.ts";
+import { registerDashboard } from "./dashboard.ts";
 
 const version = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
 
@@ -41,6 +42,7 @@ export async function main(argv: readonly string[], out: Output = processOutput)
   registerTune(program, out);
   registerDoctor(program, out);
   registerReport(program, out);
+  registerDashboard(program, out);
   for (const command of program.commands) command.exitOverride();
 
   try {

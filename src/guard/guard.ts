@@ -104,7 +104,13 @@ export function sampleEntryOf(reading: Reading): TimelineEntry {
     t: reading.t,
     kind: "sample",
     tree: reading.tree
-      ? { pids: reading.tree.pids.length, rss_bytes: reading.tree.rssBytes, cpu_percent: reading.tree.cpuPercent, gpu_bytes: reading.tree.gpuBytes }
+      ? {
+          pids: reading.tree.pids.length,
+          rss_bytes: reading.tree.rssBytes,
+          cpu_percent: reading.tree.cpuPercent,
+          gpu_bytes: reading.tree.gpuBytes,
+          gpu_pids: gpuPidsOfTree(reading),
+        }
       : null,
     gpus: reading.gpus.map((gpu) => ({
       index: gpu.index,
@@ -124,6 +130,13 @@ export function sampleEntryOf(reading: Reading): TimelineEntry {
     })),
     host: { mem_available_bytes: reading.host.memAvailableBytes, cpu_percent: reading.host.cpuPercent },
   };
+}
+
+/** How many of the tree's processes hold GPU memory (each one a CUDA context). */
+function gpuPidsOfTree(reading: Reading): number | null {
+  if (reading.tree === null || reading.gpus.length === 0) return null;
+  const tree = new Set(reading.tree.pids);
+  return new Set(reading.gpus.flatMap((gpu) => gpu.processes.map((process) => process.pid)).filter((pid) => tree.has(pid))).size;
 }
 
 function versionsFrom(hello: ChannelMessage | undefined): Record<string, string> {
@@ -220,6 +233,8 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     rootPid: job.pid,
     hz: options.hz ?? 10,
     onReading: (reading) => {
+      // A reading taken while the job is being reaped shows its pid with no memory: not a measurement.
+      if (reading.tree !== null && reading.tree.rssBytes === 0) return;
       const gpuBytes = reading.tree?.gpuBytes ?? null;
       const rssBytes = reading.tree?.rssBytes ?? null;
       if (gpuBytes !== null) peakGpu = Math.max(peakGpu ?? 0, gpuBytes);

@@ -1,0 +1,68 @@
+import { formatBytes } from "../bytes.ts";
+
+/**
+ * A share (0–1) as a percentage with one decimal.
+ *
+ * @example
+ * ```ts
+ * formatShare(0.3127); // "31.3 %"
+ * ```
+ */
+export function formatShare(share: number | null): string {
+  return share === null ? "n/a" : `${(100 * share).toFixed(1)} %`;
+}
+
+/**
+ * A percentage already on the 0–100 scale.
+ *
+ * @example
+ * ```ts
+ * formatPercent(97.04); // "97 %"
+ * ```
+ */
+export function formatPercent(value: number | null): string {
+  return value === null ? "n/a" : `${value >= 10 ? value.toFixed(0) : value.toFixed(1)} %`;
+}
+
+/**
+ * Seconds as milliseconds or seconds, three significant digits.
+ *
+ * @example
+ * ```ts
+ * formatSeconds(0.01234); // "12.3 ms"
+ * formatSeconds(2.5);     // "2.50 s"
+ * ```
+ */
+export function formatSeconds(seconds: number | null): string {
+  if (seconds === null) return "n/a";
+  if (seconds < 1) return `${(seconds * 1000).toPrecision(3)} ms`;
+  if (seconds < 120) return `${seconds.toPrecision(3)} s`;
+  return `${(seconds / 60).toFixed(1)} min`;
+}
+
+/**
+ * Bytes in binary units, or "n/a".
+ *
+ * @example
+ * ```ts
+ * formatMaybeBytes(null); // "n/a"
+ * ```
+ */
+export function formatMaybeBytes(bytes: number | null): string {
+  return bytes === null ? "n/a" : formatBytes(bytes);
+}
+
+/**
+ * A rate with three significant digits (no exponent for everyday values).
+ *
+ * @example
+ * ```ts
+ * formatRate(1234.5); // "1235"
+ * formatRate(12.345); // "12.3"
+ * ```
+ */
+export function formatRate(value: number | null): string {
+  if (value === null) return "n/a";
+  if (Math.abs(value) >= 100) return value.toFixed(0);
+  return value.toPrecision(3);
+}

@@ -1,0 +1,83 @@
+import type { DoctorReport, Finding } from "../analyze/doctor.ts";
+import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
+import { doctorMarkdown } from "../report/markdown.ts";
+
+function wrap(text: string, indent: string, width = 100): string[] {
+  const words = text.split(/\s+/).filter((w) => w !== "");
+  const lines: string[] = [];
+  let line = "";
+  for (const w of words) {
+    if (line !== "" && indent.length + line.length + 1 + w.length > width) {
+      lines.push(indent + line);
+      line = w;
+    } else line = line === "" ? w : `${line} ${w}`;
+  }
+  if (line !== "") lines.push(indent + line);
+  return lines;
+}
+
+function findingLines(f: Finding, n: number): string[] {
+  const lines = [`${n}. ${f.title}  [${f.severity} severity · confidence ${f.confidence.level}]`];
+  lines.push(...wrap(f.summary, "   "));
+  if (f.evidence.length > 0) {
+    lines.push("   evidence");
+    for (const e of f.evidence) lines.push(...wrap(e.text, "       ").map((l, i) => (i === 0 ? `     - ${l.trimStart()}` : l)));
+  }
+  lines.push(...wrap(`how sure: ${f.confidence.level} — ${f.confidence.reason}`, "   "));
+  if (f.fix.steps.length > 0) {
+    lines.push(`   fix: ${f.fix.summary}`);
+    f.fix.steps.forEach((s, i) => lines.push(...wrap(s, "        ").map((l, j) => (j === 0 ? `     ${i + 1}. ${l.trimStart()}` : l))));
+  }
+  if (f.verify !== null) lines.push(`   verify: ${f.verify}`);
+  return lines;
+}
+
+/**
+ * Renders a doctor report for the terminal.
+ *
+ * @example
+ * ```ts
+ * process.stdout.write(renderDoctorText(diagnose(meta, timeline)));
+ * ```
+ */
+export function renderDoctorText(d: DoctorReport): string {
+  const m = d.measures;
+  const gpu = d.run.backend !== "cpu";
+  const lines = [`brim doctor · ${d.run.kind} ${d.run.id} · ${d.run.device} · ${d.run.running ? "running / unfinished" : `ended ${d.run.end ?? "?"}`}`];
+  lines.push(`command   ${d.run.command.join(" ")}`);
+  const measured = [
+    `${formatRate(m.samples_per_s)} samples/s`,
+    `data wait ${formatShare(m.data_wait_share)}`,
+    `step ${formatSeconds(m.step_time_s)}`,
+    gpu ? `GPU util ${formatPercent(m.gpu_util_mean)}` : `CPU ${formatPercent(m.tree_cpu_percent_mean)}`,
+    gpu ? `peak ${formatMaybeBytes(m.peak_tree_gpu_bytes ?? m.framework_peak_reserved_bytes)} of ${formatMaybeBytes(m.memory_limit_bytes)}` : `peak RSS ${formatMaybeBytes(m.peak_tree_rss_bytes)}`,
+    `micro-batch ${m.micro_batch ?? "?"} × ${m.accumulation ?? "?"}`,
+    `precision ${m.precision ?? "?"}`,
+  ];
+  lines.push(`measured  ${measured.join(" · ")} (${m.steady_steps} steady steps)`);
+  for (const note of d.notes) lines.push(...wrap(`note: ${note}`, ""));
+  lines.push("");
+  if (d.findings.length === 0) lines.push("No findings: every check that could run passed.", "");
+  d.findings.forEach((f, i) => lines.push(...findingLines(f, i + 1), ""));
+  if (d.passed.length > 0) {
+    lines.push("passed");
+    for (const p of d.passed) lines.push(...wrap(`${p.check}: ${p.why}`, "    ").map((l, i) => (i === 0 ? `  - ${l.trimStart()}` : l)));
+  }
+  if (d.not_evaluated.length > 0) {
+    lines.push("not evaluated");
+    for (const n of d.not_evaluated) lines.push(...wrap(`${n.check}: ${n.reason}`, "    ").map((l, i) => (i === 0 ? `  - ${l.trimStart()}` : l)));
+  }
+  return lines.join("\n") + "\n";
+}
+
+/**
+ * Renders a doctor report as Markdown.
+ *
+ * @example
+ * ```ts
+ * writeFileSync("DOCTOR.md", renderDoctorMarkdown(report));
+ * ```
+ */
+export function renderDoctorMarkdown(d: DoctorReport): string {
+  return [`# brim doctor: ${d.run.kind} ${d.run.id}`, "", `\`${d.run.command.join(" ")}\` on ${d.run.device}`, "", ...doctorMarkdown(d)].join("\n");
+}

@@ -1,0 +1,156 @@
+/**
+ * The dashboard's HTML pages, built from {@link RunView}, {@link TuneView} and the store's lists.
+ * Pure: no I/O. Shares its sections and stylesheet with the HTML report.
+ *
+ * @module
+ */
+import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
+import { chartsHtml, doctorHtml, factsHtml, htmlPage, trialsHtml } from "../report/html.ts";
+import type { NumberRow } from "../report/model.ts";
+import { escapeXml as esc, renderChart } from "../report/svg.ts";
+import { LIVE_SCRIPT } from "./client.ts";
+import type { RunListItem, RunView, TuneListItem, TuneView } from "./data.ts";
+
+const DASHBOARD_CSS = `
+header.top { background: #1f2937; color: #fff; padding: 10px 24px; display: flex; gap: 18px; align-items: baseline; }
+header.top a { color: #fff; text-decoration: none; font-weight: 600; } header.top .muted { color: #cbd5e1; }
+.tiles { display: flex; flex-wrap: wrap; gap: 10px; margin: 10px 0 4px; }
+.tile { background: #fff; border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 14px; min-width: 120px; }
+.tile .label { font-size: 12px; color: #666; } .tile .value { font-size: 18px; font-weight: 600; font-variant-numeric: tabular-nums; }
+.live-badge { display: inline-block; background: #16a34a; color: #fff; border-radius: 10px; padding: 0 8px; font-size: 12px; }
+.status-unfinished, .status-crashed, .status-gpu_oom, .status-host_oom, .status-hung, .status-cap_exceeded { color: #b91c1c; }
+td a, p a { color: #0b5cad; }
+main { max-width: 1280px; }
+table.runs td:first-child, table.tunes td:first-child, td.num, th.num { white-space: nowrap; }
+table.runs code, table.tunes code { word-break: break-word; font-size: 12px; }
+`;
+
+function page(title: string, body: string, nonce: string, script = ""): string {
+  const head = `<style nonce="${esc(nonce)}">${DASHBOARD_CSS}</style>`;
+  const tail = script === "" ? "" : `<script nonce="${esc(nonce)}">${script}</script>`;
+  return htmlPage(title, body + tail, head, nonce);
+}
+
+function header(storeRoot: string): string {
+  return `<header class="top"><a href="/">brim dashboard</a><span class="muted">store ${esc(storeRoot)}</span><span class="muted">read-only</span></header>`;
+}
+
+function ago(iso: string, now: number): string {
+  const s = (now - Date.parse(iso)) / 1000;
+  if (!Number.isFinite(s)) return iso;
+  if (s < 90) return `${Math.max(0, Math.round(s))} s ago`;
+  if (s < 5400) return `${Math.round(s / 60)} min ago`;
+  if (s < 172800) return `${Math.round(s / 3600)} h ago`;
+  return iso.slice(0, 10);
+}
+
+/**
+ * The home page: live runs first, then every run and every tune of the store.
+ *
+ * @example
+ * ```ts
+ * indexPage(await listRuns(store), await listTunes(store), store.root, nonce);
+ * ```
+ */
+export function indexPage(runs: readonly RunListItem[], tunes: readonly TuneListItem[], storeRoot: string, nonce: string, now = Date.now()): string {
+  const runRows = runs
+    .map(
+      (r) =>
+        `<tr data-run-id="${esc(r.id)}"><td><a href="/runs/${esc(r.id)}">${esc(r.id)}</a>${r.live ? ` <span class="live-badge">live</span>` : ""}</td><td>${esc(r.kind)}${r.tune_id !== null ? ` of <a href="/tunes/${esc(r.tune_id)}">tune</a>` : ""}</td><td class="status-${esc(r.status)}">${esc(r.status)}</td><td>${esc(ago(r.started_at, now))}</td><td><code>${esc(r.command)}</code></td><td>${esc(r.device)}</td><td class="num">${esc(formatRate(r.samples_per_s))}</td><td class="num">${esc(formatShare(r.data_wait_share))}</td><td class="num">${esc(formatPercent(r.gpu_util_mean))}</td><td class="num">${esc(formatMaybeBytes(r.peak_bytes))}</td><td class="num">${esc(formatSeconds(r.duration_s))}</td></tr>`,
+    )
+    .join("");
+  const tuneRows = tunes
+    .map(
+      (t) =>
+        `<tr data-tune-id="${esc(t.id)}"><td><a href="/tunes/${esc(t.id)}">${esc(t.id)}</a>${t.running ? ` <span class="live-badge">running</span>` : ""}</td><td>${esc(ago(t.started_at, now))}</td><td><code>${esc(t.command)}</code></td><td class="num">${t.finished} / ${t.trials}</td><td>${esc(t.winner ?? "none")}</td><td class="num">${t.speedup === null ? "n/a" : `${t.speedup.toFixed(2)}×`}</td></tr>`,
+    )
+    .join("");
+  const live = runs.filter((r) => r.live).length;
+  const body = [
+    header(storeRoot),
+    `<main><h1>Runs and tunes</h1><p class="muted">${runs.length} run${runs.length === 1 ? "" : "s"}${live > 0 ? `, ${live} live` : ""}; ${tunes.length} tune${tunes.length === 1 ? "" : "s"}. Reload for new ones.</p>`,
+    `<h2>Runs</h2>`,
+    runs.length === 0
+      ? `<p>No runs yet: <code>brim run -- python train.py</code> records one.</p>`
+      : `<table class="runs"><thead><tr><th>run</th><th>kind</th><th>status</th><th>started</th><th>command</th><th>device</th><th class="num">samples/s</th><th class="num">data wait</th><th class="num">GPU util</th><th class="num">peak</th><th class="num">duration</th></tr></thead><tbody>${runRows}</tbody></table>`,
+    `<h2>Tunes</h2>`,
+    tunes.length === 0
+      ? `<p>No tunes yet: <code>brim tune -- python train.py</code> runs one.</p>`
+      : `<table class="tunes"><thead><tr><th>tune</th><th>started</th><th>command</th><th class="num">finished</th><th>winner</th><th class="num">speedup</th></tr></thead><tbody>${tuneRows}</tbody></table>`,
+    `</main>`,
+  ].join("\n");
+  return page("brim dashboard", body, nonce);
+}
+
+function tiles(rows: readonly NumberRow[]): string {
+  return `<div class="tiles">${rows.map((t) => `<div class="tile" data-tile="${esc(t.label)}"><div class="label">${esc(t.label)}</div><div class="value">${esc(t.value)}</div></div>`).join("")}</div>`;
+}
+
+/**
+ * A run's page: live tiles and charts that follow the run while it runs, its numbers and findings.
+ *
+ * @example
+ * ```ts
+ * runPage(await runView(store, id), store.root, nonce);
+ * ```
+ */
+export function runPage(view: RunView, storeRoot: string, nonce: string): string {
+  const { model, meta } = view;
+  const statusText = view.live ? "live" : view.status === "unfinished" ? "unfinished: no end recorded and the timeline stopped growing" : `ended: ${view.status}`;
+  const body = [
+    header(storeRoot),
+    `<main data-run="${esc(meta.id)}" data-live="${view.live ? "true" : "false"}" data-offset="${view.offset}">`,
+    `<h1>${esc(model.title)} ${view.live ? `<span class="live-badge">live</span>` : ""}</h1>`,
+    `<p>Status: <strong data-status>${esc(statusText)}</strong>${meta.tune_id !== null ? ` · trial of <a href="/tunes/${esc(meta.tune_id)}">tune ${esc(meta.tune_id)}</a>` : ""}</p>`,
+    tiles(view.tiles),
+    factsHtml(model.facts),
+    `<h2>Charts</h2>`,
+    chartsHtml(model.charts.map((c) => ({ id: c.id, svg: renderChart(c) }))),
+    `<h2>Numbers</h2><p class="muted">Steady state: warm-up steps left out.</p>`,
+    factsHtml(model.numbers).replace('class="facts"', 'class="facts numbers"'),
+    `<h2>Findings</h2>`,
+    view.live ? `<p class="note">The run is still going: these findings cover the timeline when the page was loaded.</p>` : "",
+    doctorHtml(model.doctor),
+    `<p class="muted">Report files: <code>brim report ${esc(meta.id)}</code> · before/after: <code>brim report ${esc(meta.id)} --vs &lt;run&gt;</code></p>`,
+    `</main>`,
+  ].join("\n");
+  return page(`${model.title} · brim`, body, nonce, view.live ? LIVE_SCRIPT : "");
+}
+
+/**
+ * A tune's page: its curves, the trial table (each trial links to its run) and the winner.
+ *
+ * @example
+ * ```ts
+ * tunePage(await tuneView(store, id), store.root, nonce);
+ * ```
+ */
+export function tunePage(view: TuneView, storeRoot: string, nonce: string): string {
+  const { model } = view;
+  const body = [
+    header(storeRoot),
+    `<main data-tune="${esc(model.id)}">`,
+    `<h1>${esc(model.title)} ${view.running ? `<span class="live-badge">running</span>` : ""}</h1>`,
+    view.running ? `<p class="note">The tune is still running: reload for new trials.</p>` : "",
+    factsHtml(model.facts),
+    ...model.notes.map((n) => `<p class="note">${esc(n)}</p>`),
+    `<h2>Curves</h2>`,
+    chartsHtml(model.charts.map((c) => ({ id: c.id, svg: renderChart(c) }))),
+    `<h2>Trials</h2>`,
+    trialsHtml(model.trials, (runId) => `/runs/${runId}`),
+    `</main>`,
+  ].join("\n");
+  return page(`${model.title} · brim`, body, nonce);
+}
+
+/**
+ * An error page.
+ *
+ * @example
+ * ```ts
+ * errorPage(404, "no run '20990101-000000-ffff'", store.root, nonce);
+ * ```
+ */
+export function errorPage(status: number, message: string, storeRoot: string, nonce: string): string {
+  return page(`${status} · brim`, `${header(storeRoot)}<main><h1>${status}</h1><p>${esc(message)}</p><p><a href="/">All runs and tunes</a></p></main>`, nonce);
+}

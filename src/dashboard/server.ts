@@ -1,0 +1,375 @@
+/**
+ * `brim dashboard`'s web server: node:http, read-only, no framework. Pages for the store's runs and
+ * tunes, JSON under /api, and a server-sent event stream per run that tails its timeline file.
+ *
+ * Safety: ids from URLs pass {@link isRecordId} before any file is touched; paths with `..` are
+ * refused; only GET and HEAD are served; on loopback the Host header must name loopback (no DNS
+ * rebinding); on any other address every request needs the token printed at start.
+ *
+ * @module
+ */
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { diagnose } from "../analyze/doctor.ts";
+import { measureRun } from "../analyze/measure.ts";
+import { readTimeline } from "../analyze/timeline.ts";
+import { BrimError } from "../errors/index.ts";
+import { isRecordId, type RunStore } from "../record/store.ts";
+import type { TimelineEntry } from "../record/types.ts";
+import { renderChart } from "../report/svg.ts";
+import { listRuns, listTunes, liveCharts, runStatus, runView, tuneView } from "./data.ts";
+import { errorPage, indexPage, runPage, tunePage } from "./pages.ts";
+import { readTimelineFrom, TimelineTail } from "./tail.ts";
+
+/**
+ * Options of {@link startDashboard}.
+ *
+ * @example
+ * ```ts
+ * const options: DashboardOptions = { store: new RunStore(".brim"), host: "127.0.0.1", port: 0 };
+ * ```
+ */
+export interface DashboardOptions {
+  store: RunStore;
+  /** default 127.0.0.1 */
+  host?: string;
+  /** default 7878; 0 picks a free port */
+  port?: number;
+  /** the access token; default: a random one when `host` is not loopback, none on loopback */
+  token?: string | null;
+  /** how often a stream looks for new timeline lines (ms) */
+  pollMs?: number;
+  /** at most one chart update per stream per this many ms */
+  chartEveryMs?: number;
+  /** a comment line on idle streams this often (ms), so proxies and browsers keep them open */
+  heartbeatMs?: number;
+  /** where unexpected errors are reported (default: nowhere; the client gets a 500) */
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * A running dashboard.
+ *
+ * @example
+ * ```ts
+ * const dash: Dashboard = await startDashboard({ store, port: 0 });
+ * await dash.close();
+ * ```
+ */
+export interface Dashboard {
+  /** the URL to open, with the token when there is one */
+  url: string;
+  host: string;
+  port: number;
+  token: string | null;
+  server: Server;
+  /** stops serving: ends the event streams, closes connections */
+  close(): Promise<void>;
+}
+
+/**
+ * The default port of `brim dashboard`.
+ *
+ * @example
+ * ```ts
+ * await startDashboard({ store, port: DEFAULT_PORT }); // http://127.0.0.1:7878/
+ * ```
+ */
+export const DEFAULT_PORT = 7878;
+
+const TOKEN_COOKIE = "brim_token";
+
+/**
+ * True for addresses that only this machine can reach.
+ *
+ * @example
+ * ```ts
+ * isLoopback("127.0.0.1"); // true
+ * isLoopback("0.0.0.0");   // false
+ * ```
+ */
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+function sameToken(given: string, token: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function cookieToken(req: IncomingMessage): string | null {
+  for (const part of (req.headers.cookie ?? "").split(";")) {
+    const [name, ...value] = part.trim().split("=");
+    if (name === TOKEN_COOKIE) return decodeURIComponent(value.join("="));
+  }
+  return null;
+}
+
+function hostName(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const m = /^(\[[^\]]+\]|[^:]+)(?::\d+)?$/.exec(header.trim().toLowerCase());
+  return m?.[1] ?? null;
+}
+
+/** A path segment `..` in any spelling (`..`, `%2e%2e`, `.%2E`), or an encoded slash before one. */
+const DOT_DOT = /(^|\/|%2f|\\|%5c)(\.|%2e){2}($|\/|%2f|\\|%5c|\?|#)/i;
+
+interface Reply {
+  status: number;
+  type: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+function securityHeaders(nonce: string): Record<string, string> {
+  return {
+    "Content-Security-Policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+  };
+}
+
+function json(status: number, value: unknown): Reply {
+  return { status, type: "application/json; charset=utf-8", body: JSON.stringify(value, null, 2) };
+}
+
+/**
+ * Starts the dashboard and resolves once it listens.
+ *
+ * @example
+ * ```ts
+ * const dash = await startDashboard({ store: new RunStore(".brim"), port: 0 });
+ * console.log(dash.url); // http://127.0.0.1:41234/
+ * await dash.close();
+ * ```
+ */
+export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const store = options.store;
+  const host = options.host ?? "127.0.0.1";
+  const loopback = isLoopback(host);
+  const token = options.token === undefined ? (loopback ? null : randomBytes(18).toString("base64url")) : options.token;
+  if (!loopback && token === null) throw new BrimError("E_INPUT", `--host ${host} is reachable from other machines: the dashboard needs a token there`);
+  const pollMs = options.pollMs ?? 500;
+  const chartEveryMs = options.chartEveryMs ?? 1000;
+  const heartbeatMs = options.heartbeatMs ?? 15000;
+  const streams = new Set<{ close(): void }>();
+  let port = 0;
+
+  function authorized(req: IncomingMessage, url: URL): { ok: boolean; setCookie: boolean } {
+    if (token === null) return { ok: true, setCookie: false };
+    const query = url.searchParams.get("token");
+    if (query !== null && sameToken(query, token)) return { ok: true, setCookie: cookieToken(req) !== token };
+    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+    if (bearer !== undefined && sameToken(bearer, token)) return { ok: true, setCookie: false };
+    const cookie = cookieToken(req);
+    return { ok: cookie !== null && sameToken(cookie, token), setCookie: false };
+  }
+
+  function hostAllowed(req: IncomingMessage): boolean {
+    if (!loopback) return true;
+    const name = hostName(req.headers.host);
+    return name !== null && isLoopback(name);
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse, url: URL, nonce: string): Promise<Reply | null> {
+    const path = url.pathname;
+    const wantsJson = path.startsWith("/api/");
+    const notFound = (message: string): Reply => (wantsJson ? json(404, { error: message }) : { status: 404, type: "text/html; charset=utf-8", body: errorPage(404, message, store.root, nonce) });
+    const segments = path.split("/").slice(1).map((s) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        return "\0";
+      }
+    });
+    const [a, b, c, d] = segments;
+    const idOk = (id: string | undefined): id is string => id !== undefined && isRecordId(id);
+    if (path === "/" || path === "") return { status: 200, type: "text/html; charset=utf-8", body: indexPage(await listRuns(store), await listTunes(store), store.root, nonce) };
+    if (a === "runs" && segments.length === 2) {
+      if (!idOk(b)) return notFound(`'${b ?? ""}' is not a run id`);
+      return { status: 200, type: "text/html; charset=utf-8", body: runPage(await runView(store, b), store.root, nonce) };
+    }
+    if (a === "tunes" && segments.length === 2) {
+      if (!idOk(b)) return notFound(`'${b ?? ""}' is not a tune id`);
+      return { status: 200, type: "text/html; charset=utf-8", body: tunePage(await tuneView(store, b), store.root, nonce) };
+    }
+    if (a === "api" && b === "runs") {
+      if (segments.length === 2) return json(200, await listRuns(store));
+      if (!idOk(c)) return notFound(`'${c ?? ""}' is not a run id`);
+      if (segments.length === 3) {
+        const { meta, timeline } = await store.readRun(c);
+        return json(200, { meta, ...(await runStatus(store, meta, Date.now() / 1000)), measures: measureRun(meta, readTimeline(timeline)) });
+      }
+      if (segments.length === 4 && d === "doctor") {
+        const { meta, timeline } = await store.readRun(c);
+        return json(200, diagnose(meta, timeline));
+      }
+      if (segments.length === 4 && d === "events") {
+        await stream(req, res, c, url);
+        return null;
+      }
+    }
+    if (a === "api" && b === "tunes") {
+      if (segments.length === 2) return json(200, await listTunes(store));
+      if (!idOk(c)) return notFound(`'${c ?? ""}' is not a tune id`);
+      if (segments.length === 3) return json(200, await store.readTune(c));
+    }
+    return notFound(`nothing at ${path}`);
+  }
+
+  async function stream(req: IncomingMessage, res: ServerResponse, id: string, url: URL): Promise<void> {
+    let meta = await store.readRunMeta(id);
+    const path = join(store.runDir(id), "timeline.ndjson");
+    const asked = Number(req.headers["last-event-id"] ?? url.searchParams.get("from") ?? 0);
+    const from = Number.isSafeInteger(asked) && asked >= 0 ? asked : 0;
+    const history = await readTimelineFrom(path, 0, from);
+    const entries: TimelineEntry[] = history.entries;
+    const tail = new TimelineTail(path, history.offset);
+    res.writeHead(200, { ...securityHeaders("none"), "Content-Type": "text/event-stream; charset=utf-8", Connection: "keep-alive", "X-Accel-Buffering": "no" });
+    res.write("retry: 2000\n\n");
+    let closed = false;
+    let busy = false;
+    let dirty = false;
+    let lastCharts = 0;
+    const send = (event: string, data: unknown, eventId?: number): void => {
+      if (!closed) res.write(`${eventId !== undefined ? `id: ${eventId}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const handle = {
+      close: (): void => {
+        if (closed) return;
+        closed = true;
+        clearInterval(poller);
+        clearInterval(heartbeat);
+        streams.delete(handle);
+        res.end();
+      },
+    };
+    const finish = async (cause: string | null): Promise<void> => {
+      try {
+        meta = await store.readRunMeta(id);
+      } catch {
+        // run.json is rewritten atomically; a failed read here only loses the end's message
+      }
+      send("end", { cause: meta.end?.cause ?? cause ?? "unknown", message: meta.end?.message ?? null });
+      handle.close();
+    };
+    const tick = async (): Promise<void> => {
+      if (busy || closed) return;
+      busy = true;
+      try {
+        const fresh = await tail.poll();
+        if (fresh.length > 0) {
+          entries.push(...fresh);
+          send("entries", fresh, tail.offset);
+          dirty = true;
+        }
+        const end = fresh.find((e) => e.kind === "end");
+        if (dirty && (end !== undefined || Date.now() - lastCharts >= chartEveryMs)) {
+          const live = liveCharts(meta, entries);
+          send("charts", { charts: Object.fromEntries(live.charts.map((c) => [c.id, renderChart(c)])), numbers: live.numbers, tiles: live.tiles });
+          dirty = false;
+          lastCharts = Date.now();
+        }
+        if (end !== undefined) await finish(typeof end.cause === "string" ? end.cause : null);
+      } catch (error) {
+        options.onError?.(error);
+      } finally {
+        busy = false;
+      }
+    };
+    const poller = setInterval(() => void tick(), pollMs);
+    const heartbeat = setInterval(() => {
+      if (!closed) res.write(": ping\n\n");
+    }, heartbeatMs);
+    streams.add(handle);
+    req.on("close", handle.close);
+    if (meta.end !== null && entries.some((e) => e.kind === "end")) {
+      await tick();
+      if (!closed) await finish(meta.end.cause);
+      return;
+    }
+    await tick();
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const nonce = randomBytes(16).toString("base64");
+    const headers = securityHeaders(nonce);
+    const reply = (r: Reply): void => {
+      res.writeHead(r.status, { ...headers, "Content-Type": r.type, "Content-Length": Buffer.byteLength(r.body), ...(r.headers ?? {}) });
+      res.end(req.method === "HEAD" ? undefined : r.body);
+    };
+    const text = (status: number, message: string, extra?: Record<string, string>): void => reply({ status, type: "text/plain; charset=utf-8", body: `${message}\n`, headers: extra });
+    if (req.method !== "GET" && req.method !== "HEAD") return text(405, "the dashboard is read-only: GET and HEAD only", { Allow: "GET, HEAD" });
+    const raw = req.url ?? "/";
+    if (DOT_DOT.test(raw)) return text(400, "paths with '..' are refused");
+    let url: URL;
+    try {
+      url = new URL(raw, "http://dashboard.invalid");
+    } catch {
+      return text(400, "bad URL");
+    }
+    if (!hostAllowed(req)) return text(403, `the dashboard answers to 127.0.0.1:${port} and localhost:${port} only`);
+    const auth = authorized(req, url);
+    if (!auth.ok) return text(401, "this dashboard needs its token: open the URL brim dashboard printed (…/?token=…)", { "WWW-Authenticate": 'Bearer realm="brim dashboard"' });
+    if (auth.setCookie && token !== null) res.setHeader("Set-Cookie", `${TOKEN_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`);
+    try {
+      const r = await route(req, res, url, nonce);
+      if (r !== null) reply(r);
+    } catch (error) {
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      if (error instanceof BrimError && (error.code === "E_NOT_FOUND" || error.code === "E_INPUT")) {
+        const api = url.pathname.startsWith("/api/");
+        return reply(api ? json(404, { error: error.message }) : { status: 404, type: "text/html; charset=utf-8", body: errorPage(404, error.message, store.root, nonce) });
+      }
+      options.onError?.(error);
+      return text(500, `internal error: ${(error as Error).message}`);
+    }
+  }
+
+  const server = createServer((req, res) => void handle(req, res));
+  await new Promise<void>((resolve, reject) => {
+    const fail = (error: NodeJS.ErrnoException): void => {
+      const why =
+        error.code === "EADDRINUSE"
+          ? `port ${options.port ?? DEFAULT_PORT} is in use: pass --port 0 for any free port, or another port`
+          : error.code === "EADDRNOTAVAIL"
+            ? `address ${host} is not an address of this machine`
+            : error.code === "EACCES"
+              ? `no permission to listen on ${host}:${options.port ?? DEFAULT_PORT} (ports below 1024 need root)`
+              : error.message;
+      reject(new BrimError("E_IO", `cannot start the dashboard: ${why}`, { cause: error }));
+    };
+    server.once("error", fail);
+    server.listen(options.port ?? DEFAULT_PORT, host, () => {
+      server.off("error", fail);
+      resolve();
+    });
+  });
+  port = (server.address() as AddressInfo).port;
+  const shown = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+  const url = `http://${shown}:${port}/${token !== null ? `?token=${encodeURIComponent(token)}` : ""}`;
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    host,
+    port,
+    token,
+    server,
+    close(): Promise<void> {
+      closing ??= new Promise<void>((resolve) => {
+        for (const s of [...streams]) s.close();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,231 @@
+/**
+ * Writing reports: reads the run store, builds the report model, and writes Markdown, HTML, SVG and
+ * PNG charts and (on request) a Perfetto trace into one folder, each file atomically.
+ *
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, open, rename, rm } from "node:fs/promises";
+import { dirname, join, relative, resolve } from "node:path";
+import { BrimError } from "../errors/index.ts";
+import type { RunStore } from "../record/store.ts";
+import { isRecordId } from "../record/store.ts";
+import { runHtml, tuneHtml } from "./html.ts";
+import { runMarkdown, tuneMarkdown } from "./markdown.ts";
+import { runReport, tuneReport, type RecordedRun, type RunReportModel, type TuneReportModel } from "./model.ts";
+import { perfettoTrace } from "./perfetto.ts";
+import { findChromium, openPngRenderer } from "./png.ts";
+import { renderChart, svgDocument } from "./svg.ts";
+
+/**
+ * Options of {@link writeReport}.
+ *
+ * @example
+ * ```ts
+ * const options: ReportOptions = { vs: "3f2a", perfetto: true, png: false };
+ * ```
+ */
+export interface ReportOptions {
+  /** a run to compare against: the "before" */
+  vs?: string;
+  /** output folder; default `<store>/reports/<id>` */
+  out?: string;
+  /** also write `trace.json` for Perfetto */
+  perfetto?: boolean;
+  /** PNG copies of the charts (default true; skipped with a note when no Chromium) */
+  png?: boolean;
+  /** the Chromium to use; default {@link findChromium} */
+  chromium?: string | null;
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * One file a report wrote.
+ *
+ * @example
+ * ```ts
+ * result.files.filter((f: ReportFile) => f.kind === "png").length; // 4
+ * ```
+ */
+export interface ReportFile {
+  path: string;
+  kind: "markdown" | "html" | "svg" | "png" | "trace";
+}
+
+/**
+ * What {@link writeReport} did.
+ *
+ * @example
+ * ```ts
+ * const result: ReportResult = await writeReport(store, "latest");
+ * result.dir; // ".brim/reports/20261122-101500-3f2a"
+ * ```
+ */
+export interface ReportResult {
+  kind: "run" | "tune";
+  id: string;
+  dir: string;
+  files: ReportFile[];
+  /** PNG charts written, and why none were when none were */
+  png: { written: number; note: string | null };
+  model: RunReportModel | TuneReportModel;
+}
+
+/**
+ * Writes a file atomically: a temporary file beside it, synced, then renamed over it.
+ *
+ * @example
+ * ```ts
+ * await writeFileAtomic("/tmp/out/report.md", "# report\n");
+ * ```
+ */
+export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+  const temp = `${path}.tmp-${process.pid}-${randomBytes(3).toString("hex")}`;
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    const handle = await open(temp, "w");
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw new BrimError("E_IO", `cannot write ${path}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/**
+ * What a reference names: a run or a tune. An exact id decides; `latest` is the newest run, or the
+ * newest tune when that is newer or the newest run is one of its trials; a prefix is tried on runs,
+ * then on tunes.
+ *
+ * @example
+ * ```ts
+ * await resolveRecord(store, "latest"); // { kind: "run", id: "20261122-101500-3f2a" }
+ * ```
+ */
+export async function resolveRecord(store: RunStore, ref: string): Promise<{ kind: "run" | "tune"; id: string }> {
+  if (ref === "latest" || ref === "last") {
+    const runs = await store.runIds();
+    const tunes = await store.tuneIds();
+    const newestRun = runs[runs.length - 1];
+    const newestTune = tunes[tunes.length - 1];
+    if (newestTune !== undefined && (newestRun === undefined || (await store.readRunMeta(newestRun)).tune_id === newestTune || newestTune > newestRun)) return { kind: "tune", id: newestTune };
+  }
+  if (isRecordId(ref)) {
+    if ((await store.tuneIds()).includes(ref)) return { kind: "tune", id: ref };
+    if ((await store.runIds()).includes(ref)) return { kind: "run", id: ref };
+  }
+  try {
+    return { kind: "run", id: await store.resolveRun(ref) };
+  } catch (runError) {
+    if (!(runError instanceof BrimError) || runError.code !== "E_NOT_FOUND") throw runError;
+    try {
+      return { kind: "tune", id: await store.resolveTune(ref) };
+    } catch (tuneError) {
+      if (tuneError instanceof BrimError && tuneError.code === "E_NOT_FOUND") {
+        throw new BrimError("E_NOT_FOUND", `'${ref}' is neither a run nor a tune in ${store.root} (brim dashboard lists them)`);
+      }
+      throw tuneError;
+    }
+  }
+}
+
+async function trialRuns(store: RunStore, model: { trials: readonly { index: number; run_id: string | null }[] }): Promise<Map<number, RecordedRun>> {
+  const runs = new Map<number, RecordedRun>();
+  for (const t of model.trials) {
+    if (t.run_id === null || !isRecordId(t.run_id)) continue;
+    try {
+      runs.set(t.index, await store.readRun(t.run_id));
+    } catch (error) {
+      if (!(error instanceof BrimError) || error.code !== "E_NOT_FOUND") throw error;
+    }
+  }
+  return runs;
+}
+
+/**
+ * Writes the report of a run or a tune.
+ *
+ * @example
+ * ```ts
+ * const result = await writeReport(new RunStore(".brim"), "latest", { vs: "20261122-093000-aa01", perfetto: true });
+ * result.files.map((f) => f.path); // [".../report.md", ".../report.html", ".../charts/utilization.svg", ...]
+ * ```
+ */
+export async function writeReport(store: RunStore, ref: string, options: ReportOptions = {}): Promise<ReportResult> {
+  const target = await resolveRecord(store, ref);
+  const vs = options.vs === undefined ? undefined : await store.readRun(await store.resolveRun(options.vs));
+  let model: RunReportModel | TuneReportModel;
+  let traceRuns: (RecordedRun & { label?: string })[] = [];
+  if (target.kind === "run") {
+    const run = await store.readRun(target.id);
+    if (vs !== undefined && vs.meta.id === run.meta.id) throw new BrimError("E_INPUT", `--vs names the same run as the report (${run.meta.id}); compare with an earlier run`);
+    model = runReport(run, vs);
+    traceRuns = [run];
+  } else {
+    const tune = await store.readTune(target.id);
+    const runs = await trialRuns(store, tune);
+    model = tuneReport(tune, runs, vs);
+    traceRuns = [...runs.entries()].map(([index, run]) => ({ ...run, label: `trial ${index}` }));
+  }
+  if (options.perfetto === true && traceRuns.length === 0) throw new BrimError("E_NOT_FOUND", `no trial runs of tune ${target.id} are in the store: nothing to export for Perfetto`);
+  const dir = resolve(options.out ?? join(store.root, "reports", target.id));
+  const files: ReportFile[] = [];
+  const svgs = model.charts.map((c) => ({ id: c.id, title: c.title, svg: renderChart(c) }));
+  for (const c of svgs) {
+    const path = join(dir, "charts", `${c.id}.svg`);
+    await writeFileAtomic(path, svgDocument(c.svg));
+    files.push({ path, kind: "svg" });
+  }
+  const png = { written: 0, note: null as string | null };
+  const images = new Map<string, { path: string; title: string }>(svgs.map((c) => [c.id, { path: `charts/${c.id}.svg`, title: c.title }]));
+  if (options.png !== false) {
+    const opened = await openPngRenderer(options.chromium !== undefined ? options.chromium : findChromium(options.env ?? process.env));
+    if ("unavailable" in opened) {
+      png.note = `PNG charts skipped: ${opened.unavailable}. The SVG charts are complete.`;
+    } else {
+      try {
+        for (const c of svgs) {
+          const path = join(dir, "charts", `${c.id}.png`);
+          await writeFileAtomic(path, await opened.renderer.render(c.svg));
+          files.push({ path, kind: "png" });
+          images.set(c.id, { path: `charts/${c.id}.png`, title: c.title });
+          png.written++;
+        }
+      } finally {
+        await opened.renderer.close();
+      }
+    }
+  } else {
+    png.note = "PNG charts not requested (--no-png).";
+  }
+  const markdown = model.kind === "run" ? runMarkdown(model, images) : tuneMarkdown(model, images);
+  const mdPath = join(dir, "report.md");
+  await writeFileAtomic(mdPath, png.note !== null && options.png !== false ? `${markdown}\n> ${png.note}\n` : markdown);
+  const htmlPath = join(dir, "report.html");
+  await writeFileAtomic(htmlPath, model.kind === "run" ? runHtml(model) : tuneHtml(model));
+  files.unshift({ path: mdPath, kind: "markdown" }, { path: htmlPath, kind: "html" });
+  if (options.perfetto === true) {
+    const path = join(dir, "trace.json");
+    await writeFileAtomic(path, JSON.stringify(perfettoTrace(traceRuns)));
+    files.push({ path, kind: "trace" });
+  }
+  return { kind: target.kind, id: target.id, dir, files, png, model };
+}
+
+/**
+ * A path as the user should read it: relative to `cwd` when inside it.
+ *
+ * @example
+ * ```ts
+ * displayPath("/home/me/proj/.brim/reports/x/report.md", "/home/me/proj"); // ".brim/reports/x/report.md"
+ * ```
+ */
+export function displayPath(path: string, cwd: string): string {
+  const rel = relative(cwd, path);
+  return rel !== "" && !rel.startsWith("..") ? rel : path;
+}
