@@ -29,8 +29,8 @@ const JOBS = {
   ppo: {
     command: [python, join(repo, "examples/ppo/train.py"), "--config", join(repo, "examples/ppo/config.yaml")],
     env: {},
-    options: ["--cap", "6GiB", "--fix", "num_workers", "--warmup", "1", "--steps", "5", "--max-batch", "1024"],
-    grid: [32, 64, 128, 256, 512, 1024],
+    options: ["--cap", "6GiB", "--fix", "num_workers", "--warmup", "1", "--steps", "5", "--max-batch", "256"],
+    grid: [32, 64, 128, 192, 256],
   },
   nbeats: {
     command: [python, join(repo, "examples/nbeats/train.py"), "--config", join(repo, "examples/nbeats/config.yaml")],
