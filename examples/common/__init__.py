@@ -95,9 +95,18 @@ def step_limit(args, cfg, brim):
 
 
 def epochs(make_iterable):
-    """Endless stream of batches: a fresh pass (a fresh DataLoader iterator) per epoch."""
+    """Endless stream of batches: a fresh pass (a fresh DataLoader iterator) per epoch.
+
+    An epoch that yields nothing (a batch larger than the dataset with drop_last) would loop forever
+    without a step: stop with a one-line cause instead, so a tuner's trial ends at once."""
     for epoch in itertools.count():
-        yield from make_iterable(epoch)
+        empty = True
+        for batch in make_iterable(epoch):
+            empty = False
+            yield batch
+        if empty:
+            raise SystemExit(f"error: epoch {epoch} produced no batch: the batch size is larger than the "
+                             "dataset (batches are built with drop_last=True); use a smaller batch_size")
 
 
 class Summary:

@@ -158,7 +158,7 @@ export function registerPlan(program: Command, out: Output): void {
     .addHelpText("after", EXAMPLES)
     .action(async (model: string | undefined, options: PlanCommandOptions) => {
       if (options.listGpus === true) {
-        out.stdout(renderGpuList());
+        out.stdout(options.json === true ? `${JSON.stringify(GPU_CATALOG, null, 2)}\n` : renderGpuList());
         return;
       }
       if (model === undefined) throw new UsageError("brim plan needs a model file: brim plan <model> --gpu <id> (see brim plan --help)");

@@ -33,6 +33,13 @@ const BUNDLED = [
 ];
 
 describe("brim plan", () => {
+  it("lists the catalog as JSON with --list-gpus --json", async () => {
+    const { code, stdout } = await brim("plan", "--list-gpus", "--json");
+    expect(code).toBe(0);
+    const catalog = JSON.parse(stdout) as { id: string; memoryGiB: number }[];
+    expect(catalog.find((gpu) => gpu.id === "h100-sxm")?.memoryGiB).toBe(80);
+  });
+
   it.each(BUNDLED)("plans %s with the fields the JSON promises", async (file) => {
     const { code, stdout, stderr } = await brim("plan", join(root, file), "--gpu", "rtx-3060", "--json");
     expect(stderr).toBe("");
