@@ -7,7 +7,7 @@ import { footprintFromGraph, type ModelFootprint } from "./footprint.ts";
 import { graphFromHfConfig } from "./hf.ts";
 import { COMPONENTS, maxMicroBatch, memoryAt, type Component, type Sharding, type TrainingSetup } from "./memory.ts";
 import type { ModelInput } from "./model-file.ts";
-import { footprintFromProfile } from "./profile.ts";
+import { footprintFromProfile, type ModelProfile } from "./profile.ts";
 import { peakFor, predictedSamplesPerSecond, SPEED_MODEL } from "./speed.ts";
 import type { ModelSpec, Optimizer, Precision, StageSpec } from "./spec.ts";
 
@@ -243,7 +243,14 @@ function footprintOf(model: ModelInput, seqLen: number | undefined, stage: Stage
         throw new InputError("a profile is measured at one input shape; --seq-len does not apply (profile again at the new length)", { field: "--seq-len" });
       }
       notes.push("activations are the SDK's CPU measurement; checkpointing is not modelled for profiles");
-      return footprintFromProfile(model.profile, model.file);
+      const footprint = footprintFromProfile(model.profile, model.file);
+      const saved = (model.profile as ModelProfile).per_sample.saved_bytes;
+      const missing = (["bf16-mixed", "fp16-mixed"] as const).filter((precision) => saved[precision] === undefined);
+      if (missing.length > 0) {
+        const from = saved["bf16-mixed"] !== undefined ? "the bf16-mixed measurement" : saved["fp16-mixed"] !== undefined ? "the fp16-mixed measurement" : "half the fp32 measurement";
+        notes.push(`the profile has no ${missing.join(" or ")} measurement: those activations are estimated from ${from} (profile on a device whose autocast supports it for a measured number)`);
+      }
+      return footprint;
     }
   }
 }
