@@ -268,6 +268,30 @@ describe("the space", () => {
     expect(outcome.notes.some((n) => n.includes("clearly slower"))).toBe(true);
   });
 
+  it("bisects toward a micro-batch that crashed (a batch larger than the dataset) instead of walking down one by one", async () => {
+    const spec: OracleSpec = { ...DEFAULT_ORACLE, perSampleBytes: 16 * 1024, knee: Infinity };
+    const clock = new FakeClock();
+    const sim = new SimulatedRunner(spec, { capBytes: 4096 * MiB, clock });
+    const crashAbove = 256;
+    const runner: TrialRunner = {
+      async run(knobs, purpose) {
+        if (typeof knobs.batch_size === "number" && knobs.batch_size > crashAbove) {
+          return { end: "crashed", samplesPerSecond: null, stepSeconds: [], peakBytes: 1, frameworkPeakBytes: null, durationS: 1, oomRecoveries: 0 };
+        }
+        return sim.run(knobs, purpose);
+      },
+    };
+    const space: TuneSpace = { baseline: { batch_size: 64 }, microBatch: { knob: "batch_size" }, others: [] };
+    const outcome = await searchKnobs(space, runner, { capBytes: 4096 * MiB, maxTrials: 20, maxTimeS: 10_000, now: () => clock.now() });
+    const crashed = outcome.trials.filter((t) => t.result.end === "crashed").map((t) => t.knobs.batch_size as number);
+    // 1024 failed, then halving the distance to 256: at most log2(768) trials, never a walk one by one
+    expect(crashed.length).toBeLessThanOrEqual(Math.ceil(Math.log2(1024 - 256)));
+    for (let i = 1; i < crashed.length; i++) expect((crashed[i - 1] as number) - (crashed[i] as number)).toBeGreaterThan(1);
+    const winner = outcome.trials[outcome.bestIndex ?? 0]?.knobs.batch_size as number;
+    expect(winner).toBeGreaterThanOrEqual(200);
+    expect(winner).toBeLessThanOrEqual(crashAbove);
+  });
+
   it("rejects bad input with the field named", async () => {
     const runner = new SimulatedRunner(DEFAULT_ORACLE, { capBytes: 64 * MiB, clock: new FakeClock() });
     const ok: SearchOptions = { capBytes: 64 * MiB, maxTrials: 10, maxTimeS: 100, now: () => 0 };

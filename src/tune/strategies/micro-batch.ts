@@ -139,7 +139,10 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
   edge = Math.min(Math.max(edge, ...knownGood), hard);
   // a micro-batch the line said would fit did not: near the cap the line is not to be trusted, so halve the distance
   const surprised = memFails.some((t) => t.predictedPeakBytes !== null && t.predictedPeakBytes !== undefined && t.predictedPeakBytes <= cap);
-  if (surprised && Number.isFinite(minFail)) reachTarget = Math.min(reachTarget, (top.x + minFail) / 2);
+  // a crash above the largest that ran (e.g. a batch larger than the dataset) bounds the axis, not
+  // memory: bisect toward it instead of walking down from it one by one
+  const crashedAbove = otherFails.some((t) => (axis.microOf(t.knobs) ?? 0) > top.x);
+  if ((surprised || crashedAbove) && Number.isFinite(minFail)) reachTarget = Math.min(reachTarget, (top.x + minFail) / 2);
   const reach = axis.atMost(Math.min(edge, reachTarget));
 
   const noise = s.ledger.noise();
@@ -150,7 +153,9 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
     const gain = gapBound(points, points.length - 1, top.x, reach).bound / best - 1;
     const towardEdge = reach === axis.atMost(edge);
     let purpose: string;
-    if (basis === "plan") {
+    if (crashedAbove && reach < minFail - 1) {
+      purpose = `bisect: micro-batch ${reach}, between ${top.x} that ran and ${minFail} that failed`;
+    } else if (basis === "plan") {
       purpose = `memory probe: micro-batch ${reach} (the plan's ${formatBytes(prior?.bytesPerSample ?? 0)} per sample predicts ${formatBytes(edgePeak(reach) ?? 0)})`;
     } else if (basis === "worst case") {
       purpose = `memory probe: micro-batch ${reach} (×${(reach / top.x).toFixed(1)} the largest that ran; at most ${formatBytes(edgePeak(reach) ?? 0)} even if all memory grew with the micro-batch)`;
