@@ -13,8 +13,8 @@ import type { Knobs, TrialResult } from "../tune/search.ts";
  */
 export function knobDelta(knobs: Knobs, baseline: Knobs): string {
   const changed = Object.entries(knobs).filter(([knob, value]) => baseline[knob] !== value);
-  const shown = changed.length === 0 ? Object.entries(knobs) : changed;
-  return shown.map(([knob, value]) => `${knob}=${String(value)}`).join(" ") || "(as configured)";
+  if (changed.length === 0 && Object.keys(baseline).length > 0) return "(your configuration)";
+  return changed.map(([knob, value]) => `${knob}=${String(value)}`).join(" ") || "(as configured)";
 }
 
 /**
@@ -78,7 +78,7 @@ export function renderTuneTable(record: TuneRecord): string {
   const winner = record.winner;
   const before = record.trials.find((trial) => trial.index === 0);
   if (winner) {
-    const speedup = winner.speedup !== null ? `${winner.speedup.toFixed(2)}× the samples/s of your configuration` : "speedup unknown (trial 0 measured no throughput)";
+    const speedup = winner.speedup !== null ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration` : "speedup unknown (trial 0 measured no throughput)";
     out.push("", `winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`);
   } else {
     out.push("", "no winner: no trial finished under the cap with a measured throughput");

@@ -344,7 +344,12 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   );
 
   record.trials = outcome.trials.map((trial) => trialRecord(trial.index, trial.knobs, trial.purpose, trial.result, runIds.get(trial.index) ?? null));
-  const baselineRate = outcome.trials[0]?.result.samplesPerSecond ?? null;
+  // the "before" is the mean of every measurement of the baseline configuration, as the winner's is
+  const baselineKey = canonicalKnobs(outcome.trials[0]?.knobs ?? {});
+  const baselineRates = outcome.trials
+    .filter((trial) => canonicalKnobs(trial.knobs) === baselineKey && trial.result.end === "ok" && trial.result.samplesPerSecond !== null)
+    .map((trial) => trial.result.samplesPerSecond as number);
+  const baselineRate = baselineRates.length > 0 ? baselineRates.reduce((a, b) => a + b, 0) / baselineRates.length : null;
   const best = outcome.bestIndex !== null ? outcome.trials[outcome.bestIndex] : undefined;
   const bestRate = outcome.best?.samplesPerSecond ?? best?.result.samplesPerSecond ?? null;
   record.winner = best ? { index: best.index, knobs: outcome.best?.knobs ?? best.knobs, speedup: baselineRate && bestRate ? bestRate / baselineRate : null } : null;
@@ -363,6 +368,10 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   await deps.store.writeTune(record);
   const winnerCommand = record.winner ? fillTemplate(options.command, record.winner.knobs) : null;
   return { record, outcome, bindings, winnerCommand };
+}
+
+function canonicalKnobs(knobs: Knobs): string {
+  return JSON.stringify(Object.entries(knobs).sort(([a], [b]) => a.localeCompare(b)));
 }
 
 function devicesScope(devices: Devices): "gpu" | "ram" {
