@@ -1,0 +1,141 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { TuneRecord } from "../../src/record/types.ts";
+import { candidateValues, configFilesInCommand, detectKnobKeys, fillTemplate, parseBinding, templateKnobs } from "../../src/tune/knobs.ts";
+import { buildSpace, resolveBindings } from "../../src/tune/tune.ts";
+
+const REPO = resolve(import.meta.dirname, "..", "..");
+const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
+const root = mkdtempSync(join(tmpdir(), "brim-knobs-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("knob bindings", () => {
+  it("finds {name} templates and fills them, refusing a template without a value", () => {
+    expect(templateKnobs(["python", "train.py", "--bs", "{batch_size}", "--tag=run-{precision}-{batch_size}"])).toEqual(["batch_size", "precision"]);
+    expect(fillTemplate(["--bs", "{batch_size}", "--tag=x{precision}"], { batch_size: 64, precision: "bf16-mixed" })).toEqual(["--bs", "64", "--tag=xbf16-mixed"]);
+    expect(() => fillTemplate(["{batch_size}"], {})).toThrow(/give one with --knob batch_size=<value>/);
+  });
+
+  it("finds config files named in the command, as arguments or --flag=value", () => {
+    const dir = join(root, "cmd");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "conf.yaml"), "a: 1\n");
+    writeFileSync(join(dir, "other.toml"), "a = 1\n");
+    const found = configFilesInCommand(["python", "train.py", "--config", "conf.yaml", "--extra=other.toml", "missing.yaml"], dir);
+    expect(found.map((entry) => [entry.index, entry.arg])).toEqual([
+      [3, "conf.yaml"],
+      [4, "other.toml"],
+    ]);
+  });
+
+  it("detects knobs by key name, the shallowest winning, and reports ties", () => {
+    const { found, notes } = detectKnobKeys({
+      data_loader: { batch_size: 4, num_workers: 0, pin_memory: false },
+      training: { precision: "fp32", trainer: { accumulate_grad_batches: 16 } },
+      stages: [{ data_loader: { batch_size: 8 } }],
+      a: { prefetch_factor: 2 },
+      b: { prefetch_factor: 4 },
+    });
+    expect(found.map((entry) => `${entry.knob}=${entry.key}`)).toEqual([
+      "batch_size=data_loader.batch_size",
+      "accumulation=training.trainer.accumulate_grad_batches",
+      "precision=training.precision",
+      "num_workers=data_loader.num_workers",
+      "pin_memory=data_loader.pin_memory",
+    ]);
+    expect(notes.join("\n")).toMatch(/deeper keys \(stages\.0\.data_loader\.batch_size\)/);
+    expect(notes.join("\n")).toMatch(/prefetch_factor: several keys could hold it \(a\.prefetch_factor, b\.prefetch_factor\)/);
+  });
+
+  it("parses --bind and names what is wrong in one line", () => {
+    writeFileSync(join(root, "c.json"), "{}");
+    expect(parseBinding("batch_size=c.json:loader.bs", root)).toEqual({ knob: "batch_size", via: "config", file: join(root, "c.json"), key: "loader.bs" });
+    expect(parseBinding("precision=env", root)).toEqual({ knob: "precision", via: "env" });
+    expect(() => parseBinding("batch_size", root)).toThrow(/--bind expects knob=<file>:<key> or knob=env/);
+    expect(() => parseBinding("batch_size=c.json", root)).toThrow(/expected <file>:<key>/);
+    expect(() => parseBinding("batch_size=nope.yaml:a", root)).toThrow(/nope\.yaml: --bind batch_size: no such file/);
+  });
+
+  it("offers precision and pinning only on a GPU, workers up to the CPUs, loader extras only with workers", () => {
+    const cpu = candidateValues(["precision", "num_workers", "pin_memory"], { precision: "fp32", num_workers: 0, pin_memory: false }, { backend: "cpu", bf16: false, tensorCores: false, cpus: 4 });
+    expect(cpu).toEqual([{ knob: "num_workers", values: [0, 1, 2] }]);
+    const h100 = candidateValues(["precision", "pin_memory"], { precision: "fp32", pin_memory: false }, { backend: "nvml", bf16: true, tensorCores: true, cpus: 16 });
+    expect(h100).toEqual([
+      { knob: "precision", values: ["fp32", "fp16-mixed", "bf16-mixed", "tf32"] },
+      { knob: "pin_memory", values: [false, true] },
+    ]);
+    const context = { backend: "cpu" as const, bf16: false, tensorCores: false, cpus: 4 };
+    const noWorkers = buildSpace({ batch_size: 8, num_workers: 0, persistent_workers: false }, {}, ["batch_size", "num_workers", "persistent_workers"], context, () => {});
+    expect(noWorkers.others.map((other) => other.knob)).toEqual(["num_workers"]);
+    const workers = buildSpace({ batch_size: 8, num_workers: 2, persistent_workers: false }, {}, ["batch_size", "num_workers", "persistent_workers"], context, () => {});
+    expect(workers.others.map((other) => other.knob)).toEqual(["num_workers", "persistent_workers"]);
+  });
+
+  it("holds the configured effective batch when accumulation is above 1, unless told otherwise", () => {
+    const context = { backend: "cpu" as const, bf16: false, tensorCores: false, cpus: 2 };
+    const notes: string[] = [];
+    const held = buildSpace({ batch_size: 4, accumulation: 16 }, {}, ["batch_size", "accumulation"], context, (line) => notes.push(line));
+    expect(held.effectiveBatch).toBe(64);
+    expect(notes.join("\n")).toMatch(/4 × 16 = 64/);
+    expect(buildSpace({ batch_size: 4, accumulation: 16 }, { freeBatch: true }, ["batch_size", "accumulation"], context, () => {}).effectiveBatch).toBeUndefined();
+    expect(buildSpace({ batch_size: 4, accumulation: 16 }, { effectiveBatch: 256 }, ["batch_size", "accumulation"], context, () => {}).effectiveBatch).toBe(256);
+    expect(() => buildSpace({ batch_size: 4 }, { effectiveBatch: 256 }, ["batch_size"], context, () => {})).toThrow(/--effective-batch needs an accumulation knob/);
+  });
+
+  it("binds an example's knobs from its config by name", async () => {
+    const config = join(REPO, "examples/nbeats/config.yaml");
+    const { bindings } = await resolveBindings([PYTHON, "train.py", "--config", config], REPO, []);
+    expect(bindings.map((binding) => `${binding.knob}:${binding.via === "config" ? binding.key : binding.via}`)).toEqual([
+      "batch_size:data_loader.batch_size",
+      "accumulation:training.trainer.accumulate_grad_batches",
+      "precision:training.precision",
+      "num_workers:data_loader.num_workers",
+      "pin_memory:data_loader.pin_memory",
+      "persistent_workers:data_loader.persistent_workers",
+      "prefetch_factor:data_loader.prefetch_factor",
+    ]);
+  });
+});
+
+describe("brim tune with a {batch_size} template (the built CLI, real trials)", () => {
+  it("fills the template per trial and prints the winner's command", () => {
+    const script = join(root, "template_job.py");
+    writeFileSync(
+      script,
+      [
+        "import sys, time, brim",
+        "bs = int(sys.argv[1])",
+        "held = bytearray(bs * (1 << 20))",
+        "for _ in brim.track(range(10**6), samples=bs):",
+        "    time.sleep(0.004 + 0.0002 * bs)",
+      ].join("\n"),
+    );
+    const store = join(root, "store-template");
+    const result = spawnSync(
+      process.execPath,
+      [join(REPO, "bin/brim.js"), "tune", "--store", store, "--quiet", "--cap", "200MiB", "--knob", "batch_size=8", "--max-trials", "6", "--warmup", "1", "--steps", "6", "--", PYTHON, script, "{batch_size}"],
+      { cwd: root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: 300_000 },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const [id] = readdirSync(join(store, "tunes"));
+    const record = JSON.parse(readFileSync(join(store, "tunes", id as string, "tune.json"), "utf8")) as TuneRecord;
+    expect(record.bindings).toEqual([{ knob: "batch_size", via: "template" }]);
+    const sizes = record.trials.map((trial) => trial.knobs.batch_size);
+    expect(sizes[0]).toBe(8);
+    expect(new Set(sizes).size).toBeGreaterThan(2);
+    const winner = record.winner?.knobs.batch_size as number;
+    expect(winner).toBeGreaterThan(8);
+    const applied = spawnSync(process.execPath, [join(REPO, "bin/brim.js"), "apply", "--store", store], { cwd: root, encoding: "utf8" });
+    expect(applied.stdout).toContain(`brim: run the job with: ${PYTHON} ${script} ${winner}`);
+  });
+
+  it("one line and exit 1 when trial 0 (the configuration as it is) fails", () => {
+    const store = join(root, "store-fail");
+    const result = spawnSync(process.execPath, [join(REPO, "bin/brim.js"), "tune", "--store", store, "--quiet", "--", "sh", "-c", "echo broken >&2; exit 3"], { cwd: root, encoding: "utf8" });
+    expect(result.status).toBe(1);
+    expect(result.stderr.trim().split("\n").at(-1)).toMatch(/^brim: trial 0 \(your configuration as it is\) failed: the job failed with exit code 3/);
+  });
+});
