@@ -23,6 +23,8 @@ export interface GuardOptions {
   capBytes: number | null;
   /** Ask the SDK to shrink near the cap (default true). */
   shrink?: boolean;
+  /** Share of the cap at which the SDK is asked to shrink (default 0.92). */
+  shrinkAt?: number;
   knobs?: Record<string, number | string | boolean>;
   stepBudget?: number | null;
   warmupSteps?: number | null;
@@ -181,7 +183,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     versions: versionsFrom(undefined),
   });
   const live = new LiveTracker({ startedAt: Date.now() / 1000, capBytes: options.capBytes, capScope, totalSteps: options.stepBudget ?? null });
-  const watcher = options.capBytes !== null ? new CapWatcher({ capBytes: options.capBytes, scope: capScope }) : null;
+  const watcher = options.capBytes !== null ? new CapWatcher({ capBytes: options.capBytes, scope: capScope, ...(options.shrinkAt !== undefined ? { shrinkAt: options.shrinkAt } : {}) }) : null;
   let mainHello: ChannelMessage | undefined;
   let peakGpu: number | null = null;
   let peakRss: number | null = null;

@@ -117,6 +117,31 @@ describe("guardRun with real processes (CPU mode)", () => {
     expect(onDisk.cap_scope).toBe("ram");
   });
 
+  it("asks the SDK to shrink near the cap: TrainStep splits the micro-batch and says so, the run goes on", async () => {
+    const script = [
+      "import torch, brim",
+      "import brim.torch as bt",
+      "model = torch.nn.Linear(16, 1)",
+      "opt = torch.optim.SGD(model.parameters(), lr=0.01)",
+      "step = bt.TrainStep(model, opt, lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1]))",
+      "data = [(torch.randn(32, 16), torch.randn(32, 1)) for _ in range(60)]",
+      "for batch in brim.track(data):",
+      "    step(batch)",
+      "    __import__('time').sleep(0.03)",
+      "print('split', step.split, flush=True)",
+    ].join("\n");
+    // a shrink threshold at 1 % of a large cap: brim asks at the first reading with the SDK connected
+    const result = await guardRun({ command: [PYTHON, "-c", script], cwd: root, capBytes: 8 * 2 ** 30, shrinkAt: 0.01, hz: 20 }, { devices, store });
+    expect(result.meta.end?.cause).toBe("ok");
+    const requested = result.timeline.filter((entry) => entry.kind === "event" && entry.event === "shrink_requested");
+    const applied = result.timeline.filter((entry) => entry.kind === "event" && entry.event === "shrink_applied");
+    expect(requested.length).toBeGreaterThan(0);
+    expect(applied.length).toBeGreaterThan(0);
+    expect((applied[0]?.details as { split_to?: number } | undefined)?.split_to).toBe(2);
+    expect(result.job.tail.some((line) => /^split (2|4|8|16|32)$/.test(line))).toBe(true);
+    expect(result.timeline.filter((entry) => entry.kind === "step")).toHaveLength(60);
+  });
+
   it("stops a job whose RAM grows past the cap and says so", async () => {
     const script = ["import time", "held = []", "for i in range(400):", "    held.append(bytearray(8 << 20))", "    time.sleep(0.02)", "print('survived')"].join("\n");
     const cap = 200 * MiB;
