@@ -134,7 +134,10 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
       onState: (state) => {
         if (!tty) return;
         erase();
-        const lines = [header, ...renderLiveView(state, { color: out.color === true, width: Math.max(40, out.columns ?? 100) })];
+        const width = Math.max(40, out.columns ?? 100);
+        // a wrapped line would break the redraw (it moves the cursor up by lines, not rows)
+        const top = header.length > width ? `${header.slice(0, width - 1)}…` : header;
+        const lines = [top, ...renderLiveView(state, { color: out.color === true, width })];
         out.stderr(`${lines.join("\n")}\n`);
         drawn = lines.length;
       },
