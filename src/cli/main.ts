@@ -39,7 +39,7 @@ export async function main(argv: readonly string[], out: Output = processOutput)
   registerPlan(program, out);
   registerDetect(program, out);
   registerRun(program, out, setExitCode);
-  registerTune(program, out);
+  registerTune(program, out, setExitCode);
   registerDoctor(program, out);
   registerReport(program, out);
   registerDashboard(program, out);

@@ -1,4 +1,6 @@
 import { Option, type Command } from "commander";
+import { constants as osConstants } from "node:os";
+import type { RunEnd } from "../record/types.ts";
 import { formatBytes, parseByteSize } from "../bytes.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
@@ -32,7 +34,21 @@ export interface RunCommandResult {
   note: string | null;
 }
 
-const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 };
+/**
+ * The exit status brim gives for a run: the job's own, 128 + the signal's number when it was killed,
+ * and never 0 when the run did not end `ok` (a job that exits 0 after brim stopped it still failed).
+ *
+ * @example
+ * ```ts
+ * exitCodeOf({ cause: "ok", exit_code: 0, signal: null, message: "" }); // 0
+ * exitCodeOf({ cause: "interrupted", exit_code: null, signal: "SIGINT", message: "" }); // 130
+ * ```
+ */
+export function exitCodeOf(end: RunEnd): number {
+  const code = end.exit_code ?? (end.signal !== null ? 128 + ((osConstants.signals as Record<string, number>)[end.signal] ?? 1) : 1);
+  if (code !== 0 || end.cause === "ok") return code;
+  return end.cause === "interrupted" ? 130 : 1;
+}
 
 /**
  * Parses `name=value` knob arguments; numbers and booleans become numbers and booleans.
@@ -136,9 +152,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
       { devices, store },
     );
     footer?.close();
-    const end = result.job.end;
-    const exitCode = end.exit_code ?? (end.signal !== null ? 128 + (SIGNAL_NUMBERS[end.signal] ?? 1) : 1);
-    return { result, exitCode, storeRoot: root, note: inventory.note };
+    return { result, exitCode: exitCodeOf(result.job.end), storeRoot: root, note: inventory.note };
   } finally {
     metrics?.close();
   }

@@ -104,6 +104,12 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
     if (drawn > 0) out.stderr(`\u001b[${drawn}F\u001b[J`);
     drawn = 0;
   };
+  // Ctrl-C between trials must not kill brim with a trial's config copy or a half-told tune behind:
+  // it stops the tune; during a trial the guard also passes it to the job.
+  const abort = new AbortController();
+  const onSignal = (): void => abort.abort();
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   const result = await tune(
     {
       command,
@@ -122,6 +128,7 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
       maxMicroBatch: options.maxBatch,
       strategy: options.strategy,
       forwardSignals: true,
+      abortSignal: abort.signal,
       onNote: (line) => {
         if (talk) out.stderr(`brim: ${line}\n`);
       },
@@ -148,9 +155,12 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
       },
     },
     { devices, store },
-  );
+  ).finally(() => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  });
   erase();
-  const applied = options.apply && result.record.winner !== null ? await applyTune(result.record, { force: options.force === true, dryRun: false }) : null;
+  const applied = options.apply && result.record.winner !== null && result.record.stop_reason !== "interrupted" ? await applyTune(result.record, { force: options.force === true, dryRun: false }) : null;
   return { tune: result, applied };
 }
 
@@ -162,7 +172,7 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
  * registerTune(program, processOutput);
  * ```
  */
-export function registerTune(program: Command, out: Output): void {
+export function registerTune(program: Command, out: Output, setExitCode: (code: number) => void = () => {}): void {
   program
     .command("tune")
     .summary("find the fastest micro-batch, accumulation, precision and loader settings that fit, on short real trials")
@@ -210,6 +220,7 @@ Results land in .brim/tunes/<id>/tune.json; write the winner later with: brim ap
     )
     .action(async (command: string[], options: TuneCommandOptions) => {
       const { tune: result, applied } = await tuneCommand(command, options, out);
+      if (result.record.stop_reason === "interrupted") setExitCode(130);
       if (options.json) {
         out.stdout(`${JSON.stringify(result.record, null, 2)}\n`);
         return;

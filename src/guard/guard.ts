@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { startSampler, type Devices, type Reading } from "../devices/index.ts";
+import { startSampler, type Devices, type Reading, type Sampler } from "../devices/index.ts";
 import type { ChannelMessage } from "../job/channel.ts";
 import { Job, type JobResult } from "../job/runner.ts";
 import type { RunStore } from "../record/store.ts";
@@ -231,7 +231,21 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     process.on("SIGTERM", onSignal);
   }
 
-  const sampler = startSampler(deps.devices, {
+  const timers: NodeJS.Timeout[] = [];
+  if (options.timeLimitS != null) {
+    const limit = options.timeLimitS;
+    timers.push(
+      setTimeout(() => {
+        job.requestStop(`time limit of ${limit} s`);
+        timers.push(setTimeout(() => job.stop("hung", `the job ran past its time limit of ${limit} s`, 2), 5000));
+      }, limit * 1000),
+    );
+  }
+
+  let result: JobResult;
+  let sampler: Sampler | null = null;
+  try {
+    sampler = startSampler(deps.devices, {
     rootPid: job.pid,
     hz: options.hz ?? 10,
     onReading: (reading) => {
@@ -278,23 +292,15 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     },
   });
 
-  const timers: NodeJS.Timeout[] = [];
-  if (options.timeLimitS != null) {
-    const limit = options.timeLimitS;
-    timers.push(
-      setTimeout(() => {
-        job.requestStop(`time limit of ${limit} s`);
-        timers.push(setTimeout(() => job.stop("hung", `the job ran past its time limit of ${limit} s`, 2), 5000));
-      }, limit * 1000),
-    );
-  }
-
-  let result: JobResult;
-  try {
     result = await job.wait();
+  } catch (error) {
+    // brim itself failed mid-run: the job must not outlive it
+    job.stop("hung", `brim failed while guarding the job: ${(error as Error).message}`, 1);
+    await job.wait();
+    throw error;
   } finally {
     for (const timer of timers) clearTimeout(timer);
-    await sampler.stop();
+    await sampler?.stop();
     if (options.forwardSignals) {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);

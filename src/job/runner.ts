@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BrimError } from "../errors/index.ts";
@@ -99,6 +99,8 @@ export class Job {
   #child: ChildProcess;
   #options: JobOptions;
   #stoppedBy: BrimStopReason | null = null;
+  #interrupts = 0;
+  #streamsEnded: Promise<unknown>[] = [];
   #stopDetail: string | undefined;
   #sdkOomFatal = false;
   #oomLine: { kind: OomKind; line: string } | null = null;
@@ -121,6 +123,8 @@ export class Job {
     this.#done = exited.then(async ({ code, signal }) => {
       const endedAt = Date.now() / 1000;
       await this.#reapGroup();
+      // 'exit' can come before the last output is read: the OOM traceback that decides the cause
+      await Promise.race([Promise.all(this.#streamsEnded), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
       if (this.#killTimer) clearTimeout(this.#killTimer);
       if (this.#hungTimer) clearInterval(this.#hungTimer);
       await channel.close();
@@ -147,12 +151,18 @@ export class Job {
       if (box.job) box.job.#onMessage(message);
       else pending.push(message);
     });
-    const child = spawn(program, args, {
-      cwd: options.cwd,
-      env: jobEnvironment(options, channel.path),
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    let child: ChildProcess;
+    try {
+      child = spawn(program, args, {
+        cwd: options.cwd,
+        env: jobEnvironment(options, channel.path),
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+    } catch (error) {
+      await channel.close();
+      throw new BrimError("E_JOB_START", `cannot start '${program}': ${(error as Error).message}`, { cause: error });
+    }
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
       child.once("exit", (code, signal) => resolve({ code, signal }));
     });
@@ -164,7 +174,8 @@ export class Job {
     } catch (error) {
       await channel.close();
       const code = (error as NodeJS.ErrnoException).code;
-      const why = code === "ENOENT" ? "command not found" : code === "EACCES" ? "permission denied" : (error as Error).message;
+      const missingCwd = code === "ENOENT" && options.cwd !== undefined && !existsSync(options.cwd);
+      const why = missingCwd ? `the working folder ${options.cwd} does not exist` : code === "ENOENT" ? "command not found" : code === "EACCES" ? "permission denied" : (error as Error).message;
       throw new BrimError("E_JOB_START", `cannot start '${program}': ${why}`, { cause: error });
     }
     const job = new Job(child, channel, options, exited);
@@ -193,7 +204,8 @@ export class Job {
    * grace period running out, sends SIGKILL.
    */
   interrupt(signal: NodeJS.Signals): void {
-    if (this.#stoppedBy === "interrupted") {
+    this.#interrupts++;
+    if (this.#interrupts > 1) {
       this.#signalGroup("SIGKILL");
       return;
     }
@@ -247,10 +259,16 @@ export class Job {
         partial = lines.pop() ?? "";
         for (const line of lines) this.#line(stream, line.replace(/\r$/, ""), options);
       });
-      source.on("end", () => {
-        if (partial !== "") this.#line(stream, partial, options);
-        partial = "";
-      });
+      this.#streamsEnded.push(
+        new Promise<void>((resolve) => {
+          source.on("end", () => {
+            if (partial !== "") this.#line(stream, partial, options);
+            partial = "";
+            resolve();
+          });
+          source.on("error", () => resolve());
+        }),
+      );
     }
   }
 

@@ -50,6 +50,10 @@ export interface TrialResult {
   durationS: number;
   /** the SDK split the batch this many times (the knob value did not fit as given) */
   oomRecoveries: number;
+  /** mean GPU utilization over the steady steps, when measured (for the record; the search does not use it) */
+  gpuUtilMean?: number | null;
+  /** share of step time waiting for data, when measured (for the record) */
+  dataWaitShare?: number | null;
 }
 
 /** Runs one trial of the job with the given knobs. */

@@ -55,6 +55,8 @@ export interface TuneOptions {
   strategy?: TuneStrategy;
   hz?: number;
   forwardSignals?: boolean;
+  /** Aborted (Ctrl-C between trials): no further trial starts; what was measured is kept. */
+  abortSignal?: AbortSignal;
   onTrialStart?: (event: TrialProgress) => void;
   onTrialEnd?: (event: TrialProgress & { result: TrialResult; runId: string | null }) => void;
   onState?: (state: LiveState, now: number) => void;
@@ -168,6 +170,8 @@ function trialResultOf(run: GuardResult, capScope: "gpu" | "ram"): TrialResult {
     frameworkPeakBytes: summary.framework_peak_allocated_bytes,
     durationS: summary.duration_s,
     oomRecoveries: summary.oom_recoveries,
+    gpuUtilMean: summary.gpu_util_mean,
+    dataWaitShare: summary.data_wait_share,
   };
 }
 
@@ -223,7 +227,32 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
     notes: [...bindingNotes],
   };
   await deps.store.writeTune(record);
+  try {
+    return await runTune(options, deps, { record, id, bindings, documents, baseline, cap, note, now, tuneStartedAt });
+  } finally {
+    // an error or Ctrl-C mid-tune still leaves a finished record of what was measured
+    if (record.ended_at === null) {
+      record.ended_at = new Date().toISOString();
+      record.stop_reason ??= options.abortSignal?.aborted === true ? "interrupted" : "error";
+      await deps.store.writeTune(record);
+    }
+  }
+}
 
+interface TuneState {
+  record: TuneRecord;
+  id: string;
+  bindings: KnobBinding[];
+  documents: Map<string, ConfigDocument>;
+  baseline: Knobs;
+  cap: { capBytes: number; scope: "gpu" | "ram"; why: string };
+  note: (line: string) => void;
+  now: () => number;
+  tuneStartedAt: number;
+}
+
+async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): Promise<TuneResult> {
+  const { record, id, bindings, documents, baseline, cap, note, now, tuneStartedAt } = state;
   const namedInCommand = configFilesInCommand(options.command, options.cwd);
   for (const binding of bindings) {
     if (binding.via === "config" && !namedInCommand.some((entry) => entry.path === binding.file)) {
@@ -235,7 +264,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   let trialIndex = 0;
   const runTrial = async (knobs: Knobs): Promise<{ result: TrialResult; runId: string | null }> => {
     const index = trialIndex++;
-    if (interrupted) return { result: interruptedResult(), runId: null };
+    if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null };
     const trialFiles: string[] = [];
     try {
       const command = fillTemplate(options.command, knobs);
@@ -397,8 +426,8 @@ function trialRecord(index: number, knobs: Knobs, purpose: string, result: Trial
     samples_per_s: result.samplesPerSecond,
     peak_bytes: result.peakBytes,
     framework_peak_bytes: result.frameworkPeakBytes,
-    gpu_util_mean: null,
-    data_wait_share: null,
+    gpu_util_mean: result.gpuUtilMean ?? null,
+    data_wait_share: result.dataWaitShare ?? null,
     duration_s: result.durationS,
     oom_recoveries: result.oomRecoveries,
   };
@@ -439,7 +468,8 @@ export function buildSpace(baseline: Knobs, options: Pick<TuneOptions, "effectiv
     note("the effective batch changes with the micro-batch (give --effective-batch N to hold it)");
   }
   const workers = baseline.num_workers;
-  const tunable = known.filter((knob) => !fixed.has(knob) && !(knob === "persistent_workers" || knob === "prefetch_factor") || (typeof workers === "number" && workers > 0));
+  const loaderExtra = (knob: string): boolean => knob === "persistent_workers" || knob === "prefetch_factor";
+  const tunable = known.filter((knob) => !fixed.has(knob) && (!loaderExtra(knob) || (typeof workers === "number" && workers > 0)));
   const candidates = candidateValues(tunable, baseline, context);
   const userLists = Object.entries(options.knobValues ?? {}).filter(([knob, values]) => values.length > 1 && knob !== MICRO_BATCH_KNOB);
   space.others = [...userLists.map(([knob, values]) => ({ knob, values })), ...candidates.filter((candidate) => !userLists.some(([knob]) => knob === candidate.knob))];
