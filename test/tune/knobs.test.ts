@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -130,6 +130,32 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
     expect(winner).toBeGreaterThan(8);
     const applied = spawnSync(process.execPath, [join(REPO, "bin/brim.js"), "apply", "--store", store], { cwd: root, encoding: "utf8" });
     expect(applied.stdout).toContain(`brim: run the job with: ${PYTHON} ${script} ${winner}`);
+  });
+
+  it("Ctrl-C mid-tune: exit 130, the record finished as interrupted, no config copy left, the config untouched", async () => {
+    const dir = join(root, "interrupt");
+    mkdirSync(dir, { recursive: true });
+    const config = join(dir, "conf.yaml");
+    const original = "# trial knobs\ndata_loader:\n  batch_size: 4   # small\n";
+    writeFileSync(config, original);
+    const script = join(dir, "job.py");
+    writeFileSync(script, ["import sys, time, yaml, brim", "bs = yaml.safe_load(open(sys.argv[1]))['data_loader']['batch_size']", "for _ in brim.track(range(10**6), samples=bs):", "    time.sleep(0.05)"].join("\n"));
+    const store = join(dir, "store");
+    const child = spawn(process.execPath, [join(REPO, "bin/brim.js"), "tune", "--store", store, "--quiet", "--cap", "1GiB", "--warmup", "1", "--steps", "400", "--", PYTHON, script, config], { cwd: dir });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const deadline = Date.now() + 60_000;
+    while (!readdirSync(dir).some((file) => file.includes("brim-trial")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 1500));
+    child.kill("SIGINT");
+    const status = await new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+    expect(status, stderr).toBe(130);
+    expect(readdirSync(dir).filter((file) => file.includes("brim-trial"))).toEqual([]);
+    expect(readFileSync(config, "utf8")).toBe(original);
+    const [id] = readdirSync(join(store, "tunes"));
+    const record = JSON.parse(readFileSync(join(store, "tunes", id as string, "tune.json"), "utf8")) as TuneRecord;
+    expect(record.ended_at).not.toBeNull();
+    expect(record.stop_reason).toBe("interrupted");
   });
 
   it("one line and exit 1 when trial 0 (the configuration as it is) fails", () => {
