@@ -6,6 +6,7 @@
  * @module
  */
 import type { TimelineEntry } from "../record/types.ts";
+import { mainProcessPid } from "../record/summary.ts";
 
 /**
  * One GPU in a sampler reading.
@@ -255,18 +256,6 @@ function readHello(e: TimelineEntry): HelloEntry | null {
   return { t: e.t, pid, role: str(e.role), rank: num(e.rank), framework: str(e.framework), versions };
 }
 
-function pickMainPid(steps: StepEntry[], hellos: HelloEntry[], startPid: number | null): number | null {
-  const stepping = new Map<number, number>();
-  for (const s of steps) stepping.set(s.pid, (stepping.get(s.pid) ?? 0) + 1);
-  if (stepping.size === 0) return startPid;
-  const rank0 = hellos.find((h) => h.rank === 0 && stepping.has(h.pid));
-  if (rank0 !== undefined) return rank0.pid;
-  if (startPid !== null && stepping.has(startPid)) return startPid;
-  const main = hellos.filter((h) => h.role === "main" && stepping.has(h.pid));
-  if (main.length === 1 && main[0] !== undefined) return main[0].pid;
-  return [...stepping.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? null;
-}
-
 /**
  * Splits timeline entries by kind into typed lists, sorted by time, and finds the main process.
  *
@@ -319,7 +308,7 @@ export function readTimeline(entries: readonly TimelineEntry[]): Timeline {
   steps.sort(byTime);
   events.sort(byTime);
   hellos.sort(byTime);
-  return { start, end, samples, steps, events, hellos, mainPid: pickMainPid(steps, hellos, start?.pid ?? null) };
+  return { start, end, samples, steps, events, hellos, mainPid: mainProcessPid(entries) };
 }
 
 /**

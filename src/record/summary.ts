@@ -29,8 +29,32 @@ export interface LivePeaks {
 }
 
 /**
- * The steps that define throughput: those of the job's main process (rank 0 when ranks say hello),
- * falling back to every step when no main process is known.
+ * The job's main process, whose steps define throughput: the one of rank 0 when ranks say hello,
+ * else the process brim started, else the only one whose hello says `main`, else the one that
+ * reported the most steps. The one rule for the summary, the tuner and the analysis.
+ *
+ * @example
+ * ```ts
+ * mainProcessPid(timeline); // 4242
+ * ```
+ */
+export function mainProcessPid(timeline: readonly TimelineEntry[]): number | null {
+  const stepping = new Map<number, number>();
+  for (const entry of timeline) if (entry.kind === "step" && typeof entry.pid === "number") stepping.set(entry.pid, (stepping.get(entry.pid) ?? 0) + 1);
+  const start = timeline.find((entry) => entry.kind === "start" && typeof entry.pid === "number");
+  const startPid = start ? (start.pid as number) : null;
+  if (stepping.size === 0) return startPid;
+  const hellos = timeline.filter((entry) => entry.kind === "hello" && typeof entry.pid === "number" && stepping.has(entry.pid));
+  const rank0 = hellos.find((hello) => hello.rank === 0);
+  if (rank0 !== undefined) return rank0.pid as number;
+  if (startPid !== null && stepping.has(startPid)) return startPid;
+  const mains = hellos.filter((hello) => hello.role === "main");
+  if (mains.length === 1) return mains[0]?.pid as number;
+  return [...stepping.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? null;
+}
+
+/**
+ * The steps of the job's main process ({@link mainProcessPid}).
  *
  * @example
  * ```ts
@@ -38,17 +62,8 @@ export interface LivePeaks {
  * ```
  */
 export function mainProcessSteps(timeline: readonly TimelineEntry[]): StepEntry[] {
-  const steps = timeline.filter((entry): entry is StepEntry => entry.kind === "step" && typeof entry.pid === "number");
-  const hellos = timeline.filter((entry) => entry.kind === "hello");
-  const main = hellos.find((hello) => hello.role === "main" && (hello.rank === null || hello.rank === 0 || hello.rank === undefined));
-  if (main !== undefined && typeof main.pid === "number") {
-    const own = steps.filter((step) => step.pid === main.pid);
-    if (own.length > 0) return own;
-  }
-  const pids = [...new Set(steps.map((step) => step.pid))];
-  if (pids.length <= 1) return steps;
-  const byPid = pids.map((pid) => steps.filter((step) => step.pid === pid));
-  return byPid.reduce((most, next) => (next.length > most.length ? next : most));
+  const pid = mainProcessPid(timeline);
+  return timeline.filter((entry): entry is StepEntry => entry.kind === "step" && entry.pid === pid);
 }
 
 const finite = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
