@@ -1,0 +1,526 @@
+#!/usr/bin/env node
+// Writes BENCHMARKS.md (and its charts) from the records under bench/results/ — never typed by hand.
+// Every figure is recomputed from the raw records; each part says on which machine, at which brim
+// commit and with which command it was measured, and whether code it measures changed since (git).
+// Output is deterministic (no clock, no locale): `--check` regenerates in memory and exits 1 with a
+// summary of the differences when the committed files are stale.
+// Usage: node scripts/benchmarks.mjs [--check] [--out-dir <dir>]   (npm run benchmarks)
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const RESULTS = "bench/results";
+const MiB = 2 ** 20;
+const GiB = 2 ** 30;
+const GPU_PARTS = ["plan-accuracy", "guard", "tune", "utilization", "overhead"];
+const CHART_DIR = "docs/bench";
+
+// What each part measures: a commit after the record's that touches one of these paths makes the
+// part's figures stale until it is measured again.
+const SOURCES = {
+  "plan-accuracy": ["src/plan", "src/cli/plan.ts", "python/brim/torch/_profile.py", "bench/gpu/profile_example.py", "bench/gpu/lib/plan-accuracy.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
+  "plan-validation": ["src/plan", "src/cli/plan.ts", "bench/gpu/fit-constants.mjs"],
+  guard: ["src/guard", "src/job", "src/cli/run.ts", "python/brim", "bench/gpu/lib/guard.mjs", "examples/nbeats"],
+  tune: ["src/tune", "src/job", "src/cli/tune.ts", "python/brim", "bench/gpu/lib/tune.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
+  utilization: ["src/devices", "src/record", "src/job", "python/brim", "bench/gpu/lib/utilization.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
+  overhead: ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "bench/gpu/lib/overhead.mjs", "examples"],
+  "sampler-cpu.json": ["src/devices", "bench/sampler.bench.mjs"],
+  "search-sim.json": ["src/tune", "bench/search-sim.bench.mjs"],
+  "tune-strategies.json": ["src/tune", "src/job", "python/brim", "test/jobs/oracle_job.py", "examples/ppo", "examples/nbeats", "bench/tune-strategies.bench.mjs"],
+  "run-overhead.json": ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "examples", "bench/run-overhead.bench.mjs"],
+};
+const NOT_RECORDS = new Set(["README.md", "campaign.log", "detect.txt", "detect.json", "machine.json"]);
+
+class Failure extends Error {}
+
+// ---------- small helpers ----------
+const fmt = (v, d = 1) => (typeof v === "number" && Number.isFinite(v) ? v.toFixed(d) : "—");
+const pct = (v, d = 1) => (typeof v === "number" && Number.isFinite(v) ? `${(v * 100).toFixed(d)} %` : "—");
+const gib = (b, d = 2) => (typeof b === "number" ? `${(b / GiB).toFixed(d)} GiB` : "—");
+const mib = (b) => (typeof b === "number" ? `${Math.round(b / MiB)} MiB` : "—");
+const code = (s) => "`" + String(s).replace(/`/g, "'") + "`";
+const table = (head, rows) => [`| ${head.join(" | ")} |`, `|${head.map(() => "---").join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
+const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
+function median(xs) {
+  const s = xs.filter((x) => typeof x === "number" && Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return null;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+const uniq = (xs) => [...new Set(xs)];
+/** "2026-11-22 14:57–15:06 UTC" from two ISO times (the date once when both share it). */
+const span = (a, b) => (a.slice(0, 10) === b.slice(0, 10) ? `${a.slice(0, 10)} ${a.slice(11, 16)}–${b.slice(11, 16)} UTC` : `${a.slice(0, 16).replace("T", " ")}–${b.slice(0, 16).replace("T", " ")} UTC`);
+/** A record's command as a shell line, with the environment it set. */
+const commandLine = (r) => (r.command_line ? `${Object.entries(r.env ?? {}).map(([k, v]) => `${k}=${v} `).join("")}${r.command_line}` : null);
+function readJsonLines(file) {
+  return readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").flatMap((l) => {
+    try {
+      return [JSON.parse(l)];
+    } catch {
+      return []; // a cut-off last line of an interrupted call
+    }
+  });
+}
+/** The latest record per key, the campaign's own rule for which measurement counts. */
+const latestByKey = (records) => [...new Map(records.filter((r) => r.quick !== true).map((r) => [r.key, r])).values()];
+
+// ---------- git: which commit a record was made at, and what changed since ----------
+function git(args) {
+  const r = spawnSync("git", args, { cwd: ROOT, encoding: "utf8" });
+  return r.status === 0 ? r.stdout.trim() : null;
+}
+function checkHistory() {
+  if (git(["rev-parse", "--is-inside-work-tree"]) !== "true") throw new Failure("not a git checkout: the staleness of each part comes from git history");
+  if (git(["rev-parse", "--is-shallow-repository"]) === "true")
+    throw new Failure("this clone is shallow: the staleness of each part needs the history since its records' commit (run `git fetch --unshallow`, or clone with full history: actions/checkout fetch-depth: 0)");
+}
+function fullCommit(short) {
+  return git(["rev-parse", "--verify", "--quiet", `${short}^{commit}`]) ?? null;
+}
+/** The commit a record file was made at: its own field, else the commit that last changed the file. */
+function fileCommit(relPath) {
+  const dirty = git(["status", "--porcelain", "--", relPath]);
+  if (dirty) return { commit: null, how: "not committed yet: commit the record, then run `npm run benchmarks` again" };
+  const c = git(["log", "-1", "--format=%H", "--", relPath]);
+  return c ? { commit: c, how: `the commit that added or last changed ${code(relPath)}` } : { commit: null, how: "not in git history" };
+}
+function staleness(commit, paths) {
+  if (!commit) return "Staleness unknown: no commit to compare with.";
+  const out = git(["log", "--no-merges", "--format=%H%x09%as%x09%s", `${commit}..HEAD`, "--", ...paths]) ?? "";
+  const lines = out.split("\n").filter(Boolean);
+  const range = code(`git log ${commit.slice(0, 7)}..HEAD -- ${paths.join(" ")}`);
+  if (lines.length === 0) return `**Current**: no commit after ${commit.slice(0, 7)} touches the code this part measures (${range}).`;
+  const shown = lines.slice(0, 12).map((l) => {
+    const [h, date, subject] = l.split("\t");
+    return `  - ${h.slice(0, 7)} ${date} ${subject.length > 100 ? subject.slice(0, 99) + "…" : subject}`;
+  });
+  const more = lines.length > 12 ? [`  - … and ${lines.length - 12} earlier`] : [];
+  return [`**Stale**: recorded at ${commit.slice(0, 7)}; code under this part changed since (${lines.length} commit${lines.length === 1 ? "" : "s"}, ${range}):`, ...shown, ...more].join("\n");
+}
+
+// ---------- the machine ----------
+function gpuMachine(m, v) {
+  const g = m?.gpus?.[0];
+  const host = m?.host;
+  return [
+    g ? `${m.gpus.length} × ${g.name} (${gib(g.total_bytes, 1)})` : "no GPU",
+    `driver ${m?.driver ?? "?"}`,
+    `CUDA ${m?.cuda ?? "?"} (PyTorch built for ${v?.cuda ?? "?"}, cuDNN ${v?.cudnn ?? "?"})`,
+    `PyTorch ${v?.torch ?? "?"}`,
+    `Python ${v?.python ?? "?"}`,
+    `Node ${v?.node ?? "?"}`,
+    host ? `${host.cpus} CPUs (${host.cpu_model}), ${gib(host.mem_total_bytes, 0)} RAM` : "host ?",
+    `brim ${v?.brim ?? "?"}`,
+  ].join("; ");
+}
+function cpuMachine(r) {
+  const m = r.machine ?? {};
+  const cpus = m.cores ?? m.cpus ?? r.host?.cpus;
+  const parts = [m.cpu ?? m.cpu_model, cpus !== undefined ? `${cpus} CPUs` : null, m.platform ?? (r.host ? `${r.host.platform} ${r.host.release}` : null), `Node ${m.node ?? r.node ?? "?"}`, m.gpu ? `GPU: ${m.gpu}` : r.gpus === 0 ? "no GPU" : null];
+  return parts.filter(Boolean).join("; ") || "not recorded";
+}
+
+// ---------- GPU parts ----------
+function planErrors(records, source, adjust = (p) => p) {
+  return records.flatMap((r) => {
+    const p = r.predicted?.[source];
+    const m = r.measured?.peak_tree_gpu_bytes;
+    if (!p || typeof p.peak_bytes !== "number" || typeof m !== "number" || m <= 0) return [];
+    const predicted = adjust(p.peak_bytes, p, r);
+    return [{ key: r.key, job: r.job, measured: m, predicted, error: (predicted - m) / m }];
+  });
+}
+function errorRow(label, errs) {
+  if (errs.length === 0) return [label, "0", "—", "—", "—"];
+  const worst = errs.reduce((a, b) => (Math.abs(b.error) > Math.abs(a.error) ? b : a));
+  const under = errs.filter((e) => e.error < -0.03).length;
+  return [label, String(errs.length), pct(median(errs.map((e) => Math.abs(e.error)))), `${pct(Math.abs(worst.error))} (${code(worst.key)})`, `${under} of ${errs.length} (${pct(under / errs.length, 0)})`];
+}
+
+function planSection(dir, recs, chartPath) {
+  const ok = recs.filter((r) => r.ok);
+  const failed = recs.filter((r) => !r.ok);
+  const spec = planErrors(ok, "spec");
+  const prof = planErrors(ok, "profile");
+  const outside = ok.map((r) => r.measured.peak_tree_gpu_bytes - r.measured.framework_peak_reserved_bytes).filter(Number.isFinite);
+  const ctx = median(outside);
+  const withCtx = (peak, p) => peak - (p.components?.cuda_context ?? 0) + ctx;
+  const head = ["plan made from", "pairs", "median abs. error", "worst abs. error (pair)", "under-estimates > 3 %"];
+  const lines = [
+    `Predicted peak (\`brim plan\`) against the measured peak of the job's process tree (NVML), error = (predicted − measured) / measured; latest record per \`job|precision|micro-batch\`, ${ok.length} pairs ok, ${failed.length} failed.`,
+    "",
+    table(head, [
+      errorRow("the bundled model spec, as recorded", spec),
+      errorRow("the SDK's CPU profile, as recorded", prof),
+      errorRow(`spec, CUDA context := ${mib(ctx)} (post hoc)`, planErrors(ok, "spec", withCtx)),
+      errorRow(`profile, CUDA context := ${mib(ctx)} (post hoc)`, planErrors(ok, "profile", withCtx)),
+    ]),
+    "",
+    `The post-hoc rows replace the plan's assumed CUDA context (${uniq(ok.map((r) => mib(r.predicted?.spec?.components?.cuda_context))).join(", ")}) with the median memory the pairs measured outside PyTorch's allocator (tree peak − reserved peak: ${mib(Math.min(...outside))}–${mib(Math.max(...outside))}, median ${mib(ctx)}). That number is taken from these same pairs: an in-sample what-if, not a prediction.`,
+    "",
+  ];
+  const jobs = uniq(ok.map((r) => r.job));
+  lines.push(
+    table(["job", "pairs", "spec: median / worst", "profile: median / worst"], jobs.map((j) => {
+      const s = spec.filter((e) => e.job === j).map((e) => Math.abs(e.error));
+      const p = prof.filter((e) => e.job === j).map((e) => Math.abs(e.error));
+      return [j, String(s.length), `${pct(median(s))} / ${pct(s.length ? Math.max(...s) : null)}`, p.length ? `${pct(median(p))} / ${pct(Math.max(...p))}` : "no profile"];
+    })),
+    "",
+  );
+  const profileErrors = uniq(ok.map((r) => r.predicted?.profile_error && `${r.job}: ${String(r.predicted.profile_error).split(". ")[0]}`).filter(Boolean));
+  if (profileErrors.length) lines.push(`No profile plan where the profile could not be made: ${profileErrors.map(code).join("; ")}.`, "");
+  if (failed.length) lines.push(`Failed pairs: ${failed.map((r) => `${code(r.key)} (${r.error})`).join("; ")}.`, "");
+  lines.push(`![predicted against measured peak](${chartPath})`, "");
+  return { lines, svg: scatter(spec, prof, dir.split("/").pop()) };
+}
+
+function validationSection(v) {
+  const rows = (v.results ?? []).map((r) => [r.source, r.mode, String(r.pairs), pct(r.median_abs_error), pct(r.worst_abs_error), pct(r.under_3pct_share, 0)]);
+  return [
+    `From \`plan-validation.json\` (${v.schema ?? "no schema"}), written by ${code(v.command ?? "command not recorded")}${v.source_records ? ` from ${[].concat(v.source_records).map(code).join(", ")}` : ""}:`,
+    "",
+    table(["plan from", "mode", "pairs", "median abs. error", "worst abs. error", "under-estimates > 3 %"], rows),
+    "",
+  ];
+}
+
+function guardSection(recs) {
+  const rows = recs.map((r) => {
+    const s = r.summary ?? {};
+    const c = r.checks ?? {};
+    const events = (r.events ?? []).map((e) => e.event);
+    return [code(r.case), r.cap, String(r.micro_batch), `${s.micro_batch ?? "?"} × ${s.accumulation ?? "?"}`, gib(r.predicted_unguarded_peak_bytes), gib(s.peak_tree_gpu_bytes ?? r.peak_bytes, 3), c.peak_under_cap ? "yes" : "**no**", String(s.oom_recoveries ?? "?"), `${s.steps ?? "?"} of ${r.step_budget}`, String((r.step_budget ?? 0) - (s.steps ?? 0)), c.ended_ok ? "ok" : "**not ok**", events.filter((e) => e !== "budget_reached").join(", ") || "—"];
+  });
+  return [
+    table(["case", "cap", "micro-batch asked", "in force (micro × accum.)", "planned unguarded peak", "measured peak", "peak ≤ cap", "OOM recovered", "steps", "steps lost", "end", "events"], rows),
+    "",
+  ];
+}
+
+function tuneSection(recs) {
+  const by = new Map(recs.map((r) => [r.key, r]));
+  const jobs = uniq(recs.map((r) => r.job));
+  const knobs = (k) => (k ? `${k.batch_size ?? "?"}${k.accumulation > 1 ? `×${k.accumulation}` : ""} ${k.precision ?? ""}${k.num_workers ? ` w${k.num_workers}` : ""}`.trim() : "—");
+  const rows = jobs.map((j) => {
+    const b = by.get(`${j}|brim`);
+    const g = by.get(`${j}|grid`);
+    const bt = b?.ok ? b.tune : null;
+    const gt = g?.ok ? g.tune : null;
+    const gridCells = gridSize(g);
+    const covered = gt ? uniq(gt.trials.map((t) => `${t.knobs.batch_size}|${t.knobs.precision}`)).length : null;
+    const baseline = mean((bt?.trials ?? []).filter((t) => t.purpose === "baseline" && t.end === "ok").map((t) => t.samples_per_s));
+    const share = bt?.winner && gt?.best_measured ? bt.winner.samples_per_s / gt.best_measured.samples_per_s : null;
+    const noise = bt?.baseline?.samples_per_s && gt?.baseline?.samples_per_s ? Math.max(bt.baseline.samples_per_s, gt.baseline.samples_per_s) / Math.min(bt.baseline.samples_per_s, gt.baseline.samples_per_s) - 1 : null;
+    return [
+      j,
+      bt ? `${bt.trials_count}, ${fmt(bt.tune_wall_s, 0)} s, ${bt.stop_reason}` : b ? `failed: ${b.error}` : "not measured",
+      bt?.winner ? `${knobs(bt.winner.knobs)}: ${fmt(bt.winner.samples_per_s, 0)}/s` : "—",
+      bt?.winner && baseline ? `×${fmt(bt.winner.samples_per_s / baseline, 2)}` : "—",
+      gt ? `${gt.trials_count}, ${fmt(gt.tune_wall_s, 0)} s, ${gt.stop_reason}; ${covered} of ${gridCells ?? "?"} cells` : g ? `failed: ${g.error}` : "not measured",
+      gt?.best_measured ? `${knobs(gt.best_measured.knobs)}: ${fmt(gt.best_measured.samples_per_s, 0)}/s` : "—",
+      pct(share, 0),
+      bt && gt ? `${fmt(bt.baseline.samples_per_s, 0)} vs ${fmt(gt.baseline.samples_per_s, 0)} (${pct(noise, 0)})` : "—",
+    ];
+  });
+  const grids = recs.filter((r) => r.ok && r.strategy === "grid");
+  const cut = grids.filter((r) => uniq(r.tune.trials.map((t) => `${t.knobs.batch_size}|${t.knobs.precision}`)).length < (gridSize(r) ?? 0));
+  return [
+    "brim's search (`brim tune`) and a grid over micro-batch × precision (`brim tune --strategy grid`, loader settings fixed), each from the job's naive config. Share = brim's winner's samples/s over the best the grid measured; speed-up = brim's winner over its own trial 0 (the naive config). The two baselines are the same config measured twice: their gap is the run-to-run noise.",
+    "",
+ cut.length ? `The grid stopped at its time budget before measuring every cell in ${cut.length} of ${grids.length} jobs (${cut.map((r) => r.job).join(", ")}): its best is the best it measured, not the best there is, so a share above 100 % is possible. Trials run for about 10 steps each; the baseline gap above shows how far one trial's samples/s can move.` : "All grids measured every cell.",
+    "",
+    table(["job", "brim: trials, wall, stop", "brim's winner", "speed-up over naive", "grid: trials, wall, stop; cells measured", "grid's best", "share of grid's best", "naive samples/s, brim vs grid run (gap)"], rows),
+    "",
+  ];
+}
+/** The grid's cells: the product of the `--knob name=a,b,c` lists in its command. */
+function gridSize(rec) {
+  if (!rec?.command) return null;
+  let n = 1;
+  rec.command.forEach((a, i) => {
+    if (rec.command[i - 1] === "--knob") n *= a.split("=")[1].split(",").length;
+  });
+  return n;
+}
+
+function utilizationSection(recs) {
+  const by = new Map(recs.map((r) => [r.key, r]));
+  const rows = [];
+  for (const j of uniq(recs.map((r) => r.job))) {
+    for (const phase of ["before", "after"]) {
+      const r = by.get(`${j}|${phase}`);
+      if (!r) continue;
+      if (!r.ok) {
+        rows.push([j, phase, `failed: ${r.error}`, "", "", "", "", "", "", ""]);
+        continue;
+      }
+      const k = r.knobs ?? {};
+      rows.push([j, phase, phase === "before" ? "naive config" : `batch ${k.batch_size} ${k.precision ?? ""}${k.accumulation ? ` accum ${k.accumulation}` : ""}`, String(r.steps), fmt(r.samples_per_s, 0), pct(r.gpu_util_mean / 100, 0), pct(r.sm_activity_mean / 100, 0), pct(r.data_wait_share, 0), fmt(r.power_mean_w, 0), gib(r.peak_tree_gpu_bytes)]);
+    }
+  }
+  const after = recs.filter((r) => r.ok && r.phase === "after");
+  const range = (f) => (after.length ? `${pct(Math.min(...after.map(f)), 0)}–${pct(Math.max(...after.map(f)), 0)}` : "—");
+  return [
+    `After the tune's winner: NVML utilization ${range((r) => r.gpu_util_mean / 100)}, SM activity ${range((r) => r.sm_activity_mean / 100)}, the loop waiting for data ${range((r) => r.data_wait_share)} of step time.`,
+    "",
+    table(["job", "phase", "knobs", "steps", "samples/s", "GPU util (NVML)", "SM activity", "data wait", "power W", "peak"], rows),
+    "",
+  ];
+}
+
+function overheadSection(recs) {
+  const rows = recs.map((r) => {
+    if (!r.ok) return [r.job, `failed: ${r.error}`, "", "", "", ""];
+    const of = (mode) => median((r.runs ?? []).filter((x) => x.mode === mode).map((x) => x.samples_per_s));
+    const bare = of("bare");
+    const brim = of("brim");
+    return [r.job, String(r.pairs), fmt(bare, 1), fmt(brim, 1), fmt(brim / bare, 2), (r.pair_ratios ?? []).map((x) => fmt(x, 2)).join(", ")];
+  });
+  return [
+    "Each job's naive config bare and under `brim run --hz 10`, interleaved; samples/s from the job's own last line. Ratio = median under brim / median bare (below 1: brim costs throughput).",
+    "",
+    table(["job", "pairs", "bare samples/s", "brim samples/s", "ratio", "per pair"], rows),
+    "",
+  ];
+}
+
+function commandsBlock(recs, max) {
+  const lines = uniq(recs.map(commandLine).filter(Boolean));
+  const shown = lines.slice(0, max);
+  return ["<details><summary>commands (" + (shown.length < lines.length ? `${shown.length} of ${lines.length}` : lines.length) + ")</summary>", "", "```sh", ...shown, "```", "", "</details>", ""];
+}
+
+function gpuFolder(dir, out) {
+  const abs = join(ROOT, dir);
+  const slug = dir.split("/").pop();
+  const names = readdirSync(abs).sort();
+  const machineFile = join(abs, "machine.json");
+  const machine = existsSync(machineFile) ? JSON.parse(readFileSync(machineFile, "utf8")) : null;
+  const readme = existsSync(join(abs, "README.md")) ? readFileSync(join(abs, "README.md"), "utf8") : "";
+  const readmeCommit = /brim commit ([0-9a-f]{7,40})/.exec(readme)?.[1] ?? null;
+  const invocation = /```sh\n([\s\S]*?)```/.exec(readme)?.[1].trim() ?? null;
+  const lines = [`## GPU: ${machine?.machine?.gpus?.[0]?.name ?? slug} (\`${dir}\`)`, ""];
+  if (machine) lines.push(`Machine (\`machine.json\`): ${gpuMachine(machine.machine, machine.versions)}.`, "");
+  if (invocation) lines.push(`Campaign as its README records it (\`bench/gpu/run.sh\`, [docs/gpu-campaign.md](docs/gpu-campaign.md)):`, "", "```sh", invocation, "```", "");
+  const commitOf = (recs) => {
+    const own = uniq(recs.map((r) => r.brim_commit).filter(Boolean));
+    if (own.length === 1) return { commit: fullCommit(own[0]) ?? own[0], how: "the records' `brim_commit`" };
+    if (own.length > 1) return { commit: null, how: `records made at several commits (${own.map((c) => c.slice(0, 7)).join(", ")}): measure the part again in one campaign` };
+    if (readmeCommit) {
+      const full = fullCommit(readmeCommit);
+      if (!full) throw new Failure(`${dir}/README.md names brim commit ${readmeCommit}, which this clone does not have (shallow or rewritten history?)`);
+      return { commit: full, how: `${dir}/README.md` };
+    }
+    return { commit: null, how: "not recorded" };
+  };
+  const header = (title, part, recs) => {
+    const { commit, how } = commitOf(recs);
+    const starts = recs.map((r) => r.started_at).filter(Boolean).sort();
+    const machines = uniq(recs.map((r) => gpuMachine(r.machine, r.versions)));
+    const sameMachine = machine && machines.length === 1 && machines[0] === gpuMachine(machine.machine, machine.versions);
+    return [
+      `### ${title}`,
+      "",
+      `Records: \`${dir}/${part}.jsonl\` (${recs.length}), measured ${starts.length ? span(starts[0], starts.at(-1)) : "?"} at brim commit ${commit ? commit.slice(0, 7) : "?"} (from ${how}); machine ${sameMachine ? "as above" : machines.join(" / ")}. Made by ${code(`bench/gpu/lib/${part}.mjs`)}.`,
+      "",
+      staleness(commit, SOURCES[part]),
+      "",
+    ];
+  };
+  const titles = { "plan-accuracy": "Planner accuracy", guard: "Guard: the cap and out-of-memory recovery", tune: "Tune against the grid", utilization: "Utilization before and after tuning", overhead: "Overhead: bare against `brim run`" };
+  for (const part of GPU_PARTS) {
+    const file = join(abs, `${part}.jsonl`);
+    if (!existsSync(file)) {
+      lines.push(`### ${titles[part]}`, "", `Not measured on this GPU yet (no \`${part}.jsonl\`).`, "");
+      continue;
+    }
+    const recs = latestByKey(readJsonLines(file));
+    lines.push(...header(titles[part], part, recs));
+    if (part === "plan-accuracy") {
+      const chart = `${CHART_DIR}/${slug}-plan-scatter.svg`;
+      const { lines: l, svg } = planSection(dir, recs, chart);
+      out.set(chart, svg);
+      lines.push(...l, ...commandsBlock(recs.flatMap((r) => [r, ...["plan_spec", "profile", "plan_profile"].map((k) => ({ command_line: r.commands?.[k]?.join(" ") }))]), 6));
+      const vFile = join(abs, "plan-validation.json");
+      if (existsSync(vFile)) {
+        const v = JSON.parse(readFileSync(vFile, "utf8"));
+        const c = v.commit ? { commit: fullCommit(v.commit) ?? v.commit } : fileCommit(`${dir}/plan-validation.json`);
+        lines.push(`#### Calibrated: in-sample and leave-one-job-out`, "", `Computed at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"}.`, "", staleness(c.commit, SOURCES["plan-validation"]), "", ...validationSection(v));
+      } else lines.push(`No \`plan-validation.json\` yet: the calibrated planner's in-sample and leave-one-job-out errors are not recorded.`, "");
+    } else {
+      const body = { guard: guardSection, tune: tuneSection, utilization: utilizationSection, overhead: overheadSection }[part](recs);
+      lines.push(...body, ...commandsBlock(recs, 20));
+    }
+  }
+  const extra = names.filter((n) => !NOT_RECORDS.has(n) && !GPU_PARTS.some((p) => n === `${p}.jsonl`) && n !== "plan-validation.json");
+  if (extra.length) lines.push(`### Other records in \`${dir}\``, "", ...extra.flatMap((n) => unknownRecord(`${dir}/${n}`)));
+  return lines;
+}
+
+// ---------- the scatter chart ----------
+function scatter(spec, prof, title) {
+  const W = 560, H = 440, L = 64, R = 16, T = 36, B = 52;
+  const all = [...spec, ...prof].flatMap((e) => [e.measured, e.predicted]);
+  const lo = 2 ** Math.floor(Math.log2(Math.min(...all) / GiB));
+  const hi = 2 ** Math.ceil(Math.log2(Math.max(...all) / GiB));
+  const sx = (b) => L + ((Math.log2(b / GiB) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * (W - L - R);
+  const sy = (b) => H - B - ((Math.log2(b / GiB) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * (H - T - B);
+  const n = (v) => v.toFixed(1);
+  const el = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`, `<rect width="${W}" height="${H}" fill="#fff"/>`];
+  el.push(`<text x="${W / 2}" y="18" text-anchor="middle" font-size="13">brim plan: predicted vs measured peak, ${title}</text>`);
+  for (let g = lo; g <= hi; g *= 2) {
+    const label = String(g);
+    el.push(`<line x1="${n(sx(g * GiB))}" y1="${T}" x2="${n(sx(g * GiB))}" y2="${H - B}" stroke="#eee"/>`, `<line x1="${L}" y1="${n(sy(g * GiB))}" x2="${W - R}" y2="${n(sy(g * GiB))}" stroke="#eee"/>`);
+    el.push(`<text x="${n(sx(g * GiB))}" y="${H - B + 14}" text-anchor="middle">${label}</text>`, `<text x="${L - 6}" y="${n(sy(g * GiB) + 4)}" text-anchor="end">${label}</text>`);
+  }
+  el.push(`<line x1="${n(sx(lo * GiB))}" y1="${n(sy(lo * GiB))}" x2="${n(sx(hi * GiB))}" y2="${n(sy(hi * GiB))}" stroke="#888"/>`);
+  for (const f of [0.9, 1.1]) el.push(`<line x1="${n(sx(lo * GiB))}" y1="${n(sy(lo * GiB * f))}" x2="${n(sx(hi * GiB / (f > 1 ? f : 1)))}" y2="${n(sy(hi * GiB * (f > 1 ? 1 : f)))}" stroke="#bbb" stroke-dasharray="4 3"/>`);
+  el.push(`<text x="${(L + W - R) / 2}" y="${H - 14}" text-anchor="middle">measured peak, process tree (GiB, log scale)</text>`, `<text transform="translate(16 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">predicted peak (GiB, log scale)</text>`);
+  for (const e of spec) el.push(`<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="3.5" fill="#1f77b4" fill-opacity="0.7"><title>spec ${e.key}: ${(e.error * 100).toFixed(1)} %</title></circle>`);
+  for (const e of prof) el.push(`<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="4" fill="none" stroke="#ff7f0e" stroke-width="1.5"><title>profile ${e.key}: ${(e.error * 100).toFixed(1)} %</title></circle>`);
+  el.push(`<circle cx="${L + 14}" cy="${T + 10}" r="3.5" fill="#1f77b4"/><text x="${L + 22}" y="${T + 14}">from the model spec (${spec.length})</text>`);
+  el.push(`<circle cx="${L + 14}" cy="${T + 26}" r="4" fill="none" stroke="#ff7f0e" stroke-width="1.5"/><text x="${L + 22}" y="${T + 30}">from the SDK profile (${prof.length})</text>`);
+  el.push(`<text x="${L + 14}" y="${T + 46}" fill="#888">solid: exact; dashed: ±10 %</text>`, "</svg>", "");
+  return el.join("\n");
+}
+
+// ---------- CPU records ----------
+function cpuFigures(name, r) {
+  if (name === "sampler-cpu.json" && r.read_latency_ms)
+    return [`${fmt(r.readings_per_s, 2)} readings/s at ${r.hz} Hz over ${fmt(r.wall_s, 1)} s (${r.skipped_ticks} skipped ticks, ${r.errors} errors); the sampler used ${fmt(r.sampler_cpu_percent_of_core, 2)} % of one core (idle baseline ${fmt(r.idle_baseline_cpu_percent_of_core, 2)} %), ${fmt(r.cpu_ms_per_reading, 2)} ms CPU per reading; read latency p50 ${fmt(r.read_latency_ms.p50, 2)} ms, p95 ${fmt(r.read_latency_ms.p95, 2)} ms, max ${fmt(r.read_latency_ms.max, 2)} ms.`, ""];
+  if (name === "run-overhead.json" && r.examples)
+    return [table(["example", "bare samples/s", "brim samples/s", "median ratio brim / bare", "wall ratio"], Object.entries(r.examples).map(([k, e]) => [k, (e.bare_samples_per_s ?? []).join(", "), (e.brim_samples_per_s ?? []).join(", "), fmt(median(e.brim_samples_per_s ?? []) / median(e.bare_samples_per_s ?? []), 3), fmt(e.wall_ratio_brim_over_bare, 3)])), ""];
+  if (name === "tune-strategies.json" && r.jobs)
+    return Object.entries(r.jobs).flatMap(([job, j]) => [`${job} (options ${code((j.tune_options ?? []).join(" "))}, grid ${(j.grid ?? []).join(", ")}):`, "", table(["strategy", "trials", "wall s", "winner samples/s", "share of grid's best", "trials over the cap"], (j.results ?? []).map((x) => [x.strategy, String(x.trials), fmt(x.wall_s, 1), fmt(x.winner_samples_per_s, 1), pct(x.winner_share_of_grid_best, 1), String(x.over_cap_trials)])), ""]);
+  if (name === "search-sim.json" && Array.isArray(r.results)) {
+    const keys = uniq(r.results.map((x) => `${x.noise}|${x.strategy}`));
+    return [
+      `${r.what ? `${r.what[0].toUpperCase()}${r.what.slice(1)}. ` : ""}${Object.keys(r.shapes ?? {}).length} curve shapes × ${r.seeds} seeds per noise level; across the shapes:`,
+      "",
+      table(["noise", "strategy", "trials (mean over shapes)", "trials over the cap (mean)", "winner's true throughput, median of shape medians", "worst", "runs within 3 % of the best"], keys.map((k) => {
+        const xs = r.results.filter((x) => `${x.noise}|${x.strategy}` === k);
+        const runs = xs.reduce((a, x) => a + x.runs, 0);
+        return [...k.split("|"), fmt(xs.reduce((a, x) => a + x.trials_mean, 0) / xs.length, 1), fmt(xs.reduce((a, x) => a + x.over_cap_trials_mean, 0) / xs.length, 2), `${fmt(median(xs.map((x) => x.reached_pct_median)), 1)} %`, `${fmt(Math.min(...xs.map((x) => x.reached_pct_min)), 1)} %`, pct(xs.reduce((a, x) => a + x.within_3pct_share * x.runs, 0) / runs, 0)];
+      })),
+      "",
+    ];
+  }
+  return null;
+}
+
+/** Any record file the generator has no table for: its command, machine and top-level figures. */
+function unknownRecord(rel) {
+  const abs = join(ROOT, rel);
+  let recs;
+  try {
+    recs = rel.endsWith(".jsonl") ? readJsonLines(abs) : [JSON.parse(readFileSync(abs, "utf8"))];
+  } catch {
+    return [`- ${code(rel)}: not JSON; listed only.`, ""];
+  }
+  const cmds = uniq(recs.map((r) => (Array.isArray(r?.command) ? r.command.join(" ") : r?.command ?? r?.command_line)).filter((c) => typeof c === "string"));
+  const r = recs[0] ?? {};
+  const scalars = Object.entries(r).filter(([k, v]) => k !== "command" && (typeof v === "number" || typeof v === "boolean" || (typeof v === "string" && v.length < 80))).slice(0, 16);
+  return [`- ${code(rel)}${recs.length > 1 ? ` (${recs.length} records)` : ""}: command ${cmds.length ? cmds.slice(0, 3).map(code).join(", ") : "not recorded"}${scalars.length ? `; ${scalars.map(([k, v]) => `${k} ${typeof v === "number" ? +v.toFixed(4) : v}`).join(", ")}` : ""}.`, ""];
+}
+
+function writerOf(name) {
+  const bench = readdirSync(join(ROOT, "bench")).filter((f) => f.endsWith(".mjs")).sort();
+  return bench.find((f) => readFileSync(join(ROOT, "bench", f), "utf8").includes(name.replace(/\.json$/, ""))) ?? null;
+}
+
+function cpuSection() {
+  const files = readdirSync(join(ROOT, RESULTS), { withFileTypes: true }).filter((d) => d.isFile() && /\.jsonl?$/.test(d.name)).map((d) => d.name).sort();
+  const lines = ["## CPU benchmarks (`bench/results/*.json`)", "", "Made on this project's development VM, no GPU. Each file keeps the command that made it where its bench records one.", ""];
+  for (const name of files) {
+    const rel = `${RESULTS}/${name}`;
+    let r = null;
+    try {
+      r = JSON.parse(readFileSync(join(ROOT, rel), "utf8"));
+    } catch {
+      r = null;
+    }
+    const writer = writerOf(name);
+    const figures = r && cpuFigures(name, r);
+    const c = r?.commit ? { commit: fullCommit(r.commit) ?? r.commit, how: "the record's `commit`" } : fileCommit(rel);
+    const paths = SOURCES[name] ?? (writer ? [`bench/${writer}`] : []);
+    lines.push(`### ${code(rel)}`, "");
+    lines.push(`Command: ${r?.command ? code(r.command) : `not recorded in the file${writer ? `; written by ${code(`bench/${writer}`)}` : ""}`}. Machine: ${r ? cpuMachine(r) : "?"}. Recorded at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"} (${c.how})${r?.date || r?.generated_at ? `, ${String(r.date ?? r.generated_at).slice(0, 10)}` : ""}.`, "");
+    if (!SOURCES[name]) lines.push(`No entry for this file in the generator's part → paths table (\`scripts/benchmarks.mjs\`): staleness checks only ${paths.length ? paths.map(code).join(", ") : "nothing"}.`, "");
+    lines.push(staleness(c.commit, paths.length ? paths : ["src"]), "");
+    lines.push(...(figures ?? unknownRecord(rel)));
+  }
+  return lines;
+}
+
+// ---------- the whole document ----------
+export function generate() {
+  checkHistory();
+  const out = new Map();
+  const gpuRoot = join(ROOT, RESULTS, "gpu");
+  const gpuDirs = existsSync(gpuRoot) ? readdirSync(gpuRoot, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => `${RESULTS}/gpu/${d.name}`).sort() : [];
+  const lines = [
+    "# Benchmarks",
+    "",
+    "<!-- Generated by `npm run benchmarks` (scripts/benchmarks.mjs) from the records under bench/results/. Do not edit by hand: change the records or the script, then regenerate. -->",
+    "",
+    "Every figure below is recomputed from the raw records in `bench/results/` by `scripts/benchmarks.mjs`. Each part names the machine, the brim commit and the command that measured it, and says whether code that part measures has changed since (git history: a stale part describes the code at its commit, not today's, until it is measured again).",
+    "",
+    ...gpuDirs.flatMap((d) => gpuFolder(d, out)),
+    ...cpuSection(),
+  ];
+  out.set("BENCHMARKS.md", lines.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd() + "\n");
+  return out;
+}
+
+function diffSummary(rel, want, have) {
+  if (have === null) return `${rel}: missing`;
+  const a = have.split("\n");
+  const b = want.split("\n");
+  let first = 0;
+  while (first < Math.min(a.length, b.length) && a[first] === b[first]) first++;
+  const changed = b.filter((l, i) => a[i] !== l).length + Math.max(0, a.length - b.length);
+  return `${rel}: differs from line ${first + 1} (${changed} lines changed)\n  committed: ${(a[first] ?? "(end)").slice(0, 160)}\n  generated: ${(b[first] ?? "(end)").slice(0, 160)}`;
+}
+
+function main(argv) {
+  const check = argv.includes("--check");
+  const at = argv.indexOf("--out-dir");
+  const outDir = at >= 0 ? resolve(argv[at + 1] ?? ".") : ROOT;
+  const unknown = argv.filter((a, i) => a !== "--check" && a !== "--out-dir" && argv[i - 1] !== "--out-dir");
+  if (unknown.length) throw new Failure(`unknown argument ${unknown[0]} (usage: node scripts/benchmarks.mjs [--check] [--out-dir <dir>])`);
+  const files = generate();
+  if (check) {
+    const stale = [...files].flatMap(([rel, text]) => {
+      const p = join(outDir, rel);
+      const have = existsSync(p) ? readFileSync(p, "utf8") : null;
+      return have === text ? [] : [diffSummary(rel, text, have)];
+    });
+    if (stale.length) {
+      process.stderr.write(`benchmarks: stale, run \`npm run benchmarks\` and commit the result:\n${stale.join("\n")}\n`);
+      return 1;
+    }
+    process.stdout.write(`benchmarks: ${[...files.keys()].join(", ")} up to date\n`);
+    return 0;
+  }
+  for (const [rel, text] of files) {
+    const p = join(outDir, rel);
+    mkdirSync(dirname(p), { recursive: true });
+    writeFileSync(`${p}.tmp`, text);
+    renameSync(`${p}.tmp`, p);
+  }
+  process.stdout.write(`benchmarks: wrote ${[...files.keys()].map((f) => relative(process.cwd(), join(outDir, f)) || f).join(", ")}\n`);
+  return 0;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    process.exitCode = main(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof Failure)) throw error;
+    process.stderr.write(`benchmarks: ${error.message}\n`);
+    process.exitCode = 1;
+  }
+}
