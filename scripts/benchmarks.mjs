@@ -4,13 +4,13 @@
 // commit and with which command it was measured, and whether code it measures changed since (git).
 // Output is deterministic (no clock, no locale): `--check` regenerates in memory and exits 1 with a
 // summary of the differences when the committed files are stale.
-// Usage: node scripts/benchmarks.mjs [--check] [--out-dir <dir>]   (npm run benchmarks)
+// Usage: node scripts/benchmarks.mjs [--check] [--out-dir <dir>] [--root <repo>]   (npm run benchmarks)
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+let ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS = "bench/results";
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
@@ -427,6 +427,7 @@ function unknownRecord(rel) {
 }
 
 function writerOf(name) {
+  if (!existsSync(join(ROOT, "bench"))) return null;
   const bench = readdirSync(join(ROOT, "bench")).filter((f) => f.endsWith(".mjs")).sort();
   return bench.find((f) => readFileSync(join(ROOT, "bench", f), "utf8").includes(name.replace(/\.json$/, ""))) ?? null;
 }
@@ -456,7 +457,7 @@ function cpuSection() {
 }
 
 // ---------- the whole document ----------
-export function generate() {
+function generate() {
   checkHistory();
   const out = new Map();
   const gpuRoot = join(ROOT, RESULTS, "gpu");
@@ -482,15 +483,20 @@ function diffSummary(rel, want, have) {
   let first = 0;
   while (first < Math.min(a.length, b.length) && a[first] === b[first]) first++;
   const changed = b.filter((l, i) => a[i] !== l).length + Math.max(0, a.length - b.length);
-  return `${rel}: differs from line ${first + 1} (${changed} lines changed)\n  committed: ${(a[first] ?? "(end)").slice(0, 160)}\n  generated: ${(b[first] ?? "(end)").slice(0, 160)}`;
+  return `${rel}: differs from line ${first + 1} (${changed} line${changed === 1 ? "" : "s"} changed)\n  committed: ${(a[first] ?? "(end)").slice(0, 160)}\n  generated: ${(b[first] ?? "(end)").slice(0, 160)}`;
 }
 
 function main(argv) {
   const check = argv.includes("--check");
-  const at = argv.indexOf("--out-dir");
-  const outDir = at >= 0 ? resolve(argv[at + 1] ?? ".") : ROOT;
-  const unknown = argv.filter((a, i) => a !== "--check" && a !== "--out-dir" && argv[i - 1] !== "--out-dir");
-  if (unknown.length) throw new Failure(`unknown argument ${unknown[0]} (usage: node scripts/benchmarks.mjs [--check] [--out-dir <dir>])`);
+  const value = (flag) => {
+    const at = argv.indexOf(flag);
+    if (at >= 0 && argv[at + 1] === undefined) throw new Failure(`${flag} needs a value`);
+    return at >= 0 ? resolve(argv[at + 1]) : null;
+  };
+  ROOT = value("--root") ?? ROOT;
+  const outDir = value("--out-dir") ?? ROOT;
+  const unknown = argv.filter((a, i) => !["--check", "--out-dir", "--root"].includes(a) && !["--out-dir", "--root"].includes(argv[i - 1]));
+  if (unknown.length) throw new Failure(`unknown argument ${unknown[0]} (usage: node scripts/benchmarks.mjs [--check] [--out-dir <dir>] [--root <repo>])`);
   const files = generate();
   if (check) {
     const stale = [...files].flatMap(([rel, text]) => {
