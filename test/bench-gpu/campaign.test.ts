@@ -45,6 +45,8 @@ function expectEnvelope(r: Rec, part: string): void {
   const versions = r.versions as Record<string, unknown>;
   expect(versions.node).toBe(process.version);
   for (const k of ["brim", "python", "torch"]) expect(typeof versions[k]).toBe("string");
+  // the commit measured, which BENCHMARKS.md dates the part by (scripts/benchmarks.mjs)
+  expect(versions.brim_commit).toMatch(/^[0-9a-f]{40}$/);
 }
 
 let first: { status: number | null; stdout: string; stderr: string };

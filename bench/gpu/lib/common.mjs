@@ -1,6 +1,6 @@
 // Shared plumbing of the GPU campaign: options, the machine, subprocesses with deadlines, result
 // files (JSON lines, one record per measurement, resumable by key) and reading brim's run store.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
@@ -172,6 +172,23 @@ export function shellLine(argv) {
   return argv.map((a) => (/^[A-Za-z0-9_./=:,@%+-]+$/.test(a) ? a : `'${String(a).replace(/'/g, "'\\''")}'`)).join(" ");
 }
 
+/**
+ * The brim commit measured (BENCHMARKS.md dates each part by it): the bundle's, from the MANIFEST.json
+ * beside `.device/brim/`, else this checkout's HEAD; null when neither says.
+ */
+export function brimCommit(entry) {
+  const manifest = join(dirname(dirname(dirname(entry))), "MANIFEST.json");
+  if (existsSync(manifest)) {
+    try {
+      return JSON.parse(readFileSync(manifest, "utf8")).commit ?? null;
+    } catch {
+      return null;
+    }
+  }
+  const head = spawnSync("git", ["rev-parse", "HEAD"], { cwd: REPO, encoding: "utf8" });
+  return head.status === 0 ? head.stdout.trim() : null;
+}
+
 /** The campaign's state for one call: machine, versions, budget, output files, logging. */
 export class Campaign {
   constructor(opts) {
@@ -200,7 +217,7 @@ export class Campaign {
     } catch {
       pyv = { error: (py.stderr || py.stdout).trim().split("\n").pop() ?? "python did not run" };
     }
-    this.versions = { brim: version.stdout.trim(), node: process.version, ...pyv };
+    this.versions = { brim: version.stdout.trim(), brim_commit: brimCommit(this.brimEntry), node: process.version, ...pyv };
     this.outDir = join(this.opts.out, this.slug);
     this.priorDir = join(this.opts.prior, this.slug);
     mkdirSync(this.outDir, { recursive: true });
