@@ -20,10 +20,10 @@ const CHART_DIR = "docs/bench";
 // What each part measures: a commit after the record's that touches one of these paths makes the
 // part's figures stale until it is measured again.
 const SOURCES = {
-  "plan-accuracy": ["src/plan", "src/cli/plan.ts", "python/brim/torch/_profile.py", "bench/gpu/profile_example.py", "bench/gpu/lib/plan-accuracy.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
+  "plan-accuracy": ["src/plan", "src/cli/plan.ts", "src/devices", "src/record/summary.ts", "python/brim/torch/_profile.py", "bench/gpu/profile_example.py", "bench/gpu/lib/plan-accuracy.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
   "plan-validation": ["src/plan", "src/cli/plan.ts", "bench/gpu/fit-constants.mjs"],
-  guard: ["src/guard", "src/job", "src/cli/run.ts", "python/brim", "bench/gpu/lib/guard.mjs", "examples/nbeats"],
-  tune: ["src/tune", "src/job", "src/cli/tune.ts", "python/brim", "bench/gpu/lib/tune.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
+  guard: ["src/guard", "src/job", "src/cli/run.ts", "src/devices", "src/record/summary.ts", "python/brim", "bench/gpu/lib/guard.mjs", "examples/nbeats"],
+  tune: ["src/tune", "src/job", "src/cli/tune.ts", "src/devices", "src/record/summary.ts", "python/brim", "bench/gpu/lib/tune.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
   utilization: ["src/devices", "src/record", "src/job", "python/brim", "bench/gpu/lib/utilization.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
   overhead: ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "bench/gpu/lib/overhead.mjs", "examples"],
   "sampler-cpu.json": ["src/devices", "bench/sampler.bench.mjs"],
@@ -88,15 +88,16 @@ function fileCommit(relPath) {
 }
 function staleness(commit, paths) {
   if (!commit) return "Staleness unknown: no commit to compare with.";
-  const out = git(["log", "--no-merges", "--format=%H%x09%as%x09%s", `${commit}..HEAD`, "--", ...paths]) ?? "";
+  const out = git(["log", "--no-merges", "--format=%H%x09%as%x09%s", `${commit}..HEAD`, "--", ...paths]);
+  if (out === null) return `Staleness unknown: commit ${commit.slice(0, 7)} is not in this repository's history (made on a branch rewritten since?).`;
   const lines = out.split("\n").filter(Boolean);
   const range = code(`git log ${commit.slice(0, 7)}..HEAD -- ${paths.join(" ")}`);
   if (lines.length === 0) return `**Current**: no commit after ${commit.slice(0, 7)} touches the code this part measures (${range}).`;
   const shown = lines.slice(0, 12).map((l) => {
     const [h, date, subject] = l.split("\t");
-    return `  - ${h.slice(0, 7)} ${date} ${subject.length > 100 ? subject.slice(0, 99) + "…" : subject}`;
+    return `- ${h.slice(0, 7)} ${date} ${subject.length > 100 ? subject.slice(0, 99) + "…" : subject}`;
   });
-  const more = lines.length > 12 ? [`  - … and ${lines.length - 12} earlier`] : [];
+  const more = lines.length > 12 ? [`- … and ${lines.length - 12} earlier`] : [];
   return [`**Stale**: recorded at ${commit.slice(0, 7)}; code under this part changed since (${lines.length} commit${lines.length === 1 ? "" : "s"}, ${range}):`, ...shown, ...more].join("\n");
 }
 
@@ -306,13 +307,11 @@ function gpuFolder(dir, out) {
   if (machine) lines.push(`Machine (\`machine.json\`): ${gpuMachine(machine.machine, machine.versions)}.`, "");
   if (invocation) lines.push(`Campaign as its README records it (\`bench/gpu/run.sh\`, [docs/gpu-campaign.md](docs/gpu-campaign.md)):`, "", "```sh", invocation, "```", "");
   const commitOf = (recs) => {
-    const own = uniq(recs.map((r) => r.brim_commit).filter(Boolean));
-    if (own.length === 1) return { commit: fullCommit(own[0]) ?? own[0], how: "the records' `brim_commit`" };
+    const own = uniq(recs.map((r) => r.versions?.brim_commit).filter(Boolean));
+    if (own.length === 1) return { commit: fullCommit(own[0]) ?? own[0], how: "the records' `versions.brim_commit`" };
     if (own.length > 1) return { commit: null, how: `records made at several commits (${own.map((c) => c.slice(0, 7)).join(", ")}): measure the part again in one campaign` };
     if (readmeCommit) {
-      const full = fullCommit(readmeCommit);
-      if (!full) throw new Failure(`${dir}/README.md names brim commit ${readmeCommit}, which this clone does not have (shallow or rewritten history?)`);
-      return { commit: full, how: `${dir}/README.md` };
+      return { commit: fullCommit(readmeCommit) ?? readmeCommit, how: `${dir}/README.md` };
     }
     return { commit: null, how: "not recorded" };
   };

@@ -92,11 +92,14 @@ describe("the generator on a small repository", () => {
     git(dir, "commit", "-qm", "code as measured");
     const measured = git(dir, "rev-parse", "HEAD");
     const gpu = "bench/results/gpu/test-gpu";
-    put(`${gpu}/README.md`, `Measured at brim commit ${measured.slice(0, 7)}.\n\n\`\`\`sh\nbash bench/gpu/run.sh overhead\n\`\`\`\n`);
-    put(`${gpu}/overhead.jsonl`, realOverhead + "\n");
+    put(`${gpu}/README.md`, "Made by the campaign.\n\n```sh\nbash bench/gpu/run.sh overhead\n```\n");
+    // a campaign record names the commit it measured (versions.brim_commit, from the bundle)
+    const record = JSON.parse(realOverhead) as { versions: Record<string, unknown> };
+    record.versions.brim_commit = measured;
+    put(`${gpu}/overhead.jsonl`, JSON.stringify(record) + "\n");
     copyFileSync(join(root, "bench/results/gpu/nvidia-h100-80gb-hbm3/machine.json"), join(dir, gpu, "machine.json"));
     put("bench/results/run-overhead.json", readFileSync(join(root, "bench/results/run-overhead.json"), "utf8"));
-    put("bench/results/timeline-scale.json", JSON.stringify({ command: "node bench/timeline-scale.bench.mjs --steps 100000", steps: 100000, summary_ms: 41.5, nested: { ignored: true } }));
+    put("bench/results/timeline-scale.json", JSON.stringify({ command: "node bench/timeline-scale.bench.mjs --steps 100000", commit: "0123456789abcdef0123456789abcdef01234567", steps: 100000, summary_ms: 41.5, nested: { ignored: true } }));
     put(`${gpu}/fit.json`, JSON.stringify({ command: ["node", "bench/gpu/fit-constants.mjs"], median_after: 0.049 }));
     git(dir, "add", "-A");
     git(dir, "commit", "-qm", "records");
@@ -108,12 +111,14 @@ describe("the generator on a small repository", () => {
     const fresh = spawnSync(process.execPath, [script, "--root", dir], { encoding: "utf8" });
     expect(fresh.stderr).toBe("");
     let doc = readFileSync(join(dir, "BENCHMARKS.md"), "utf8");
+    expect(doc).toContain(`at brim commit ${measured.slice(0, 7)} (from the records' \`versions.brim_commit\`)`);
     expect(doc).toContain(`**Current**: no commit after ${measured.slice(0, 7)} touches the code this part measures`);
     expect(doc).toMatch(/\| nbeats \| 2 \| 1896\.2 \| 1603\.8 \| 0\.85 \|/);
     expect(doc).toContain("Not measured on this GPU yet (no `plan-accuracy.jsonl`).");
     // records the generator has no table for: listed with their command and top-level figures
     expect(doc).toContain("`node bench/timeline-scale.bench.mjs --steps 100000`");
     expect(doc).toContain("summary_ms 41.5");
+    expect(doc).toContain("Staleness unknown: commit 0123456 is not in this repository's history");
     expect(doc).toContain("`node bench/gpu/fit-constants.mjs`");
 
     writeFileSync(join(dir, "src/job/runner.ts"), "export const a = 2;\n");
