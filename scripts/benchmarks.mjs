@@ -76,8 +76,12 @@ function checkHistory() {
   if (git(["rev-parse", "--is-shallow-repository"]) === "true")
     throw new Failure("this clone is shallow: the staleness of each part needs the history since its records' commit (run `git fetch --unshallow`, or clone with full history: actions/checkout fetch-depth: 0)");
 }
-function fullCommit(short) {
-  return git(["rev-parse", "--verify", "--quiet", `${short}^{commit}`]) ?? null;
+/** A commit a record names ("abc1234", or "abc1234+dirty" from a working tree with changes) → { commit, how }. */
+function namedCommit(raw, how) {
+  const [, hex, dirty] = /^([0-9a-f]{7,40})(\+dirty)?$/.exec(String(raw)) ?? [null, null, null];
+  if (!hex) return { commit: null, how: `${how}: ${code(raw)}, not a commit` };
+  const full = git(["rev-parse", "--verify", "--quiet", `${hex}^{commit}`]);
+  return { commit: full ?? hex, how: dirty ? `${how}, from a working tree with uncommitted changes` : how };
 }
 /** The commit a record file was made at: its own field, else the commit that last changed the file. */
 function fileCommit(relPath) {
@@ -174,14 +178,29 @@ function planSection(dir, recs, chartPath) {
   const profileErrors = uniq(ok.map((r) => r.predicted?.profile_error && `${r.job}: ${String(r.predicted.profile_error).split(". ")[0]}`).filter(Boolean));
   if (profileErrors.length) lines.push(`No profile plan where the profile could not be made: ${profileErrors.map(code).join("; ")}.`, "");
   if (failed.length) lines.push(`Failed pairs: ${failed.map((r) => `${code(r.key)} (${r.error})`).join("; ")}.`, "");
+  if (spec.length + prof.length === 0) return { lines, svg: null };
   lines.push(`![predicted against measured peak](${chartPath})`, "");
   return { lines, svg: scatter(spec, prof, dir.split("/").pop()) };
+}
+
+/** bench/results/gpu/<gpu>/plan-validation.json (bench/gpu/fit-constants.mjs): the calibrated planner's errors. */
+function validationBlock(dir) {
+  const rel = `${dir}/plan-validation.json`;
+  if (!existsSync(join(ROOT, rel))) return ["No `plan-validation.json` yet: the calibrated planner's in-sample and leave-one-job-out errors are not recorded.", ""];
+  let v;
+  try {
+    v = JSON.parse(readFileSync(join(ROOT, rel), "utf8"));
+  } catch {
+    return [`#### Planner validation`, "", ...unknownRecord(rel)];
+  }
+  const c = v.commit ? namedCommit(v.commit, "its `commit`") : fileCommit(rel);
+  return [`#### Planner validation: in-sample and leave-one-job-out`, "", `Computed at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"} (${c.how}).`, "", staleness(c.commit, SOURCES["plan-validation"]), "", ...validationSection(v)];
 }
 
 function validationSection(v) {
   const rows = (v.results ?? []).map((r) => [r.source, r.mode, String(r.pairs), pct(r.median_abs_error), pct(r.worst_abs_error), pct(r.under_3pct_share, 0)]);
   return [
-    `From \`plan-validation.json\` (${v.schema ?? "no schema"}), written by ${code(v.command ?? "command not recorded")}${v.source_records ? ` from ${[].concat(v.source_records).map(code).join(", ")}` : ""}:`,
+    `From \`plan-validation.json\` (${v.schema ?? "no schema"}), written by ${code([].concat(v.command ?? "command not recorded").join(" "))}${v.source_records ? ` from ${[].concat(v.source_records).map(code).join(", ")}` : ""}:`,
     "",
     table(["plan from", "mode", "pairs", "median abs. error", "worst abs. error", "under-estimates > 3 %"], rows),
     "",
@@ -308,10 +327,10 @@ function gpuFolder(dir, out) {
   if (invocation) lines.push(`Campaign as its README records it (\`bench/gpu/run.sh\`, [docs/gpu-campaign.md](docs/gpu-campaign.md)):`, "", "```sh", invocation, "```", "");
   const commitOf = (recs) => {
     const own = uniq(recs.map((r) => r.versions?.brim_commit).filter(Boolean));
-    if (own.length === 1) return { commit: fullCommit(own[0]) ?? own[0], how: "the records' `versions.brim_commit`" };
+    if (own.length === 1) return namedCommit(own[0], "the records' `versions.brim_commit`");
     if (own.length > 1) return { commit: null, how: `records made at several commits (${own.map((c) => c.slice(0, 7)).join(", ")}): measure the part again in one campaign` };
     if (readmeCommit) {
-      return { commit: fullCommit(readmeCommit) ?? readmeCommit, how: `${dir}/README.md` };
+      return namedCommit(readmeCommit, `${dir}/README.md`);
     }
     return { commit: null, how: "not recorded" };
   };
@@ -333,7 +352,7 @@ function gpuFolder(dir, out) {
   for (const part of GPU_PARTS) {
     const file = join(abs, `${part}.jsonl`);
     if (!existsSync(file)) {
-      lines.push(`### ${titles[part]}`, "", `Not measured on this GPU yet (no \`${part}.jsonl\`).`, "");
+      lines.push(`### ${titles[part]}`, "", `Not measured on this GPU yet (no \`${part}.jsonl\`).`, "", ...(part === "plan-accuracy" ? validationBlock(dir) : []));
       continue;
     }
     const recs = latestByKey(readJsonLines(file));
@@ -341,18 +360,13 @@ function gpuFolder(dir, out) {
     if (part === "plan-accuracy") {
       const chart = `${CHART_DIR}/${slug}-plan-scatter.svg`;
       const { lines: l, svg } = planSection(dir, recs, chart);
-      out.set(chart, svg);
+      if (svg) out.set(chart, svg);
       lines.push(...l, ...commandsBlock(recs.flatMap((r) => [r, ...["plan_spec", "profile", "plan_profile"].map((k) => ({ command_line: r.commands?.[k]?.join(" ") }))]), 6));
-      const vFile = join(abs, "plan-validation.json");
-      if (existsSync(vFile)) {
-        const v = JSON.parse(readFileSync(vFile, "utf8"));
-        const c = v.commit ? { commit: fullCommit(v.commit) ?? v.commit } : fileCommit(`${dir}/plan-validation.json`);
-        lines.push(`#### Calibrated: in-sample and leave-one-job-out`, "", `Computed at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"}.`, "", staleness(c.commit, SOURCES["plan-validation"]), "", ...validationSection(v));
-      } else lines.push(`No \`plan-validation.json\` yet: the calibrated planner's in-sample and leave-one-job-out errors are not recorded.`, "");
     } else {
       const body = { guard: guardSection, tune: tuneSection, utilization: utilizationSection, overhead: overheadSection }[part](recs);
       lines.push(...body, ...commandsBlock(recs, 20));
     }
+    if (part === "plan-accuracy") lines.push(...validationBlock(dir));
   }
   const extra = names.filter((n) => !NOT_RECORDS.has(n) && !GPU_PARTS.some((p) => n === `${p}.jsonl`) && n !== "plan-validation.json");
   if (extra.length) lines.push(`### Other records in \`${dir}\``, "", ...extra.flatMap((n) => unknownRecord(`${dir}/${n}`)));
@@ -444,12 +458,12 @@ function cpuSection() {
     }
     const writer = writerOf(name);
     const figures = r && cpuFigures(name, r);
-    const c = r?.commit ? { commit: fullCommit(r.commit) ?? r.commit, how: "the record's `commit`" } : fileCommit(rel);
-    const paths = SOURCES[name] ?? (writer ? [`bench/${writer}`] : []);
+    const c = r?.commit ? namedCommit(r.commit, "the record's `commit`") : fileCommit(rel);
+    const paths = SOURCES[name] ?? ["src", ...(writer ? [`bench/${writer}`] : [])];
     lines.push(`### ${code(rel)}`, "");
     lines.push(`Command: ${r?.command ? code(r.command) : `not recorded in the file${writer ? `; written by ${code(`bench/${writer}`)}` : ""}`}. Machine: ${r ? cpuMachine(r) : "?"}. Recorded at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"} (${c.how})${r?.date || r?.generated_at ? `, ${String(r.date ?? r.generated_at).slice(0, 10)}` : ""}.`, "");
-    if (!SOURCES[name]) lines.push(`No entry for this file in the generator's part → paths table (\`scripts/benchmarks.mjs\`): staleness checks only ${paths.length ? paths.map(code).join(", ") : "nothing"}.`, "");
-    lines.push(staleness(c.commit, paths.length ? paths : ["src"]), "");
+    if (!SOURCES[name]) lines.push(`No entry for this file in the generator's part → paths table (\`SOURCES\` in \`scripts/benchmarks.mjs\`): any change under ${paths.map(code).join(", ")} counts.`, "");
+    lines.push(staleness(c.commit, paths), "");
     lines.push(...(figures ?? unknownRecord(rel)));
   }
   return lines;

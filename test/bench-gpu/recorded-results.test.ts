@@ -39,8 +39,8 @@ function read(gpu: string, part: string): Rec[] {
 
 it("bench/results/gpu holds only the campaign's files, one folder per GPU", () => {
   // besides the campaign's output: the provenance README, `brim detect` on the same host, and the
-  // planner's validation (bench/gpu/fit-constants.mjs)
-  const allowed = new Set([...PARTS.map((p) => `${p}.jsonl`), "machine.json", "campaign.log", "fit.json", "fit-profile.json", "README.md", "detect.json", "detect.txt", "plan-validation.json"]);
+  // planner's calibration and validation (bench/gpu/fit-constants.mjs)
+  const allowed = new Set([...PARTS.map((p) => `${p}.jsonl`), "machine.json", "campaign.log", "fit.json", "fit-profile.json", "README.md", "detect.json", "detect.txt", "plan-validation.json", "calibration.json"]);
   for (const gpu of gpus) for (const name of readdirSync(join(resultsDir, gpu))) expect(allowed.has(name), `${gpu}/${name}`).toBe(true);
 });
 

@@ -100,6 +100,19 @@ describe("the generator on a small repository", () => {
     copyFileSync(join(root, "bench/results/gpu/nvidia-h100-80gb-hbm3/machine.json"), join(dir, gpu, "machine.json"));
     put("bench/results/run-overhead.json", readFileSync(join(root, "bench/results/run-overhead.json"), "utf8"));
     put("bench/results/timeline-scale.json", JSON.stringify({ command: "node bench/timeline-scale.bench.mjs --steps 100000", commit: "0123456789abcdef0123456789abcdef01234567", steps: 100000, summary_ms: 41.5, nested: { ignored: true } }));
+    put(
+      `${gpu}/plan-validation.json`,
+      JSON.stringify({
+        schema: "brim.plan-validation/v1",
+        commit: measured,
+        command: ["node", "bench/gpu/fit-constants.mjs", gpu, "--validate"],
+        source_records: [`${gpu}/plan-accuracy.jsonl`],
+        results: [
+          { source: "spec", mode: "in-sample", pairs: 60, median_abs_error: 0.0412, worst_abs_error: 0.093, under_3pct_share: 0.2 },
+          { source: "spec", mode: "leave-one-job-out", pairs: 60, median_abs_error: 0.0587, worst_abs_error: 0.151, under_3pct_share: 0.3 },
+        ],
+      }),
+    );
     put(`${gpu}/fit.json`, JSON.stringify({ command: ["node", "bench/gpu/fit-constants.mjs"], median_after: 0.049 }));
     git(dir, "add", "-A");
     git(dir, "commit", "-qm", "records");
@@ -115,6 +128,9 @@ describe("the generator on a small repository", () => {
     expect(doc).toContain(`**Current**: no commit after ${measured.slice(0, 7)} touches the code this part measures`);
     expect(doc).toMatch(/\| nbeats \| 2 \| 1896\.2 \| 1603\.8 \| 0\.85 \|/);
     expect(doc).toContain("Not measured on this GPU yet (no `plan-accuracy.jsonl`).");
+    expect(doc).toContain("| spec | in-sample | 60 | 4.1 % | 9.3 % | 20 % |");
+    expect(doc).toContain("| spec | leave-one-job-out | 60 | 5.9 % | 15.1 % | 30 % |");
+    expect(doc).toContain("`node bench/gpu/fit-constants.mjs bench/results/gpu/test-gpu --validate`");
     // records the generator has no table for: listed with their command and top-level figures
     expect(doc).toContain("`node bench/timeline-scale.bench.mjs --steps 100000`");
     expect(doc).toContain("summary_ms 41.5");
