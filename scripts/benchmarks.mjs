@@ -42,6 +42,7 @@ const gib = (b, d = 2) => (typeof b === "number" ? `${(b / GiB).toFixed(d)} GiB`
 const mib = (b) => (typeof b === "number" ? `${Math.round(b / MiB)} MiB` : "—");
 const code = (s) => "`" + String(s).replace(/`/g, "'") + "`";
 const table = (head, rows) => [`| ${head.join(" | ")} |`, `|${head.map(() => "---").join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
+const xml = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
 function median(xs) {
   const s = xs.filter((x) => typeof x === "number" && Number.isFinite(x)).sort((a, b) => a - b);
@@ -383,7 +384,7 @@ function scatter(spec, prof, title) {
   const sy = (b) => H - B - ((Math.log2(b / GiB) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * (H - T - B);
   const n = (v) => v.toFixed(1);
   const el = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`, `<rect width="${W}" height="${H}" fill="#fff"/>`];
-  el.push(`<text x="${W / 2}" y="18" text-anchor="middle" font-size="13">brim plan: predicted vs measured peak, ${title}</text>`);
+  el.push(`<text x="${W / 2}" y="18" text-anchor="middle" font-size="13">brim plan: predicted vs measured peak, ${xml(title)}</text>`);
   for (let g = lo; g <= hi; g *= 2) {
     const label = String(g);
     el.push(`<line x1="${n(sx(g * GiB))}" y1="${T}" x2="${n(sx(g * GiB))}" y2="${H - B}" stroke="#eee"/>`, `<line x1="${L}" y1="${n(sy(g * GiB))}" x2="${W - R}" y2="${n(sy(g * GiB))}" stroke="#eee"/>`);
@@ -392,8 +393,8 @@ function scatter(spec, prof, title) {
   el.push(`<line x1="${n(sx(lo * GiB))}" y1="${n(sy(lo * GiB))}" x2="${n(sx(hi * GiB))}" y2="${n(sy(hi * GiB))}" stroke="#888"/>`);
   for (const f of [0.9, 1.1]) el.push(`<line x1="${n(sx(lo * GiB))}" y1="${n(sy(lo * GiB * f))}" x2="${n(sx(hi * GiB / (f > 1 ? f : 1)))}" y2="${n(sy(hi * GiB * (f > 1 ? 1 : f)))}" stroke="#bbb" stroke-dasharray="4 3"/>`);
   el.push(`<text x="${(L + W - R) / 2}" y="${H - 14}" text-anchor="middle">measured peak, process tree (GiB, log scale)</text>`, `<text transform="translate(16 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">predicted peak (GiB, log scale)</text>`);
-  for (const e of spec) el.push(`<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="3.5" fill="#1f77b4" fill-opacity="0.7"><title>spec ${e.key}: ${(e.error * 100).toFixed(1)} %</title></circle>`);
-  for (const e of prof) el.push(`<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="4" fill="none" stroke="#ff7f0e" stroke-width="1.5"><title>profile ${e.key}: ${(e.error * 100).toFixed(1)} %</title></circle>`);
+  for (const e of spec) el.push(`<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="3.5" fill="#1f77b4" fill-opacity="0.7"><title>spec ${xml(e.key)}: ${(e.error * 100).toFixed(1)} %</title></circle>`);
+  for (const e of prof) el.push(`<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="4" fill="none" stroke="#ff7f0e" stroke-width="1.5"><title>profile ${xml(e.key)}: ${(e.error * 100).toFixed(1)} %</title></circle>`);
   el.push(`<circle cx="${L + 14}" cy="${T + 10}" r="3.5" fill="#1f77b4"/><text x="${L + 22}" y="${T + 14}">from the model spec (${spec.length})</text>`);
   el.push(`<circle cx="${L + 14}" cy="${T + 26}" r="4" fill="none" stroke="#ff7f0e" stroke-width="1.5"/><text x="${L + 22}" y="${T + 30}">from the SDK profile (${prof.length})</text>`);
   el.push(`<text x="${L + 14}" y="${T + 46}" fill="#888">solid: exact; dashed: ±10 %</text>`, "</svg>", "");
