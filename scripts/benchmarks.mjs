@@ -496,8 +496,10 @@ function diffSummary(rel, want, have) {
   const b = want.split("\n");
   let first = 0;
   while (first < Math.min(a.length, b.length) && a[first] === b[first]) first++;
-  const changed = b.filter((l, i) => a[i] !== l).length + Math.max(0, a.length - b.length);
-  return `${rel}: differs from line ${first + 1} (${changed} line${changed === 1 ? "" : "s"} changed)\n  committed: ${(a[first] ?? "(end)").slice(0, 160)}\n  generated: ${(b[first] ?? "(end)").slice(0, 160)}`;
+  const count = (lines) => lines.reduce((m, l) => m.set(l, (m.get(l) ?? 0) + 1), new Map());
+  const [ca, cb] = [count(a), count(b)];
+  const only = (x, y) => [...x].reduce((n, [l, k]) => n + Math.max(0, k - (y.get(l) ?? 0)), 0);
+  return `${rel}: differs from line ${first + 1} (${only(cb, ca)} lines new, ${only(ca, cb)} gone)\n  committed: ${(a[first] ?? "(end)").slice(0, 160)}\n  generated: ${(b[first] ?? "(end)").slice(0, 160)}`;
 }
 
 function main(argv) {

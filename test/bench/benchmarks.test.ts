@@ -47,7 +47,7 @@ describe("BENCHMARKS.md in this repository", () => {
     writeFileSync(file, text.replace("21.7 %", "12.3 %"));
     const stale = generator(["--check", "--out-dir", out]);
     expect(stale.status).toBe(1);
-    expect(stale.stderr).toMatch(/BENCHMARKS\.md: differs from line \d+ \(1 line changed\)/);
+    expect(stale.stderr).toMatch(/BENCHMARKS\.md: differs from line \d+ \(1 lines new, 1 gone\)/);
     expect(stale.stderr).toContain("12.3 %");
     expect(generator(["--out-dir", out]).status).toBe(0);
     expect(generator(["--check", "--out-dir", out]).status).toBe(0);
