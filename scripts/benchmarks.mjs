@@ -98,12 +98,10 @@ function staleness(commit, paths) {
   const lines = out.split("\n").filter(Boolean);
   const range = code(`git log ${commit.slice(0, 7)}..HEAD -- ${paths.join(" ")}`);
   if (lines.length === 0) return `**Current**: no commit after ${commit.slice(0, 7)} touches the code this part measures (${range}).`;
-  const shown = lines.slice(0, 12).map((l) => {
-    const [h, date, subject] = l.split("\t");
-    return `- ${h.slice(0, 7)} ${date} ${subject.length > 100 ? subject.slice(0, 99) + "…" : subject}`;
-  });
-  const more = lines.length > 12 ? [`- … and ${lines.length - 12} earlier`] : [];
-  return [`**Stale**: recorded at ${commit.slice(0, 7)}; code under this part changed since (${lines.length} commit${lines.length === 1 ? "" : "s"}, ${range}):`, ...shown, ...more].join("\n");
+  // Only the first change is named, so that later commits leave this text (and the committed file) as it is.
+  const [h, date, subject] = lines[lines.length - 1].split("\t");
+  const first = `${h.slice(0, 7)} ${date} ${subject.length > 100 ? subject.slice(0, 99) + "…" : subject}`;
+  return `**Stale**: recorded at ${commit.slice(0, 7)}; the code this part measures has changed since, first in ${first} (all of them: ${range}).`;
 }
 
 // ---------- the machine ----------

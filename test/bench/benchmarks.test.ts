@@ -146,9 +146,14 @@ describe("the generator on a small repository", () => {
     expect(spawnSync(process.execPath, [script, "--root", dir], { encoding: "utf8" }).status).toBe(0);
     doc = readFileSync(join(dir, "BENCHMARKS.md"), "utf8");
     const overhead = doc.slice(doc.indexOf("### Overhead"), doc.indexOf("## CPU benchmarks"));
-    expect(overhead).toContain(`**Stale**: recorded at ${measured.slice(0, 7)}; code under this part changed since (1 commit,`);
+    expect(overhead).toContain(`**Stale**: recorded at ${measured.slice(0, 7)}; the code this part measures has changed since, first in`);
     expect(overhead).toContain("runner: change what overhead measures");
     expect(overhead).not.toContain("search: unrelated");
+
+    // A later change names the same first commit: the committed file stays as it was.
+    writeFileSync(join(dir, "src/job/runner.ts"), "export const a = 3;\n");
+    git(dir, "commit", "-qam", "runner: a second change");
+    expect(spawnSync(process.execPath, [script, "--root", dir, "--check"], { encoding: "utf8" }).status).toBe(0);
   });
 
   it("refuses a shallow clone with a one-line cause", () => {
