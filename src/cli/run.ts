@@ -24,6 +24,7 @@ export interface RunCommandOptions {
   shrink: boolean;
   json?: boolean;
   quiet?: boolean;
+  keepOnSupervisorLoss?: boolean;
 }
 
 /** What `brim run` returns: the guarded run and the exit status to give (the job's). */
@@ -34,9 +35,15 @@ export interface RunCommandResult {
   note: string | null;
 }
 
+/** Exit status of a run that brim stopped because the run store failed (BSD's EX_IOERR). */
+export const EXIT_STORE_FAILED = 74;
+/** Exit status of a run that brim stopped because its own guard failed (BSD's EX_SOFTWARE). */
+export const EXIT_GUARD_FAILED = 70;
+
 /**
  * The exit status brim gives for a run: the job's own, 128 + the signal's number when it was killed,
- * and never 0 when the run did not end `ok` (a job that exits 0 after brim stopped it still failed).
+ * and never 0 when the run did not end `ok` (a job that exits 0 after brim stopped it still failed);
+ * {@link EXIT_STORE_FAILED} when the store failed, {@link EXIT_GUARD_FAILED} when the guard did.
  *
  * @example
  * ```ts
@@ -45,6 +52,8 @@ export interface RunCommandResult {
  * ```
  */
 export function exitCodeOf(end: RunEnd): number {
+  if (end.cause === "store_failed") return EXIT_STORE_FAILED;
+  if (end.cause === "supervisor_lost") return EXIT_GUARD_FAILED;
   const code = end.exit_code ?? (end.signal !== null ? 128 + ((osConstants.signals as Record<string, number>)[end.signal] ?? 1) : 1);
   if (code !== 0 || end.cause === "ok") return code;
   return end.cause === "interrupted" ? 130 : 1;
@@ -117,6 +126,9 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   if (options.cap !== undefined && inventory.backend !== "cpu" && firstGpu !== undefined && options.cap > firstGpu.totalBytes) {
     throw new UsageError(`--cap ${formatBytes(options.cap)} is more than the GPU's ${formatBytes(firstGpu.totalBytes)} (${firstGpu.name})`);
   }
+  // A lost terminal (SIGHUP, a closed ssh session) makes writes fail with EIO or EPIPE: the guard
+  // goes on (and stops the job) without a screen rather than die of an unhandled stream error.
+  for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount("error") === 0) stream.on("error", () => {});
   const footer = options.quiet || options.json ? null : new StatusFooter({ write: (text) => out.stderr(text), isTTY: out.stderrIsTTY === true, columns: out.columns ?? 100 }, { color: out.color === true });
   let latestState: Parameters<typeof formatPrometheus>[0] | null = null;
   let runId = "";
@@ -135,6 +147,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         hungAfterS: options.hungAfter > 0 ? options.hungAfter : null,
         killGraceS: options.grace,
         forwardSignals: true,
+        keepOnSupervisorLoss: options.keepOnSupervisorLoss === true,
         onStart: ({ runId: id, pid }) => {
           runId = id;
           if (!options.json) out.stderr(`brim: run ${id} · pid ${pid}${options.cap !== undefined ? ` · cap ${formatBytes(options.cap)} ${inventory.backend === "cpu" ? "RAM" : "GPU"}` : ""}${metrics ? ` · metrics http://127.0.0.1:${options.prometheus}/metrics` : ""}\n`);
@@ -217,6 +230,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .option("--no-shrink", "never ask the SDK to shrink the micro-batch near the cap (stop at the cap instead)")
     .option("--json", "print the run record (metadata and summary) as JSON at the end")
     .option("--quiet", "no live view; the summary only")
+    .option("--keep-on-supervisor-loss", "if brim itself is lost (killed, crashed, terminal closed), let the job run on, recorded as unguarded, instead of stopping it")
     .addHelpText(
       "after",
       `
@@ -231,7 +245,12 @@ How the cap holds: the SDK caps PyTorch's allocator and recovers from out-of-mem
 to shrink near the cap; as the last resort it stops the job and says so. Without a GPU the cap is on
 the RAM (resident set) of the process tree.
 
-End causes: ok, gpu_oom, host_oom, gpu_fault, hung, crashed, interrupted, cap_exceeded.
+If brim is lost (killed, crashed, its terminal closed), a watchdog stops the job and finishes the
+record with the cause supervisor_lost; --keep-on-supervisor-loss lets the job run on, recorded as
+unguarded. See docs/reliability.md.
+
+End causes: ok, gpu_oom, host_oom, gpu_fault, hung, crashed, interrupted, cap_exceeded, store_failed
+(exit 74), supervisor_lost (exit 70).
 The record lands in .brim/runs/<id>/ (run.json, timeline.ndjson, output.log): see docs/run-store.md.`,
     )
     .action(async (command: string[], options: RunCommandOptions) => {

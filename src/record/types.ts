@@ -1,5 +1,5 @@
 /** How a job ended (docs/run-store.md). */
-export type EndCause = "ok" | "gpu_oom" | "host_oom" | "gpu_fault" | "hung" | "crashed" | "interrupted" | "cap_exceeded";
+export type EndCause = "ok" | "gpu_oom" | "host_oom" | "gpu_fault" | "hung" | "crashed" | "interrupted" | "cap_exceeded" | "store_failed" | "supervisor_lost";
 
 /** The end of a run as run.json records it. */
 export interface RunEnd {
@@ -58,6 +58,8 @@ export interface RunMeta {
   ended_at: string | null;
   end: RunEnd | null;
   summary: RunSummary | null;
+  /** Set by brim's watchdog when brim was lost and the job ran on unguarded (--keep-on-supervisor-loss). */
+  unguarded_since?: string;
 }
 
 /** One line of timeline.ndjson: always `t` (Unix seconds) and `kind`; the rest depends on the kind. */
