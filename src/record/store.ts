@@ -127,7 +127,7 @@ export const realStoreIo: StoreIo = {
 /** Timeline bytes held in memory while the disk refuses them (beyond this, entries are dropped and counted). */
 export const MAX_PENDING_BYTES = 8 * 2 ** 20;
 /** Space set aside in each running run's folder, given back so that run.json can still be finished on a full disk. */
-export const RESERVE_BYTES = 256 * 1024;
+export const RESERVE_BYTES = 64 * 1024;
 const RESERVE_NAME = ".brim-reserve";
 
 /** What a writer lost to a failing store. */
@@ -309,9 +309,19 @@ export class RunWriter {
    */
   async finish(end: RunMeta["end"] & object, summary: RunSummary | null, endedAt: Date = new Date()): Promise<void> {
     if (this.#closed) return;
-    this.append({ t: endedAt.getTime() / 1000, kind: "end", cause: end.cause, exit_code: end.exit_code, signal: end.signal });
-    if (this.#loss !== null) await rm(join(this.dir, RESERVE_NAME), { force: true }).catch(() => undefined);
-    this.flush();
+    const endEntry: TimelineEntry = { t: endedAt.getTime() / 1000, kind: "end", cause: end.cause, exit_code: end.exit_code, signal: end.signal };
+    if (this.#loss === null) {
+      this.append(endEntry);
+      this.flush();
+    } else {
+      // The space set aside at start is given back for the last line and run.json.
+      await rm(join(this.dir, RESERVE_NAME), { force: true }).catch(() => undefined);
+      try {
+        this.#timeline.write(`${JSON.stringify(endEntry)}\n`);
+      } catch {
+        this.#loss.entriesLost++;
+      }
+    }
     clearInterval(this.#timer);
     this.#closed = true;
     for (const file of [this.#timeline, this.#output]) {
