@@ -188,8 +188,10 @@ export function renderRunSummary(run: RunCommandResult): string {
   const throughput = summary.samples_per_s !== null ? `${summary.samples_per_s.toPrecision(4)} samples/s over ${summary.steady_steps} steady steps` : `no steady steps reported${summary.steps === 0 ? " (the job does not use the brim SDK, or stopped before its first step)" : ""}`;
   lines.push(`  throughput   ${throughput}`);
   if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
-  const peak = meta.cap_scope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes;
-  if (peak !== null) lines.push(`  peak memory  ${formatBytes(peak)} ${scope} (process tree)${meta.cap_bytes !== null ? ` of the ${formatBytes(meta.cap_bytes)} cap (${((peak / meta.cap_bytes) * 100).toFixed(0)}%)` : ""}`);
+  const pss = summary.peak_tree_pss_bytes ?? null;
+  const peak = meta.cap_scope === "gpu" ? summary.peak_tree_gpu_bytes : (pss ?? summary.peak_tree_rss_bytes);
+  const counted = meta.cap_scope === "gpu" ? "process tree" : pss !== null ? `PSS of the process tree; RSS ${summary.peak_tree_rss_bytes !== null ? formatBytes(summary.peak_tree_rss_bytes) : "?"}` : "RSS of the process tree";
+  if (peak !== null) lines.push(`  peak memory  ${formatBytes(peak)} ${scope} (${counted})${meta.cap_bytes !== null ? ` of the ${formatBytes(meta.cap_bytes)} cap (${((peak / meta.cap_bytes) * 100).toFixed(0)}%)` : ""}`);
   if (summary.framework_peak_allocated_bytes !== null) lines.push(`  framework    peak allocated ${formatBytes(summary.framework_peak_allocated_bytes)}, reserved ${formatBytes(summary.framework_peak_reserved_bytes ?? 0)}`);
   if (summary.gpu_util_mean !== null) lines.push(`  utilization  ${summary.gpu_util_mean.toFixed(0)}% GPU (time a kernel ran)${summary.sm_activity_mean !== null ? `, ${summary.sm_activity_mean.toFixed(0)}% SM activity` : ""}`);
   if (summary.energy_j_per_sample !== null) lines.push(`  energy       ${summary.energy_j_per_sample.toPrecision(3)} J/sample`);
@@ -243,7 +245,8 @@ Examples:
 How the cap holds: the SDK caps PyTorch's allocator and recovers from out-of-memory inside the step
 (split the micro-batch, same effective batch); brim watches the whole process tree and asks the SDK
 to shrink near the cap; as the last resort it stops the job and says so. Without a GPU the cap is on
-the RAM (resident set) of the process tree.
+the RAM of the process tree counted as PSS (a page shared by forked loader workers counts once), RSS
+where PSS cannot be read; the summary shows both.
 
 If brim is lost (killed, crashed, its terminal closed), a watchdog stops the job and finishes the
 record with the cause supervisor_lost; --keep-on-supervisor-loss lets the job run on, recorded as

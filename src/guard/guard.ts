@@ -119,6 +119,7 @@ export function sampleEntryOf(reading: Reading): TimelineEntry {
       ? {
           pids: reading.tree.pids.length,
           rss_bytes: reading.tree.rssBytes,
+          pss_bytes: reading.tree.pssBytes ?? null,
           cpu_percent: reading.tree.cpuPercent,
           gpu_bytes: reading.tree.gpuBytes,
           gpu_pids: gpuPidsOfTree(reading),
@@ -209,6 +210,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   let mainHello: ChannelMessage | undefined;
   let peakGpu: number | null = null;
   let peakRss: number | null = null;
+  let peakPss: number | null = null;
   let lastKeptSampleAt = Number.NEGATIVE_INFINITY;
   let pendingSample: Reading | null = null;
 
@@ -296,9 +298,12 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       if (reading.tree !== null && reading.tree.rssBytes === 0) return;
       const gpuBytes = reading.tree?.gpuBytes ?? null;
       const rssBytes = reading.tree?.rssBytes ?? null;
+      const pssBytes = reading.tree?.pssBytes ?? null;
       if (gpuBytes !== null) peakGpu = Math.max(peakGpu ?? 0, gpuBytes);
       if (rssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakRss = Math.max(peakRss ?? 0, rssBytes);
-      const used = capScope === "gpu" ? gpuBytes : rssBytes;
+      if (pssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakPss = Math.max(peakPss ?? 0, pssBytes);
+      // RAM as the OS counts it: PSS (shared pages of forked workers counted once), RSS where PSS is unreadable.
+      const used = capScope === "gpu" ? gpuBytes : (pssBytes ?? rssBytes);
       const gpus = reading.gpus;
       const mean = (values: (number | null)[]): number | null => {
         const known = values.filter((value): value is number => value !== null);
@@ -361,7 +366,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       result = { ...result, end: { ...result.end, message: `${result.end.message} (${loss.entriesLost} timeline entries and ${loss.outputLinesLost} output lines not recorded)` } };
     }
     const { timeline } = await deps.store.readRun(writer.id);
-    const summary = summarizeRun(timeline, { treeGpuBytes: peakGpu, treeRssBytes: peakRss }, result.endedAt - result.startedAt);
+    const summary: RunSummary = { ...summarizeRun(timeline, { treeGpuBytes: peakGpu, treeRssBytes: peakRss }, result.endedAt - result.startedAt), peak_tree_pss_bytes: peakPss };
     if (loss === null) await writer.update({ versions: versionsFrom(mainHello) }).catch(() => undefined);
     await writer.finish(result.end, summary, new Date(result.endedAt * 1000));
     const recorded = await deps.store.readRun(writer.id);

@@ -20,6 +20,8 @@ export interface RunSummary {
   step_time_s: number | null;
   peak_tree_gpu_bytes: number | null;
   peak_tree_rss_bytes: number | null;
+  /** Peak Σ PSS of the process tree (what the RAM cap counts); absent in records from before it was measured. */
+  peak_tree_pss_bytes?: number | null;
   framework_peak_allocated_bytes: number | null;
   framework_peak_reserved_bytes: number | null;
   gpu_util_mean: number | null;
