@@ -101,7 +101,7 @@ export function runMeta(store: string): { end: { cause: string } | null; unguard
   const dir = runDirOf(store);
   if (dir === null) return null;
   try {
-    return JSON.parse(readFileSync(join(dir, "run.json"), "utf8"));
+    return JSON.parse(readFileSync(join(dir, "run.json"), "utf8")) as { end: { cause: string } | null; unguarded_since?: string };
   } catch {
     return null;
   }
