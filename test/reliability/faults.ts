@@ -209,3 +209,52 @@ export function fullDisk(dir: string, size: string, lines: number): FaultOutcome
   for (const pid of jobPid > 0 ? groupMembers(jobPid) : []) process.kill(pid, "SIGKILL");
   return { fault: `disk-full-${size}`, orphans, unguarded: orphans, torn: tornIn(left), stackTrace: STACK.test(stderr), exitCode, endCause: meta?.end?.cause ?? null, stderr };
 }
+
+/**
+ * A job that reports steps through the SDK (and counts them in a side file) loses brim to `signal`
+ * mid-run: how many of the steps it reported are missing from the timeline.
+ */
+export async function stepsLostOn(dir: string, signal: "SIGHUP" | "SIGKILL", python = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3"): Promise<FaultOutcome & { stepsReported: number; stepsLost: number }> {
+  mkdirSync(dir, { recursive: true });
+  const store = join(dir, "store");
+  const side = join(dir, "steps.txt");
+  const script = [
+    "import brim, time",
+    `side = open(${JSON.stringify(side)}, "a", buffering=1)`,
+    "i = 0",
+    "while True:",
+    "    brim.report_step(samples=8, wait_s=0.001, compute_s=0.01)",
+    "    side.write(f'{i}\\n'); i += 1",
+    "    time.sleep(0.01)",
+  ].join("\n");
+  const child = spawn(process.execPath, [BRIM, "run", "--store", store, "--quiet", "--grace", "1", "--", python, "-c", script], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr?.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  child.stdout?.resume();
+  const exited = new Promise<number | null>((r) => child.once("exit", (code, sig) => r(code ?? (sig ? 128 : null))));
+  const stepsInSide = (): number => (existsSync(side) ? readFileSync(side, "utf8").split("\n").filter((l) => l !== "").length : 0);
+  await until(() => stepsInSide() >= 40, 20_000);
+  const jobPid = Number(/pid (\d+)/.exec(stderr)?.[1] ?? 0);
+  child.kill(signal);
+  const exitCode = await exited;
+  await until(() => (jobPid === 0 || groupMembers(jobPid).length === 0) && runMeta(store)?.end != null, 8_000);
+  const orphans = jobPid > 0 ? groupMembers(jobPid).length : 0;
+  for (const pid of jobPid > 0 ? groupMembers(jobPid) : []) process.kill(pid, "SIGKILL");
+  const reported = stepsInSide();
+  const dirOfRun = runDirOf(store);
+  const timeline = dirOfRun === null ? "" : readFileSync(join(dirOfRun, "timeline.ndjson"), "utf8");
+  const recorded = timeline.split("\n").filter((l) => l.includes('"kind":"step"')).length;
+  const meta = runMeta(store);
+  return {
+    fault: `steps-${signal.toLowerCase()}-brim`,
+    orphans,
+    unguarded: orphans,
+    torn: tornIn(store),
+    stackTrace: STACK.test(stderr),
+    exitCode,
+    endCause: meta?.end?.cause ?? null,
+    stderr,
+    stepsReported: reported,
+    stepsLost: Math.max(0, reported - recorded),
+  };
+}

@@ -6,7 +6,7 @@ import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { BRIM, canMountTmpfs, fullDisk, groupMembers, hangUpBrim, killBrimKeepJob, killBrimQuietJob, until, type FaultOutcome } from "./faults.ts";
+import { BRIM, canMountTmpfs, fullDisk, groupMembers, hangUpBrim, killBrimKeepJob, killBrimQuietJob, stepsLostOn, until, type FaultOutcome } from "./faults.ts";
 
 const REPEAT = Math.max(1, Number(process.env.BRIM_FAULT_REPEAT ?? 1));
 const root = mkdtempSync(join(tmpdir(), "brim-faults-"));
@@ -92,5 +92,27 @@ describe("a child that left the job's process group", () => {
     expect(done).toBe(true);
     expect(escaped).toBeGreaterThan(0);
     await until(() => escaped === 0 || groupMembers(escaped).length === 0, 2000);
+  });
+});
+
+describe("steps reported before brim is lost", () => {
+  it("SIGHUP: every step the job reported is in the timeline", async () => {
+    for (let i = 0; i < REPEAT; i++) {
+      const outcome = record(await stepsLostOn(fresh(), "SIGHUP"));
+      expect(outcome.stepsReported).toBeGreaterThanOrEqual(40);
+      expect(outcome.stepsLost).toBe(0);
+      expect(outcome.orphans).toBe(0);
+      expect(outcome.torn).toBe(0);
+    }
+  });
+
+  it("SIGKILL: the job is stopped and at most the last flush interval (250 ms) of steps is lost", async () => {
+    for (let i = 0; i < REPEAT; i++) {
+      const outcome = record(await stepsLostOn(fresh(), "SIGKILL"));
+      expect(outcome.orphans).toBe(0);
+      expect(outcome.endCause).toBe("supervisor_lost");
+      expect(outcome.stepsLost).toBeLessThanOrEqual(30);
+      expect(outcome.torn).toBe(0);
+    }
   });
 });
