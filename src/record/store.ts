@@ -191,9 +191,9 @@ class LineFile {
 }
 
 /**
- * Writes one run: metadata rewritten atomically, a timeline appended line by line (buffered, flushed
- * every 250 ms and on finish, whole lines only, so a reader never sees half an entry), and the job's
- * output. A failing store (full, read-only, gone) never throws out of a timer or a handler: the writer
+ * Writes one run: metadata rewritten atomically, a timeline appended line by line (entries that
+ * arrive together written together at the end of the event loop's turn, whole lines only, so a reader
+ * never sees half an entry), and the job's output. A failing store (full, read-only, gone) never throws out of a timer or a handler: the writer
  * stops writing the timeline and output, holds at most {@link MAX_PENDING_BYTES}, cuts any partial line
  * back, reports the first failure once through `onFailure`, and {@link RunWriter.finish} still tries to
  * finish run.json (giving back the space it set aside at start).
@@ -215,6 +215,7 @@ export class RunWriter {
   #pendingBytes = 0;
   #timer: NodeJS.Timeout;
   #closed = false;
+  #flushQueued = false;
   #loss: StoreLoss | null = null;
   #onFailure: ((loss: StoreLoss) => void) | null = null;
 
@@ -263,6 +264,15 @@ export class RunWriter {
     }
     this.#pending.push(line);
     this.#pendingBytes += line.length;
+    // Written at the end of this turn of the event loop: one write for all that arrived together,
+    // and nothing held long enough to be lost with brim (a SIGKILL loses only what it never read).
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      setImmediate(() => {
+        this.#flushQueued = false;
+        this.flush();
+      }).unref();
+    }
   }
 
   /** Appends one line of the job's output ("1 " stdout, "2 " stderr). */
