@@ -257,7 +257,19 @@ End causes: ok, gpu_oom, host_oom, gpu_fault, hung, crashed, interrupted, cap_ex
 The record lands in .brim/runs/<id>/ (run.json, timeline.ndjson, output.log): see docs/run-store.md.`,
     )
     .action(async (command: string[], options: RunCommandOptions) => {
-      const run = await runCommand(command, options, out);
+      // The last net: an error nothing caught while guarding is one line and exit 70; brim's
+      // watchdog then stops the job and finishes its record (supervisor_lost), as for any loss of brim.
+      const lastNet = (error: Error): void => {
+        out.stderr(`brim: internal error while guarding the job: ${(error.message.split("\n", 1)[0] ?? "").trim()}; the job is being stopped (supervisor_lost)\n`);
+        process.exit(EXIT_GUARD_FAILED);
+      };
+      process.once("uncaughtException", lastNet);
+      let run: RunCommandResult;
+      try {
+        run = await runCommand(command, options, out);
+      } finally {
+        process.off("uncaughtException", lastNet);
+      }
       if (options.json) out.stdout(`${JSON.stringify(run.result.meta, null, 2)}\n`);
       else out.stderr(renderRunSummary(run));
       setExitCode(run.exitCode);

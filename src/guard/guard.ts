@@ -214,6 +214,41 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   let lastKeptSampleAt = Number.NEGATIVE_INFINITY;
   let pendingSample: Reading | null = null;
 
+  // Registered before the job starts: a signal that arrives while it starts waits for it.
+  let started: Job | null = null;
+  let early: (() => void) | null = null;
+  const onSignal = guarded((signal: NodeJS.Signals): void => {
+    if (started === null) {
+      early = () => onSignal(signal);
+      return;
+    }
+    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: `brim received ${signal} and passed it to the job`, details: { signal } });
+    started.interrupt(signal);
+  });
+  const onHangup = guarded((): void => {
+    if (started === null) {
+      early = () => onHangup();
+      return;
+    }
+    if (options.keepOnSupervisorLoss === true) {
+      writer.append({ t: Date.now() / 1000, kind: "event", event: "sighup_ignored", pid: null, step: null, message: "brim lost its terminal (SIGHUP) and goes on guarding the job (--keep-on-supervisor-loss)", details: {} });
+      return;
+    }
+    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: "brim lost its terminal (SIGHUP): it stops the job rather than leave it unguarded", details: { signal: "SIGHUP" } });
+    started.interrupt("SIGTERM");
+  });
+  const removeSignalHandlers = (): void => {
+    if (!options.forwardSignals) return;
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    process.off("SIGHUP", onHangup);
+  };
+  if (options.forwardSignals) {
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    process.on("SIGHUP", onHangup);
+  }
+
   let job: Job;
   try {
     job = await Job.start({
@@ -240,6 +275,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       }),
     });
   } catch (error) {
+    removeSignalHandlers();
     await writer.finish({ cause: "crashed", exit_code: null, signal: null, message: (error as Error).message }, null).catch(() => undefined);
     dog?.release();
     throw error;
@@ -254,24 +290,9 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   writer.onFailure((loss) => job.stop("store_failed", loss.error.message, 2));
   writer.append({ t: job.startedAt, kind: "start", pid: job.pid });
   guarded(() => options.onStart?.({ runId: writer.id, pid: job.pid, dir: writer.dir }))();
+  started = job;
+  (early as (() => void) | null)?.();
 
-  const onSignal = guarded((signal: NodeJS.Signals): void => {
-    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: `brim received ${signal} and passed it to the job`, details: { signal } });
-    job.interrupt(signal);
-  });
-  const onHangup = guarded((): void => {
-    if (options.keepOnSupervisorLoss === true) {
-      writer.append({ t: Date.now() / 1000, kind: "event", event: "sighup_ignored", pid: null, step: null, message: "brim lost its terminal (SIGHUP) and goes on guarding the job (--keep-on-supervisor-loss)", details: {} });
-      return;
-    }
-    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: "brim lost its terminal (SIGHUP): it stops the job rather than leave it unguarded", details: { signal: "SIGHUP" } });
-    job.interrupt("SIGTERM");
-  });
-  if (options.forwardSignals) {
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-    process.on("SIGHUP", onHangup);
-  }
 
   const timers: NodeJS.Timeout[] = [];
   if (options.timeLimitS != null) {
@@ -348,11 +369,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   } finally {
     for (const timer of timers) clearTimeout(timer);
     await sampler?.stop().catch(() => undefined);
-    if (options.forwardSignals) {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-      process.off("SIGHUP", onHangup);
-    }
+    removeSignalHandlers();
   }
   try {
     const lastSample = pendingSample as Reading | null;

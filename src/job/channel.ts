@@ -230,7 +230,7 @@ export class ChannelServer {
     if (!("message" in decoded) || decoded.message.type !== "hello") return false;
     const given = decoded.message.token;
     if (typeof given === "string") return sameSecret(given, admission.token);
-    if (given === undefined && admission.admitPid?.(decoded.message.pid) === true) {
+    if ((given === undefined || given === null) && admission.admitPid?.(decoded.message.pid) === true) {
       this.#stats.admittedByPid++;
       return true;
     }

@@ -171,7 +171,7 @@ export async function hangUpBrim(dir: string): Promise<FaultOutcome> {
   const run = await startQuietRun(store, dir);
   run.brim.kill("SIGHUP");
   const exitCode = await run.exited;
-  await until(() => groupMembers(run.jobPid).length === 0, 5_000);
+  await until(() => groupMembers(run.jobPid).length === 0 && runMeta(store)?.end != null, 8_000);
   const orphans = groupMembers(run.jobPid).length;
   for (const pid of groupMembers(run.jobPid)) process.kill(pid, "SIGKILL");
   const meta = runMeta(store);
