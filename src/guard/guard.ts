@@ -374,6 +374,11 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   try {
     const lastSample = pendingSample as Reading | null;
     if (lastSample !== null) writer.append(sampleEntryOf(lastSample));
+    const { refused, overflowed, admittedByPid } = result.channel;
+    if (refused > 0 || overflowed > 0) {
+      const message = `the SDK channel refused ${refused} connection(s) from outside the job and closed ${overflowed} that sent more than it holds`;
+      writer.append({ t: result.endedAt, kind: "event", event: "channel_refused", pid: null, step: null, message, details: { refused, overflowed, admitted_by_pid: admittedByPid } });
+    }
     writer.flush();
     const loss = writer.loss;
     if (loss !== null && result.end.cause !== "store_failed") {

@@ -2,7 +2,7 @@
 // runs everywhere), channel floods and strangers, aborted dashboard streams, fuzzed configs, stale sockets.
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
 import { createConnection, type Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -125,6 +125,36 @@ describe("the SDK channel under floods and strangers", () => {
     expect(existsSync(stale)).toBe(false);
     expect(existsSync(mine)).toBe(true);
     rmSync(mine);
+  });
+});
+
+describe("a stranger on a real job's channel", () => {
+  it("is refused, counted, and recorded in the timeline; the job's own SDK steps still count", async () => {
+    const dir = join(root, "stranger");
+    const script = "import brim, time\nfor _ in range(5):\n    brim.report_step(samples=4, wait_s=0.001, compute_s=0.01)\n    time.sleep(0.05)\ntime.sleep(1.0)\n";
+    let sent = false;
+    const result = await guardRun(
+      {
+        command: [process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3", "-c", script],
+        cwd: root,
+        capBytes: null,
+        onStart: () => {
+          const name = readdirSync(tmpdir()).find((n) => n.startsWith(`brim-${process.pid}-`) && n.endsWith(".sock"));
+          if (name === undefined) return;
+          const socket = createConnection(join(tmpdir(), name), () => {
+            socket.end(`${JSON.stringify({ v: 1, type: "hello", t: 1, pid: 1 })}\n${JSON.stringify({ v: 1, type: "step", t: 2, pid: 1, step: 0, samples: 999 })}\n`);
+            sent = true;
+          });
+          socket.on("error", () => {});
+        },
+      },
+      { devices: openDevices(), store: new RunStore(dir) },
+    );
+    expect(sent).toBe(true);
+    expect(result.job.channel.refused).toBe(1);
+    expect(result.timeline.some((e) => e.kind === "event" && e.event === "channel_refused")).toBe(true);
+    expect(result.timeline.filter((e) => e.kind === "step").every((e) => e.pid !== 1)).toBe(true);
+    expect(result.summary.steps).toBe(5);
   });
 });
 
