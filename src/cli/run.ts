@@ -24,6 +24,7 @@ export interface RunCommandOptions {
   shrink: boolean;
   json?: boolean;
   quiet?: boolean;
+  keepOnSupervisorLoss?: boolean;
 }
 
 /** What `brim run` returns: the guarded run and the exit status to give (the job's). */
@@ -34,9 +35,15 @@ export interface RunCommandResult {
   note: string | null;
 }
 
+/** Exit status of a run that brim stopped because the run store failed (BSD's EX_IOERR). */
+export const EXIT_STORE_FAILED = 74;
+/** Exit status of a run that brim stopped because its own guard failed (BSD's EX_SOFTWARE). */
+export const EXIT_GUARD_FAILED = 70;
+
 /**
  * The exit status brim gives for a run: the job's own, 128 + the signal's number when it was killed,
- * and never 0 when the run did not end `ok` (a job that exits 0 after brim stopped it still failed).
+ * and never 0 when the run did not end `ok` (a job that exits 0 after brim stopped it still failed);
+ * {@link EXIT_STORE_FAILED} when the store failed, {@link EXIT_GUARD_FAILED} when the guard did.
  *
  * @example
  * ```ts
@@ -45,6 +52,8 @@ export interface RunCommandResult {
  * ```
  */
 export function exitCodeOf(end: RunEnd): number {
+  if (end.cause === "store_failed") return EXIT_STORE_FAILED;
+  if (end.cause === "supervisor_lost") return EXIT_GUARD_FAILED;
   const code = end.exit_code ?? (end.signal !== null ? 128 + ((osConstants.signals as Record<string, number>)[end.signal] ?? 1) : 1);
   if (code !== 0 || end.cause === "ok") return code;
   return end.cause === "interrupted" ? 130 : 1;
@@ -117,6 +126,9 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   if (options.cap !== undefined && inventory.backend !== "cpu" && firstGpu !== undefined && options.cap > firstGpu.totalBytes) {
     throw new UsageError(`--cap ${formatBytes(options.cap)} is more than the GPU's ${formatBytes(firstGpu.totalBytes)} (${firstGpu.name})`);
   }
+  // A lost terminal (SIGHUP, a closed ssh session) makes writes fail with EIO or EPIPE: the guard
+  // goes on (and stops the job) without a screen rather than die of an unhandled stream error.
+  for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount("error") === 0) stream.on("error", () => {});
   const footer = options.quiet || options.json ? null : new StatusFooter({ write: (text) => out.stderr(text), isTTY: out.stderrIsTTY === true, columns: out.columns ?? 100 }, { color: out.color === true });
   let latestState: Parameters<typeof formatPrometheus>[0] | null = null;
   let runId = "";
@@ -135,6 +147,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         hungAfterS: options.hungAfter > 0 ? options.hungAfter : null,
         killGraceS: options.grace,
         forwardSignals: true,
+        keepOnSupervisorLoss: options.keepOnSupervisorLoss === true,
         onStart: ({ runId: id, pid }) => {
           runId = id;
           if (!options.json) out.stderr(`brim: run ${id} · pid ${pid}${options.cap !== undefined ? ` · cap ${formatBytes(options.cap)} ${inventory.backend === "cpu" ? "RAM" : "GPU"}` : ""}${metrics ? ` · metrics http://127.0.0.1:${options.prometheus}/metrics` : ""}\n`);
@@ -175,8 +188,10 @@ export function renderRunSummary(run: RunCommandResult): string {
   const throughput = summary.samples_per_s !== null ? `${summary.samples_per_s.toPrecision(4)} samples/s over ${summary.steady_steps} steady steps` : `no steady steps reported${summary.steps === 0 ? " (the job does not use the brim SDK, or stopped before its first step)" : ""}`;
   lines.push(`  throughput   ${throughput}`);
   if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
-  const peak = meta.cap_scope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes;
-  if (peak !== null) lines.push(`  peak memory  ${formatBytes(peak)} ${scope} (process tree)${meta.cap_bytes !== null ? ` of the ${formatBytes(meta.cap_bytes)} cap (${((peak / meta.cap_bytes) * 100).toFixed(0)}%)` : ""}`);
+  const pss = summary.peak_tree_pss_bytes ?? null;
+  const peak = meta.cap_scope === "gpu" ? summary.peak_tree_gpu_bytes : (pss ?? summary.peak_tree_rss_bytes);
+  const counted = meta.cap_scope === "gpu" ? "process tree" : pss !== null ? `PSS of the process tree; RSS ${summary.peak_tree_rss_bytes !== null ? formatBytes(summary.peak_tree_rss_bytes) : "?"}` : "RSS of the process tree";
+  if (peak !== null) lines.push(`  peak memory  ${formatBytes(peak)} ${scope} (${counted})${meta.cap_bytes !== null ? ` of the ${formatBytes(meta.cap_bytes)} cap (${((peak / meta.cap_bytes) * 100).toFixed(0)}%)` : ""}`);
   if (summary.framework_peak_allocated_bytes !== null) lines.push(`  framework    peak allocated ${formatBytes(summary.framework_peak_allocated_bytes)}, reserved ${formatBytes(summary.framework_peak_reserved_bytes ?? 0)}`);
   if (summary.gpu_util_mean !== null) lines.push(`  utilization  ${summary.gpu_util_mean.toFixed(0)}% GPU (time a kernel ran)${summary.sm_activity_mean !== null ? `, ${summary.sm_activity_mean.toFixed(0)}% SM activity` : ""}`);
   if (summary.energy_j_per_sample !== null) lines.push(`  energy       ${summary.energy_j_per_sample.toPrecision(3)} J/sample`);
@@ -217,6 +232,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .option("--no-shrink", "never ask the SDK to shrink the micro-batch near the cap (stop at the cap instead)")
     .option("--json", "print the run record (metadata and summary) as JSON at the end")
     .option("--quiet", "no live view; the summary only")
+    .option("--keep-on-supervisor-loss", "if brim itself is lost (killed, crashed, terminal closed), let the job run on, recorded as unguarded, instead of stopping it")
     .addHelpText(
       "after",
       `
@@ -229,13 +245,31 @@ Examples:
 How the cap holds: the SDK caps PyTorch's allocator and recovers from out-of-memory inside the step
 (split the micro-batch, same effective batch); brim watches the whole process tree and asks the SDK
 to shrink near the cap; as the last resort it stops the job and says so. Without a GPU the cap is on
-the RAM (resident set) of the process tree.
+the RAM of the process tree counted as PSS (a page shared by forked loader workers counts once), RSS
+where PSS cannot be read; the summary shows both.
 
-End causes: ok, gpu_oom, host_oom, gpu_fault, hung, crashed, interrupted, cap_exceeded.
+If brim is lost (killed, crashed, its terminal closed), a watchdog stops the job and finishes the
+record with the cause supervisor_lost; --keep-on-supervisor-loss lets the job run on, recorded as
+unguarded. See docs/reliability.md.
+
+End causes: ok, gpu_oom, host_oom, gpu_fault, hung, crashed, interrupted, cap_exceeded, store_failed
+(exit 74), supervisor_lost (exit 70).
 The record lands in .brim/runs/<id>/ (run.json, timeline.ndjson, output.log): see docs/run-store.md.`,
     )
     .action(async (command: string[], options: RunCommandOptions) => {
-      const run = await runCommand(command, options, out);
+      // The last net: an error nothing caught while guarding is one line and exit 70; brim's
+      // watchdog then stops the job and finishes its record (supervisor_lost), as for any loss of brim.
+      const lastNet = (error: Error): void => {
+        out.stderr(`brim: internal error while guarding the job: ${(error.message.split("\n", 1)[0] ?? "").trim()}; the job is being stopped (supervisor_lost)\n`);
+        process.exit(EXIT_GUARD_FAILED);
+      };
+      process.once("uncaughtException", lastNet);
+      let run: RunCommandResult;
+      try {
+        run = await runCommand(command, options, out);
+      } finally {
+        process.off("uncaughtException", lastNet);
+      }
       if (options.json) out.stdout(`${JSON.stringify(run.result.meta, null, 2)}\n`);
       else out.stderr(renderRunSummary(run));
       setExitCode(run.exitCode);

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { BrimError, InputError } from "../errors/index.ts";
+import { ioError } from "../files.ts";
 import { parseJson, type ParsedJson } from "./json.ts";
 import { getAt, parseKeyPath } from "./keys.ts";
 import { parseToml, type ParsedToml } from "./toml.ts";
@@ -138,30 +139,3 @@ export function parseFormat(text: string, format: ConfigFormat, path: string): P
   return { format, data: toml.data, empty: false, toml };
 }
 
-/**
- * The E_IO error for a failed file operation, with the cause in words.
- *
- * @example
- * ```ts
- * throw ioError("read", "conf.yaml", enoentError); // BrimError E_IO "cannot read conf.yaml: no such file"
- * ```
- */
-export function ioError(verb: string, path: string, error: unknown): BrimError {
-  if (error instanceof BrimError) return error;
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const why =
-    code === "ENOENT"
-      ? "no such file"
-      : code === "EISDIR"
-        ? "is a directory"
-        : code === "EACCES" || code === "EPERM"
-          ? "permission denied"
-          : code === "ENOSPC"
-            ? "no space left on the device"
-            : code === "EROFS"
-              ? "read-only file system"
-              : error instanceof Error
-                ? error.message
-                : String(error);
-  return new BrimError("E_IO", `cannot ${verb} ${path}: ${why}`, { cause: error });
-}

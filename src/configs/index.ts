@@ -20,5 +20,6 @@ export type { ApplyOptions, ApplyResult, ConfigChange, ConfigDocument, ConfigEdi
 export { formatOf, parseConfig, readConfig } from "./document.ts";
 export { editConfigText } from "./edit.ts";
 export { unifiedDiff } from "./diff.ts";
-export { applyConfigEdits, removeStaleTemps, writeFileAtomic } from "./write.ts";
+export { applyConfigEdits, writeFileAtomic } from "./write.ts";
+export { removeStaleTemps } from "../files.ts";
 export { formatKeyPath, parseKeyPath, type KeySegment } from "./keys.ts";

@@ -48,6 +48,56 @@ export const TOML_WORDS: ContainerWords = { mapping: "table", list: "array" };
  * ```
  */
 export function parseToml(text: string, file: string): ParsedToml {
+  const deep = tomlNesting(text);
+  if (deep !== null) throw parseFailure(file, text, deep, "TOML", `nested deeper than ${MAX_TOML_DEPTH} levels (brim reads configs up to that depth)`);
+  try {
+    return parseTomlChecked(text, file);
+  } catch (error) {
+    if (error instanceof RangeError) throw new BrimError("E_PARSE", `${file}: not valid TOML for brim: too deeply nested to read`, { cause: error });
+    throw error;
+  }
+}
+
+/** The deepest nesting of arrays, inline tables and dotted keys brim reads in a TOML config. */
+export const MAX_TOML_DEPTH = 64;
+
+/**
+ * The offset where `text` first nests arrays, inline tables or dotted key parts deeper than
+ * {@link MAX_TOML_DEPTH}, or null. Strings and comments are skipped; the scan is linear and keeps no
+ * stack, so it cannot itself run out of one.
+ */
+function tomlNesting(text: string): number | null {
+  let depth = 0;
+  let dots = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === "#") {
+      while (i < text.length && text[i] !== "\n") i++;
+      dots = 0;
+    } else if (c === '"' || c === "'") {
+      const triple = text.startsWith(c.repeat(3), i);
+      const close = triple ? c.repeat(3) : c;
+      i += close.length;
+      while (i < text.length && !text.startsWith(close, i)) {
+        if (c === '"' && text[i] === "\\") i++;
+        else if (!triple && text[i] === "\n") break;
+        i++;
+      }
+      i += close.length - 1;
+    } else if (c === "[" || c === "{") {
+      if (++depth > MAX_TOML_DEPTH) return i;
+    } else if (c === "]" || c === "}") {
+      depth = Math.max(0, depth - 1);
+    } else if (c === ".") {
+      if (++dots > MAX_TOML_DEPTH) return i;
+    } else if (c === "\n" || c === "=" || c === ",") {
+      dots = 0;
+    }
+  }
+  return null;
+}
+
+function parseTomlChecked(text: string, file: string): ParsedToml {
   let ast: AST.TOMLProgram;
   try {
     ast = parseTOML(text);

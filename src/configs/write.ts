@@ -4,20 +4,20 @@
  *
  * @module
  */
-import { createHash, randomBytes } from "node:crypto";
-import { link, open, readdir, readFile, realpath, rename, stat, unlink, type FileHandle } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { createHash } from "node:crypto";
+import { link, open, readFile, realpath, stat, unlink, type FileHandle } from "node:fs/promises";
+import { dirname } from "node:path";
 import { BrimError } from "../errors/index.ts";
-import { ioError, readConfig } from "./document.ts";
+import { ioError, removeStaleTemps, syncDirectory, tempPathFor, writeFileAtomic as writeAtomic } from "../files.ts";
+import { readConfig } from "./document.ts";
 import { unifiedDiff } from "./diff.ts";
 import { editConfigText } from "./edit.ts";
 import type { ApplyOptions, ApplyResult, ConfigEdit } from "./types.ts";
 
-const TEMP_MARK = ".brim-tmp-";
-
 /**
- * Replaces a file's content atomically: the text goes to `<dir>/.<name>.brim-tmp-<pid>-<random>`,
- * is fsynced, and is renamed over the file (then the directory is fsynced). A crash at any moment
+ * Replaces a config's content atomically through brim's one atomic writer (src/files.ts): the text
+ * goes to `<dir>/.<name>.brim-tmp-<pid>-<random>`, is fsynced, and is renamed over the file (then the
+ * directory is fsynced). A crash at any moment
  * leaves the old content or the new one, never a mix; the worst it leaves is the temp file, which
  * {@link applyConfigEdits} removes on its next run. The file keeps its permission bits (and its
  * owner, where the process may set it); a symbolic link is followed, so the link stays a link.
@@ -69,53 +69,6 @@ export async function applyConfigEdits(path: string, edits: readonly ConfigEdit[
   return { path, changed: true, changes, diff, backupPath };
 }
 
-/**
- * Removes temp files that a killed brim process left beside `target` (`.<name>.brim-tmp-<pid>-*`
- * whose process no longer runs). Returns the paths removed.
- *
- * @example
- * ```ts
- * await removeStaleTemps("conf.yaml"); // ["./.conf.yaml.brim-tmp-4242-1f2e3d4c5b6a"]
- * ```
- */
-export async function removeStaleTemps(target: string): Promise<string[]> {
-  const dir = dirname(target);
-  const prefix = `.${basename(target)}${TEMP_MARK}`;
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return [];
-  }
-  const removed: string[] = [];
-  for (const name of names) {
-    if (!name.startsWith(prefix)) continue;
-    const pid = Number(/^(\d+)-[0-9a-f]+$/.exec(name.slice(prefix.length))?.[1]);
-    if (!Number.isSafeInteger(pid) || pid === process.pid || isRunning(pid)) continue;
-    const path = join(dir, name);
-    try {
-      await unlink(path);
-      removed.push(path);
-    } catch {
-      // Another brim cleaned it first, or it is not ours to remove.
-    }
-  }
-  return removed;
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-function tempPathFor(target: string): string {
-  return join(dirname(target), `.${basename(target)}${TEMP_MARK}${process.pid}-${randomBytes(6).toString("hex")}`);
-}
-
 async function resolveLink(path: string): Promise<string> {
   try {
     return await realpath(path);
@@ -146,26 +99,7 @@ async function replaceFile(shownPath: string, target: string, text: string, befo
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw ioError("write", shownPath, error);
   }
-  const temp = tempPathFor(target);
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(temp, "wx", mode ?? 0o666);
-    await handle.writeFile(text, "utf8");
-    if (mode !== undefined) await handle.chmod(mode);
-    if (owner !== undefined && typeof process.getuid === "function" && (owner.uid !== process.getuid() || owner.gid !== process.getgid?.())) {
-      await handle.chown(owner.uid, owner.gid).catch(() => undefined);
-    }
-    await handle.sync();
-    await handle.close();
-    handle = undefined;
-    await beforeRename?.();
-    await rename(temp, target);
-  } catch (error) {
-    await handle?.close().catch(() => undefined);
-    await unlink(temp).catch(() => undefined);
-    throw ioError("write", shownPath, error);
-  }
-  await syncDirectory(dirname(target));
+  await writeAtomic(target, text, { shownPath, ...(mode !== undefined ? { mode } : {}), ...(owner !== undefined ? { owner } : {}), ...(beforeRename ? { beforeRename } : {}) });
 }
 
 async function writeBackup(target: string, text: string): Promise<string> {
@@ -195,17 +129,5 @@ async function writeBackup(target: string, text: string): Promise<string> {
     await handle?.close().catch(() => undefined);
     await unlink(temp).catch(() => undefined);
     await syncDirectory(dirname(target));
-  }
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(dir, "r");
-    await handle.sync();
-  } catch {
-    // Some file systems cannot fsync a directory; the rename itself is still atomic there.
-  } finally {
-    await handle?.close().catch(() => undefined);
   }
 }

@@ -40,9 +40,12 @@ export const YAML_WORDS: ContainerWords = { mapping: "mapping", list: "list" };
  * ```
  */
 export function parseYaml(text: string, file: string): ParsedYaml {
-  const doc = parseDocument(text, { merge: true, prettyErrors: false });
+  // The library's own duplicate-key check is quadratic in a mapping's size (40,000 keys: about a
+  // minute); brim checks keys itself in one pass and refuses absurd sizes with one line.
+  const doc = parseDocument(text, { merge: true, prettyErrors: false, uniqueKeys: false });
   const error = doc.errors[0];
   if (error !== undefined) throw parseFailure(file, text, error.pos[0], "YAML", error.message);
+  checkMappings(doc, text, file);
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 10_000 });
@@ -52,6 +55,27 @@ export function parseYaml(text: string, file: string): ParsedYaml {
   const root = doc.contents;
   const empty = root === null || (isScalar(root) && root.value === null && root.range[0] === root.range[1]);
   return { doc, data, empty };
+}
+
+/** The most keys brim accepts in one YAML mapping of a config. */
+export const MAX_YAML_KEYS_PER_MAPPING = 10_000;
+
+function checkMappings(doc: Document.Parsed, text: string, file: string): void {
+  visit(doc, {
+    Map(_key, node) {
+      if (node.items.length > MAX_YAML_KEYS_PER_MAPPING) {
+        throw new BrimError("E_INPUT", `${file}: a mapping with ${node.items.length} keys (brim reads configs with up to ${MAX_YAML_KEYS_PER_MAPPING} keys per mapping)`);
+      }
+      const seen = new Set<string>();
+      for (const pair of node.items) {
+        const key = pair.key;
+        if (!isScalar(key) || key.value === "<<") continue;
+        const name = `${typeof key.value}:${String(key.value)}`;
+        if (seen.has(name)) throw parseFailure(file, text, key.range?.[0] ?? 0, "YAML", "Map keys must be unique");
+        seen.add(name);
+      }
+    },
+  });
 }
 
 /**

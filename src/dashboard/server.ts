@@ -67,6 +67,8 @@ export interface Dashboard {
   server: Server;
   /** stops serving: ends the event streams, closes connections */
   close(): Promise<void>;
+  /** event streams open now (each one polls its timeline until its client leaves) */
+  openStreams(): number;
 }
 
 /**
@@ -223,6 +225,16 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   }
 
   async function stream(req: IncomingMessage, res: ServerResponse, id: string, url: URL): Promise<void> {
+    // The client may leave while the history is read: listen first, look after every await.
+    let gone = false;
+    let stop: () => void = () => {};
+    const leave = (): void => {
+      gone = true;
+      stop();
+    };
+    res.once("close", leave);
+    req.once("close", leave);
+    res.on("error", leave);
     let meta = await store.readRunMeta(id);
     const path = join(store.runDir(id), "timeline.ndjson");
     const asked = Number(req.headers["last-event-id"] ?? url.searchParams.get("from") ?? 0);
@@ -230,6 +242,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     const history = await readTimelineFrom(path, 0, from);
     const entries: TimelineEntry[] = history.entries;
     const tail = new TimelineTail(path, history.offset);
+    if (gone || res.destroyed) return;
     res.writeHead(200, { ...securityHeaders("none"), "Content-Type": "text/event-stream; charset=utf-8", Connection: "keep-alive", "X-Accel-Buffering": "no" });
     res.write("retry: 2000\n\n");
     let closed = false;
@@ -237,7 +250,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     let dirty = false;
     let lastCharts = 0;
     const send = (event: string, data: unknown, eventId?: number): void => {
-      if (!closed) res.write(`${eventId !== undefined ? `id: ${eventId}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      if (!closed && !res.destroyed) res.write(`${eventId !== undefined ? `id: ${eventId}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
     const handle = {
       close: (): void => {
@@ -246,9 +259,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
         clearInterval(poller);
         clearInterval(heartbeat);
         streams.delete(handle);
-        res.end();
+        if (!res.destroyed) res.end();
       },
     };
+    stop = handle.close;
     const finish = async (cause: string | null): Promise<void> => {
       try {
         meta = await store.readRunMeta(id);
@@ -259,6 +273,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       handle.close();
     };
     const tick = async (): Promise<void> => {
+      if (res.destroyed) handle.close();
       if (busy || closed) return;
       busy = true;
       try {
@@ -284,10 +299,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     };
     const poller = setInterval(() => void tick(), pollMs);
     const heartbeat = setInterval(() => {
-      if (!closed) res.write(": ping\n\n");
+      if (res.destroyed) handle.close();
+      else if (!closed) res.write(": ping\n\n");
     }, heartbeatMs);
     streams.add(handle);
-    req.on("close", handle.close);
+    if (gone || res.destroyed) {
+      handle.close();
+      return;
+    }
     if (meta.end !== null && entries.some((e) => e.kind === "end")) {
       await tick();
       if (!closed) await finish(meta.end.cause);
@@ -363,6 +382,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     port,
     token,
     server,
+    openStreams: () => streams.size,
     close(): Promise<void> {
       closing ??= new Promise<void>((resolve) => {
         for (const s of [...streams]) s.close();

@@ -153,11 +153,11 @@ export function openDevices(options: OpenDevicesOptions = {}): Devices {
       const gpus = closed ? [] : await source.read();
       let tree: TreeReading | null = null;
       if (rootPid !== null) {
-        const { pids, rssBytes, cpuPercent, visiblePids } = trees.read(rootPid);
+        const { pids, rssBytes, pssBytes, cpuPercent, visiblePids } = trees.read(rootPid);
         const processes = gpus.flatMap((g) => g.processes);
         const listed = source.gpus().some((g) => g.available.includes("processes"));
         const gpuBytes = !listed ? null : treeGpuBytes(pids, processes, (pid) => visiblePids.has(pid), (pid) => proc.nsPids(pid));
-        tree = { rootPid, pids, rssBytes, cpuPercent, gpuBytes };
+        tree = { rootPid, pids, rssBytes, pssBytes, cpuPercent, gpuBytes };
       }
       return { t, gpus, tree, host: host.read() };
     },

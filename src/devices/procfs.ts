@@ -138,6 +138,21 @@ export function parseAuxv(bytes: Uint8Array): { pageSize: number | null; clockTi
 }
 
 /**
+ * The proportional set size from /proc/<pid>/smaps_rollup, in bytes: each resident page divided by
+ * the number of processes that map it, so pages a forked loader worker shares with its parent count
+ * once over the tree (the resident set counts them in each process). null without a `Pss:` line.
+ *
+ * @example
+ * ```ts
+ * parseSmapsRollupPss("Rss:  1692 kB\nPss:   205 kB\n"); // 209920
+ * ```
+ */
+export function parseSmapsRollupPss(text: string): number | null {
+  const match = /^Pss:\s+(\d+)\s+kB/m.exec(text);
+  return match?.[1] === undefined ? null : Number(match[1]) * 1024;
+}
+
+/**
  * The root and all its descendants, root first then breadth-first; [] when the root is not among
  * `processes`.
  *
@@ -252,6 +267,12 @@ export class ProcFs {
     return text === null ? null : parseProcStat(text);
   }
 
+  /** /proc/<pid>/smaps_rollup's PSS in bytes (kernel 4.14+); null when gone or not readable. */
+  pssBytes(pid: number): number | null {
+    const text = this.#read(String(pid), "smaps_rollup");
+    return text === null ? null : parseSmapsRollupPss(text);
+  }
+
   /** /proc/<pid>/status NSpid; null when the process is gone. */
   nsPids(pid: number): number[] | null {
     const text = this.#read(String(pid), "status");
@@ -274,13 +295,15 @@ export class ProcFs {
  *
  * @example
  * ```ts
- * const t: ProcTree = { rootPid: 5, pids: [5, 9], rssBytes: 1 << 30, cpuPercent: 95 };
+ * const t: ProcTree = { rootPid: 5, pids: [5, 9], rssBytes: 1 << 30, pssBytes: 1 << 29, cpuPercent: 95 };
  * ```
  */
 export interface ProcTree {
   rootPid: number;
   pids: number[];
   rssBytes: number;
+  /** Σ PSS over the tree; null when smaps_rollup cannot be read for a member (then RSS is what counts). */
+  pssBytes: number | null;
   cpuPercent: number | null;
 }
 
@@ -327,13 +350,16 @@ export function createTreeReader(proc: ProcFs, nowMs: () => number = Date.now, r
         .filter((stat) => stat !== undefined);
       const ticks = new Map<string, number>();
       let rssPages = 0;
+      let pssBytes: number | null = 0;
       for (const stat of stats) {
         rssPages += stat.rssPages;
+        const pss: number | null = pssBytes === null ? null : proc.pssBytes(stat.pid);
+        pssBytes = pss === null || pssBytes === null ? null : pssBytes + pss;
         ticks.set(`${stat.pid}:${stat.startTicks}`, stat.utimeTicks + stat.stimeTicks);
       }
       const cpuPercent = previous !== null && previous.rootPid === rootPid ? treeCpuPercent(previous.ticks, ticks, (atMs - previous.atMs) / 1000, proc.clockTicks) : null;
       previous = { rootPid, atMs, ticks };
-      return { rootPid, pids: stats.map((stat) => stat.pid), rssBytes: rssPages * proc.pageSize, cpuPercent, visiblePids: visible };
+      return { rootPid, pids: stats.map((stat) => stat.pid), rssBytes: rssPages * proc.pageSize, pssBytes: stats.length === 0 ? null : pssBytes, cpuPercent, visiblePids: visible };
     },
   };
 }

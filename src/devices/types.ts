@@ -188,6 +188,11 @@ export interface TreeReading {
   pids: number[];
   /** Σ resident set size over the tree (shared pages counted in each process). */
   rssBytes: number;
+  /**
+   * Σ proportional set size over the tree (a shared page split among the processes that map it):
+   * RAM as the OS counts it for a tree that forks. null (or absent) where smaps_rollup is not readable.
+   */
+  pssBytes?: number | null;
   /** CPU time of the tree over wall time since the previous reading, in % of one core (can exceed 100); null on the first reading. */
   cpuPercent: number | null;
   /** Σ GPU memory of the driver's processes that belong to the tree; null in CPU mode or when the driver hides it. */

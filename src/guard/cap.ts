@@ -51,7 +51,7 @@ export class CapWatcher {
     if (usedBytes > capBytes) {
       this.#overInARow++;
       if (this.#overInARow >= overReadings) {
-        const what = scope === "gpu" ? "GPU memory" : "RAM (resident set)";
+        const what = scope === "gpu" ? "GPU memory" : "RAM (PSS)";
         return { kind: "stop", usedBytes, detail: `the job's processes held ${formatGiB(usedBytes)} of ${what}, over the ${formatGiB(capBytes)} cap` };
       }
     } else {

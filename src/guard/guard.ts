@@ -5,8 +5,11 @@ import { Job, type JobResult } from "../job/runner.ts";
 import type { RunStore } from "../record/store.ts";
 import { summarizeRun } from "../record/summary.ts";
 import type { RunDevice, RunMeta, RunSummary, TimelineEntry } from "../record/types.ts";
+import { BrimError } from "../errors/index.ts";
+import { ioCause } from "../files.ts";
 import { CapWatcher } from "./cap.ts";
 import { LiveTracker, type LiveState } from "./live.ts";
+import { Watchdog } from "./watchdog.ts";
 
 const brimVersion = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
 
@@ -34,8 +37,15 @@ export interface GuardOptions {
   env?: Record<string, string>;
   /** Seconds after which brim asks the job to stop (SDK), then stops it 5 s later; for tune trials. */
   timeLimitS?: number | null;
-  /** Forward SIGINT/SIGTERM that brim receives to the job while it runs (the CLI sets this). */
+  /** Forward SIGINT/SIGTERM that brim receives to the job while it runs, and stop it on SIGHUP (the CLI sets this). */
   forwardSignals?: boolean;
+  /**
+   * When brim can no longer guard the job (it is killed, crashes, loses its terminal), let the job run
+   * on, recorded as unguarded, instead of stopping it (the default). A SIGHUP is then ignored.
+   */
+  keepOnSupervisorLoss?: boolean;
+  /** Start the watchdog that stops the job when brim is lost (default true). */
+  watchdog?: boolean;
   onOutput?: (stream: 1 | 2, line: string) => void;
   onState?: (state: LiveState, now: number) => void;
   onStart?: (info: { runId: string; pid: number; dir: string }) => void;
@@ -109,6 +119,7 @@ export function sampleEntryOf(reading: Reading): TimelineEntry {
       ? {
           pids: reading.tree.pids.length,
           rss_bytes: reading.tree.rssBytes,
+          pss_bytes: reading.tree.pssBytes ?? null,
           cpu_percent: reading.tree.cpuPercent,
           gpu_bytes: reading.tree.gpuBytes,
           gpu_pids: gpuPidsOfTree(reading),
@@ -182,13 +193,61 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     device: runDevice(inventory),
     versions: versionsFrom(undefined),
   });
+  const dog = options.watchdog === false ? null : Watchdog.start({ runDir: writer.dir, graceS: options.killGraceS ?? 10, keep: options.keepOnSupervisorLoss === true });
+  // Set once the job runs: what a handler or a timer does when brim itself fails while guarding.
+  let failGuard: (error: unknown) => void = () => {};
+  const guarded =
+    <A extends unknown[]>(fn: (...args: A) => void) =>
+    (...args: A): void => {
+      try {
+        fn(...args);
+      } catch (error) {
+        failGuard(error);
+      }
+    };
   const live = new LiveTracker({ startedAt: Date.now() / 1000, capBytes: options.capBytes, capScope, totalSteps: options.stepBudget ?? null });
   const watcher = options.capBytes !== null ? new CapWatcher({ capBytes: options.capBytes, scope: capScope, ...(options.shrinkAt !== undefined ? { shrinkAt: options.shrinkAt } : {}) }) : null;
   let mainHello: ChannelMessage | undefined;
   let peakGpu: number | null = null;
   let peakRss: number | null = null;
+  let peakPss: number | null = null;
   let lastKeptSampleAt = Number.NEGATIVE_INFINITY;
   let pendingSample: Reading | null = null;
+
+  // Registered before the job starts: a signal that arrives while it starts waits for it.
+  let started: Job | null = null;
+  let early: (() => void) | null = null;
+  const onSignal = guarded((signal: NodeJS.Signals): void => {
+    if (started === null) {
+      early = () => onSignal(signal);
+      return;
+    }
+    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: `brim received ${signal} and passed it to the job`, details: { signal } });
+    started.interrupt(signal);
+  });
+  const onHangup = guarded((): void => {
+    if (started === null) {
+      early = () => onHangup();
+      return;
+    }
+    if (options.keepOnSupervisorLoss === true) {
+      writer.append({ t: Date.now() / 1000, kind: "event", event: "sighup_ignored", pid: null, step: null, message: "brim lost its terminal (SIGHUP) and goes on guarding the job (--keep-on-supervisor-loss)", details: {} });
+      return;
+    }
+    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: "brim lost its terminal (SIGHUP): it stops the job rather than leave it unguarded", details: { signal: "SIGHUP" } });
+    started.interrupt("SIGTERM");
+  });
+  const removeSignalHandlers = (): void => {
+    if (!options.forwardSignals) return;
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    process.off("SIGHUP", onHangup);
+  };
+  if (options.forwardSignals) {
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    process.on("SIGHUP", onHangup);
+  }
 
   let job: Job;
   try {
@@ -204,41 +263,48 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       hungAfterS: options.hungAfterS,
       killGraceS: options.killGraceS,
       env: options.env,
-      onMessage: (message) => {
+      onMessage: guarded((message: ChannelMessage) => {
         if (message.type === "hello" && message.role === "main" && mainHello === undefined) mainHello = message;
         const entry = timelineEntryOf(message);
         if (entry) writer.append(entry);
         live.message(message);
-      },
-      onOutput: (stream, line) => {
+      }),
+      onOutput: guarded((stream: 1 | 2, line: string) => {
         writer.appendOutput(stream, line);
         options.onOutput?.(stream, line);
-      },
+      }),
     });
   } catch (error) {
-    await writer.finish({ cause: "crashed", exit_code: null, signal: null, message: (error as Error).message }, null);
+    removeSignalHandlers();
+    await writer.finish({ cause: "crashed", exit_code: null, signal: null, message: (error as Error).message }, null).catch(() => undefined);
+    dog?.release();
     throw error;
   }
-  writer.append({ t: job.startedAt, kind: "start", pid: job.pid });
-  options.onStart?.({ runId: writer.id, pid: job.pid, dir: writer.dir });
-
-  const onSignal = (signal: NodeJS.Signals): void => {
-    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: `brim received ${signal} and passed it to the job`, details: { signal } });
-    job.interrupt(signal);
+  dog?.arm(job.pid, job.channel.path);
+  failGuard = (error) => {
+    const io = error instanceof BrimError ? error.code === "E_IO" : typeof (error as NodeJS.ErrnoException | undefined)?.code === "string";
+    const why = error instanceof BrimError ? error.message : ioCause(error);
+    if (io) job.stop("store_failed", `the run store failed: ${why}`, 2);
+    else job.stop("guard_failed", `brim's guard failed: ${why}`, 2);
   };
-  if (options.forwardSignals) {
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-  }
+  writer.onFailure((loss) => job.stop("store_failed", loss.error.message, 2));
+  writer.append({ t: job.startedAt, kind: "start", pid: job.pid });
+  guarded(() => options.onStart?.({ runId: writer.id, pid: job.pid, dir: writer.dir }))();
+  started = job;
+  (early as (() => void) | null)?.();
+
 
   const timers: NodeJS.Timeout[] = [];
   if (options.timeLimitS != null) {
     const limit = options.timeLimitS;
     timers.push(
-      setTimeout(() => {
-        job.requestStop(`time limit of ${limit} s`);
-        timers.push(setTimeout(() => job.stop("hung", `the job ran past its time limit of ${limit} s`, 2), 5000));
-      }, limit * 1000),
+      setTimeout(
+        guarded(() => {
+          job.requestStop(`time limit of ${limit} s`);
+          timers.push(setTimeout(guarded(() => job.stop("hung", `the job ran past its time limit of ${limit} s`, 2)), 5000));
+        }),
+        limit * 1000,
+      ),
     );
   }
 
@@ -248,14 +314,17 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     sampler = startSampler(deps.devices, {
     rootPid: job.pid,
     hz: options.hz ?? 10,
-    onReading: (reading) => {
+    onReading: guarded((reading: Reading) => {
       // A reading taken while the job is being reaped shows its pid with no memory: not a measurement.
       if (reading.tree !== null && reading.tree.rssBytes === 0) return;
       const gpuBytes = reading.tree?.gpuBytes ?? null;
       const rssBytes = reading.tree?.rssBytes ?? null;
+      const pssBytes = reading.tree?.pssBytes ?? null;
       if (gpuBytes !== null) peakGpu = Math.max(peakGpu ?? 0, gpuBytes);
       if (rssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakRss = Math.max(peakRss ?? 0, rssBytes);
-      const used = capScope === "gpu" ? gpuBytes : rssBytes;
+      if (pssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakPss = Math.max(peakPss ?? 0, pssBytes);
+      // RAM as the OS counts it: PSS (shared pages of forked workers counted once), RSS where PSS is unreadable.
+      const used = capScope === "gpu" ? gpuBytes : (pssBytes ?? rssBytes);
       const gpus = reading.gpus;
       const mean = (values: (number | null)[]): number | null => {
         const known = values.filter((value): value is number => value !== null);
@@ -289,30 +358,42 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
         pendingSample = null;
       }
       options.onState?.(live.snapshot(reading.t), reading.t);
-    },
+    }),
   });
 
     result = await job.wait();
   } catch (error) {
-    // brim itself failed mid-run: the job must not outlive it
-    job.stop("hung", `brim failed while guarding the job: ${(error as Error).message}`, 1);
-    await job.wait();
-    throw error;
+    // brim itself failed mid-run (the sampler could not start): the job must not outlive it
+    failGuard(error);
+    result = await job.wait();
   } finally {
     for (const timer of timers) clearTimeout(timer);
-    await sampler?.stop();
-    if (options.forwardSignals) {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-    }
+    await sampler?.stop().catch(() => undefined);
+    removeSignalHandlers();
   }
-  const lastSample = pendingSample as Reading | null;
-  if (lastSample !== null) writer.append(sampleEntryOf(lastSample));
-  writer.flush();
-  const { timeline } = await deps.store.readRun(writer.id);
-  const summary = summarizeRun(timeline, { treeGpuBytes: peakGpu, treeRssBytes: peakRss }, result.endedAt - result.startedAt);
-  await writer.update({ versions: versionsFrom(mainHello) });
-  await writer.finish(result.end, summary, new Date(result.endedAt * 1000));
-  const recorded = await deps.store.readRun(writer.id);
-  return { meta: recorded.meta, job: result, summary, timeline: recorded.timeline };
+  try {
+    const lastSample = pendingSample as Reading | null;
+    if (lastSample !== null) writer.append(sampleEntryOf(lastSample));
+    const { refused, overflowed, admittedByPid } = result.channel;
+    if (refused > 0 || overflowed > 0) {
+      const message = `the SDK channel refused ${refused} connection(s) from outside the job and closed ${overflowed} that sent more than it holds`;
+      writer.append({ t: result.endedAt, kind: "event", event: "channel_refused", pid: null, step: null, message, details: { refused, overflowed, admitted_by_pid: admittedByPid } });
+    }
+    writer.flush();
+    const loss = writer.loss;
+    if (loss !== null && result.end.cause !== "store_failed") {
+      result = { ...result, end: { ...result.end, cause: "store_failed", message: `${loss.error.message}; the record is incomplete` } };
+    }
+    if (loss !== null) {
+      result = { ...result, end: { ...result.end, message: `${result.end.message} (${loss.entriesLost} timeline entries and ${loss.outputLinesLost} output lines not recorded)` } };
+    }
+    const { timeline } = await deps.store.readRun(writer.id);
+    const summary: RunSummary = { ...summarizeRun(timeline, { treeGpuBytes: peakGpu, treeRssBytes: peakRss }, result.endedAt - result.startedAt), peak_tree_pss_bytes: peakPss };
+    if (loss === null) await writer.update({ versions: versionsFrom(mainHello) }).catch(() => undefined);
+    await writer.finish(result.end, summary, new Date(result.endedAt * 1000));
+    const recorded = await deps.store.readRun(writer.id);
+    return { meta: recorded.meta, job: result, summary, timeline: recorded.timeline };
+  } finally {
+    dog?.release();
+  }
 }

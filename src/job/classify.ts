@@ -31,7 +31,7 @@ export function oomInLine(line: string): OomKind | null {
 }
 
 /** Why brim itself ended the job, when it did. */
-export type BrimStopReason = "interrupted" | "cap_exceeded" | "hung";
+export type BrimStopReason = "interrupted" | "cap_exceeded" | "hung" | "store_failed" | "guard_failed";
 
 /** Everything the classifier looks at. */
 export interface EndEvidence {
@@ -70,6 +70,12 @@ export function classifyEnd(evidence: EndEvidence): RunEnd {
   }
   if (evidence.stoppedBy === "hung") {
     return end("hung", `${evidence.stopDetail ?? "no training step for too long"}; brim stopped it. Look at the end of output.log for where it was stuck, or raise --hung-after`);
+  }
+  if (evidence.stoppedBy === "store_failed") {
+    return end("store_failed", `${evidence.stopDetail ?? "the run store refused a write"}; brim stopped the job rather than run it unrecorded. Free space in the store or pass --store`);
+  }
+  if (evidence.stoppedBy === "guard_failed") {
+    return end("supervisor_lost", `${evidence.stopDetail ?? "brim's guard failed"}; brim stopped the job rather than leave it unguarded`);
   }
   if (evidence.gpuLost) return end("gpu_fault", `the GPU reported a fault (fallen off the bus or Xid) during the run (${status}); check 'nvidia-smi' and the kernel log (dmesg)`);
   const failed = exitCode !== 0 || signal !== null;

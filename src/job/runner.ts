@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +20,8 @@ export interface JobOptions {
   /** Extra variables, applied last. */
   env?: Record<string, string>;
   runId: string;
+  /** The secret an SDK sends in its hello (`token`) to be admitted on the channel; Job.start makes one. */
+  channelToken?: string;
   knobs?: Record<string, unknown>;
   stepBudget?: number | null;
   warmupSteps?: number | null;
@@ -61,6 +64,7 @@ const TAIL_LINES = 60;
 export function jobEnvironment(options: JobOptions, channelPath: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...(options.baseEnv ?? process.env) };
   env.BRIM_CHANNEL = channelPath;
+  if (options.channelToken !== undefined) env.BRIM_CHANNEL_TOKEN = options.channelToken;
   env.BRIM_RUN_ID = options.runId;
   env.PYTHONUNBUFFERED = env.PYTHONUNBUFFERED ?? "1";
   if (options.knobs !== undefined && Object.keys(options.knobs).length > 0) env.BRIM_KNOBS = JSON.stringify(options.knobs);
@@ -125,6 +129,9 @@ export class Job {
       await this.#reapGroup();
       // 'exit' can come before the last output is read: the OOM traceback that decides the cause
       await Promise.race([Promise.all(this.#streamsEnded), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+      // A process that left the group still holding stdout must not keep brim alive after the run.
+      child.stdout?.destroy();
+      child.stderr?.destroy();
       if (this.#killTimer) clearTimeout(this.#killTimer);
       if (this.#hungTimer) clearInterval(this.#hungTimer);
       await channel.close();
@@ -147,15 +154,19 @@ export class Job {
     if (program === undefined || program === "") throw new BrimError("E_USAGE", "no command to run: put it after --, e.g. brim run -- python train.py");
     const box: { job?: Job } = {};
     const pending: ChannelMessage[] = [];
-    const channel = await ChannelServer.listen((message) => {
-      if (box.job) box.job.#onMessage(message);
-      else pending.push(message);
-    });
+    const token = options.channelToken ?? randomBytes(16).toString("hex");
+    const channel = await ChannelServer.listen(
+      (message) => {
+        if (box.job) box.job.#onMessage(message);
+        else pending.push(message);
+      },
+      { admission: { token, admitPid: (pid) => box.job !== undefined && inProcessTree(pid, box.job.pid) } },
+    );
     let child: ChildProcess;
     try {
       child = spawn(program, args, {
         cwd: options.cwd,
-        env: jobEnvironment(options, channel.path),
+        env: jobEnvironment({ ...options, channelToken: token }, channel.path),
         detached: true,
         stdio: ["ignore", "pipe", "pipe"],
       });
@@ -318,6 +329,22 @@ export class Job {
     const killDeadline = Date.now() + 2000;
     while (groupAlive(this.pid) && Date.now() < killDeadline) await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** True when `pid` is `rootPid` or descends from it (parents read from /proc). */
+function inProcessTree(pid: number, rootPid: number): boolean {
+  let at = pid;
+  for (let hops = 0; hops < 256 && Number.isSafeInteger(at) && at > 1; hops++) {
+    if (at === rootPid) return true;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${at}/stat`, "utf8");
+    } catch {
+      return false;
+    }
+    at = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  }
+  return false;
 }
 
 function groupAlive(pgid: number): boolean {

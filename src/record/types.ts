@@ -1,5 +1,5 @@
 /** How a job ended (docs/run-store.md). */
-export type EndCause = "ok" | "gpu_oom" | "host_oom" | "gpu_fault" | "hung" | "crashed" | "interrupted" | "cap_exceeded";
+export type EndCause = "ok" | "gpu_oom" | "host_oom" | "gpu_fault" | "hung" | "crashed" | "interrupted" | "cap_exceeded" | "store_failed" | "supervisor_lost";
 
 /** The end of a run as run.json records it. */
 export interface RunEnd {
@@ -20,6 +20,8 @@ export interface RunSummary {
   step_time_s: number | null;
   peak_tree_gpu_bytes: number | null;
   peak_tree_rss_bytes: number | null;
+  /** Peak Σ PSS of the process tree (what the RAM cap counts); absent in records from before it was measured. */
+  peak_tree_pss_bytes?: number | null;
   framework_peak_allocated_bytes: number | null;
   framework_peak_reserved_bytes: number | null;
   gpu_util_mean: number | null;
@@ -58,6 +60,8 @@ export interface RunMeta {
   ended_at: string | null;
   end: RunEnd | null;
   summary: RunSummary | null;
+  /** Set by brim's watchdog when brim was lost and the job ran on unguarded (--keep-on-supervisor-loss). */
+  unguarded_since?: string;
 }
 
 /** One line of timeline.ndjson: always `t` (Unix seconds) and `kind`; the rest depends on the kind. */

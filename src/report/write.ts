@@ -4,10 +4,9 @@
  *
  * @module
  */
-import { randomBytes } from "node:crypto";
-import { mkdir, open, rename, rm } from "node:fs/promises";
-import { dirname, join, relative, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { BrimError } from "../errors/index.ts";
+import { writeFileAtomic as writeAtomic } from "../files.ts";
 import type { RunStore } from "../record/store.ts";
 import { isRecordId } from "../record/store.ts";
 import { runHtml, tuneHtml } from "./html.ts";
@@ -71,31 +70,8 @@ export interface ReportResult {
   model: RunReportModel | TuneReportModel;
 }
 
-/**
- * Writes a file atomically: a temporary file beside it, synced, then renamed over it.
- *
- * @example
- * ```ts
- * await writeFileAtomic("/tmp/out/report.md", "# report\n");
- * ```
- */
-export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
-  const temp = `${path}.tmp-${process.pid}-${randomBytes(3).toString("hex")}`;
-  try {
-    await mkdir(dirname(path), { recursive: true });
-    const handle = await open(temp, "w");
-    try {
-      await handle.writeFile(data);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, path);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw new BrimError("E_IO", `cannot write ${path}: ${(error as Error).message}`, { cause: error });
-  }
-}
+/** Every report file goes through brim's one atomic writer, its folder made first. */
+const writeFileAtomic = (path: string, data: string | Uint8Array): Promise<void> => writeAtomic(path, data, { makeDir: true });
 
 /**
  * What a reference names: a run or a tune. An exact id decides; `latest` is the newest run, or the

@@ -158,7 +158,9 @@ function defaultCap(devices: Devices): { capBytes: number; scope: "gpu" | "ram";
 const finite = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
 
 function trialResultOf(run: GuardResult, capScope: "gpu" | "ram"): TrialResult {
-  const end = run.meta.end?.cause ?? "crashed";
+  const cause = run.meta.end?.cause ?? "crashed";
+  // A trial whose guard or store failed counts as crashed for the search.
+  const end = cause === "store_failed" || cause === "supervisor_lost" ? "crashed" : cause;
   const steady = mainProcessSteps(run.timeline).filter((step) => step.warmup !== true);
   const stepSeconds = steady.map((step) => (finite(step.wait_s) ? step.wait_s : 0) + (finite(step.compute_s) ? step.compute_s : 0));
   const summary = run.summary;

@@ -34,7 +34,7 @@ describe("brim run (the built CLI as a real process)", () => {
     expect(result.stdout).toMatch(/\[nbeats\] done steps=12/);
     expect(result.stderr).toMatch(/brim: run \d{8}-\d{6}-[0-9a-f]{4} ended: ok/);
     expect(result.stderr).toMatch(/throughput\s+[\d.]+ samples\/s over 9 steady steps/);
-    expect(result.stderr).toMatch(/peak memory\s+[\d.]+ [MG]iB RAM \(process tree\) of the 3\.00 GiB cap/);
+    expect(result.stderr).toMatch(/peak memory\s+[\d.]+ [MG]iB RAM \(PSS of the process tree; RSS [\d.]+ [MG]iB\) of the 3\.00 GiB cap/);
     expect(result.status).toBe(0);
     const [id] = runIds(store);
     const meta = JSON.parse(readFileSync(join(store, "runs", id as string, "run.json"), "utf8")) as RunMeta & { summary: RunSummary };
