@@ -16,6 +16,10 @@ export interface PlanConstants {
   cudnn_workspace_bytes: number;
   /** caching-allocator rounding and fragmentation, as a fraction of the memory that changes per step */
   allocator_slack_fraction: number;
+  /** cuDNN convolution workspace per sample, as a multiple of the largest conv's im2col matrix */
+  conv_workspace_factor: number;
+  /** cuDNN recurrent backward workspace per sample, as a multiple of one layer's gate and hidden-state gradients */
+  rnn_workspace_factor: number;
   /** share of a GPU's dense peak that large matmuls reach */
   peak_efficiency: number;
   /** matmul rows (micro-batch × tokens) at which efficiency is half of `peak_efficiency` */
@@ -38,6 +42,8 @@ export const DEFAULT_CONSTANTS: Readonly<PlanConstants> = {
   cublas_workspace_bytes: 32 * MiB,
   cudnn_workspace_bytes: 128 * MiB,
   allocator_slack_fraction: 0.1,
+  conv_workspace_factor: 1,
+  rnn_workspace_factor: 1,
   peak_efficiency: 0.5,
   half_efficiency_rows: 2048,
   op_overhead_s: 10e-6,
@@ -50,6 +56,9 @@ const DEFAULT_SOURCES: Record<keyof PlanConstants, string> = {
   cublas_workspace_bytes: "PyTorch's default CUBLAS_WORKSPACE_CONFIG :4096:8 (8 × 4 MiB); not yet measured by brim",
   cudnn_workspace_bytes: "estimate for conv/recurrent models; the real size depends on the algorithm cuDNN picks (pytorch #49207); not yet measured by brim",
   allocator_slack_fraction: "estimate: caching allocator rounds large blocks to 2 MiB and fragments (pytorch #35901); not yet measured by brim",
+  conv_workspace_factor:
+    "estimate: one im2col matrix of the largest convolution (GEMM-based algorithms); cuDNN may pick FFT or Winograd algorithms with other sizes when memory is free (pytorch #49207); not yet measured by brim",
+  rnn_workspace_factor: "estimate: backward-data holds one layer's gate and hidden-state gradients (cudnnRNNBackwardData_v8 workspace); not yet measured by brim",
   peak_efficiency: "speed model: assumed share of dense peak reached by large matmuls; not yet measured by brim",
   half_efficiency_rows: "speed model: assumed rows at half efficiency; not yet measured by brim",
   op_overhead_s: "speed model: kernel launch latency, about 5–10 µs per op; not yet measured by brim",
