@@ -123,7 +123,8 @@ Examples:
 The plan: memory by component at the micro-batch in force, the largest micro-batch whose
 predicted peak stays under cap × (1 - margin), and ranked ways (micro-batch × accumulation,
 precision, checkpointing) to reach the effective batch. Numbers in the plan that are not
-measured yet are listed as uncalibrated, with their sources (--json: assumptions).
+measured yet are listed as defaults, and the GPU calibration a plan uses (if any) is named
+with the GPU, driver, CUDA, torch and cuDNN it was measured with (--json: calibration, assumptions).
 `;
 
 /**

@@ -77,6 +77,16 @@ function sectionLines(s: PlanSection, budget: number): string[] {
   return lines;
 }
 
+function calibrationLines(report: PlanReport): string[] {
+  const c = report.calibration;
+  if (c === null) return [`calibration: none measured for ${report.gpu.name}: every constant is a default estimate (sources: --json, field assumptions)`];
+  const on = c.measured_on;
+  return [
+    `calibrated on ${on.gpu} (driver ${on.driver}, CUDA ${on.cuda}, torch ${on.torch}, cuDNN ${on.cudnn}; used for ${c.framework}): ${c.calibrated.join(", ")}`,
+    `defaults (not measured): ${c.defaults.join(", ")} (sources: --json, field assumptions)`,
+  ];
+}
+
 /**
  * Renders a plan for the terminal.
  *
@@ -98,10 +108,9 @@ export function renderPlanText(report: PlanReport): string {
     lines.push("", `── stage ${stage.name ?? "?"}${stage.seq_len !== undefined ? ` (seq_len ${stage.seq_len})` : ""} ──`);
     lines.push(...sectionLines(stage, g.budget_bytes));
   }
-  const uncalibrated = report.assumptions.filter((a) => !a.calibrated).map((a) => a.name);
   lines.push("");
   lines.push(`speed model: ${report.speed_model}`);
-  lines.push(`uncalibrated: ${uncalibrated.join(", ")} (sources: --json, field assumptions)`);
+  lines.push(...calibrationLines(report));
   return lines.join("\n") + "\n";
 }
 
@@ -137,7 +146,7 @@ export function renderPlanMarkdown(report: PlanReport): string {
     }
     for (const note of s.notes) out.push(`> ${note}`, "");
   }
-  out.push("## Assumptions", "", "| name | value | source | calibrated |", "|---|---|---|---|");
+  out.push("## Assumptions", "", ...calibrationLines(report).map((l) => `${l}  `), "", "| name | value | source | calibrated |", "|---|---|---|---|");
   for (const a of report.assumptions) out.push(`| ${a.name} | ${typeof a.value === "number" && a.value > 1e5 ? formatBytes(a.value) : String(a.value)} | ${a.source} | ${a.calibrated ? "yes" : "no"} |`);
   out.push("", `Speed model: ${report.speed_model}`, "");
   return out.join("\n");

@@ -65,50 +65,98 @@ const DEFAULT_SOURCES: Record<keyof PlanConstants, string> = {
   step_overhead_s: "speed model: Python and data hand-off per micro-step; not yet measured by brim",
 };
 
+/** The machine and versions a calibration was measured with. */
+export interface MeasuredOn {
+  gpu: string;
+  driver: string;
+  cuda: string;
+  torch: string;
+  cudnn: string;
+}
+
 /**
- * Constants measured on a GPU (bench/results/…), used when planning for a matching GPU.
+ * Constants measured on a GPU (bench/results/gpu/…/calibration.json), used when planning for a GPU
+ * of the same id or architecture and the same framework major version.
  *
  * @example
  * ```ts
- * const cal: Calibration = { id: "h100-torch2.4", matches: ["h100-sxm"], constants: { cuda_context_bytes: 5.4e8 }, source: "bench/results/h100/fit.json" };
- * resolveConstants("h100-sxm", [cal]).values.cuda_context_bytes; // 5.4e8
+ * const cal: Calibration = { id: "hopper-torch2", matches: ["hopper"], framework: { name: "torch", major: 2 }, measured_on, constants: { cuda_context_bytes: 7.8e8 }, source: "bench/results/gpu/nvidia-h100-80gb-hbm3/calibration.json" };
+ * resolveConstants("h100-sxm", [cal], "hopper").values.cuda_context_bytes; // 7.8e8
  * ```
  */
 export interface Calibration {
   id: string;
   /** GPU ids or architectures this calibration applies to */
   matches: readonly string[];
+  framework: { name: "torch"; major: number };
+  measured_on: MeasuredOn;
   constants: Partial<PlanConstants>;
+  /** the fit's output file, which records its inputs and command */
   source: string;
+}
+
+/** Which calibration a plan used, and which constants it set. */
+export interface CalibrationUse {
+  id: string;
+  framework: string;
+  measured_on: MeasuredOn;
+  source: string;
+  calibrated: (keyof PlanConstants)[];
+  defaults: (keyof PlanConstants)[];
 }
 
 /** Constants in force for one plan, each with where it came from. */
 export interface ResolvedConstants {
   values: PlanConstants;
   sources: Record<keyof PlanConstants, ConstantSource>;
+  calibration: CalibrationUse | null;
 }
+
+/** The framework major version plans assume when none is given: the calibrations' PyTorch 2. */
+export const DEFAULT_FRAMEWORK_MAJOR = 2;
 
 /**
  * Picks the constants for a GPU: defaults, overridden by the first calibration that matches the
- * GPU id or its architecture.
+ * GPU id or its architecture and the framework major version.
  *
  * @example
  * ```ts
  * resolveConstants("rtx-4090", []).sources.cuda_context_bytes.calibrated; // false
  * ```
  */
-export function resolveConstants(gpuId: string | undefined, calibrations: readonly Calibration[], architecture?: string): ResolvedConstants {
+export function resolveConstants(
+  gpuId: string | undefined,
+  calibrations: readonly Calibration[],
+  architecture?: string,
+  frameworkMajor: number = DEFAULT_FRAMEWORK_MAJOR,
+): ResolvedConstants {
   const values: PlanConstants = { ...DEFAULT_CONSTANTS };
   const sources = Object.fromEntries(
     Object.entries(DEFAULT_SOURCES).map(([k, source]) => [k, { source, calibrated: false }]),
   ) as Record<keyof PlanConstants, ConstantSource>;
-  const match = calibrations.find((c) => c.matches.some((m) => m === gpuId || m === architecture));
-  if (match !== undefined) {
-    for (const [key, value] of Object.entries(match.constants) as [keyof PlanConstants, number | undefined][]) {
-      if (value === undefined) continue;
-      values[key] = value;
-      sources[key] = { source: `calibration ${match.id}: ${match.source}`, calibrated: true };
-    }
+  const match = calibrations.find((c) => c.framework.major === frameworkMajor && c.matches.some((m) => m === gpuId || m === architecture));
+  if (match === undefined) return { values, sources, calibration: null };
+  const on = match.measured_on;
+  const calibrated: (keyof PlanConstants)[] = [];
+  for (const [key, value] of Object.entries(match.constants) as [keyof PlanConstants, number | undefined][]) {
+    if (value === undefined) continue;
+    values[key] = value;
+    sources[key] = {
+      source: `calibrated on ${on.gpu} (driver ${on.driver}, CUDA ${on.cuda}, torch ${on.torch}, cuDNN ${on.cudnn}): ${match.source}`,
+      calibrated: true,
+    };
+    calibrated.push(key);
   }
-  return { values, sources };
+  return {
+    values,
+    sources,
+    calibration: {
+      id: match.id,
+      framework: `${match.framework.name} ${match.framework.major}.x`,
+      measured_on: on,
+      source: match.source,
+      calibrated,
+      defaults: (Object.keys(DEFAULT_CONSTANTS) as (keyof PlanConstants)[]).filter((k) => !calibrated.includes(k)),
+    },
+  };
 }

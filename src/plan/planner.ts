@@ -1,7 +1,8 @@
 import { formatBytes } from "../bytes.ts";
 import { InputError } from "../errors/index.ts";
 import { findGpu, GPU_CATALOG, type GpuSpec } from "./catalog.ts";
-import { resolveConstants, type Calibration, type PlanConstants, type ResolvedConstants } from "./constants.ts";
+import { CALIBRATIONS } from "./calibrations.ts";
+import { resolveConstants, type Calibration, type CalibrationUse, type PlanConstants, type ResolvedConstants } from "./constants.ts";
 import { graphFromSpec } from "./families.ts";
 import { footprintFromGraph, type ModelFootprint } from "./footprint.ts";
 import { graphFromHfConfig } from "./hf.ts";
@@ -26,7 +27,10 @@ export interface PlanOptions {
   capBytes?: number | undefined;
   /** share of the cap kept free, 0.1 by default */
   margin?: number | undefined;
+  /** measured calibrations to use; the bundled ones ({@link CALIBRATIONS}) by default */
   calibrations?: readonly Calibration[] | undefined;
+  /** the PyTorch major version the job runs (calibrations are per major version); 2 by default */
+  frameworkMajor?: number | undefined;
 }
 
 /** One ranked way to reach the effective batch. */
@@ -76,6 +80,8 @@ export interface PlanReport extends PlanSection {
   gpu: { id: string; name: string; memory_bytes: number; cap_bytes: number; margin: number; budget_bytes: number; gpus: number };
   stages: PlanSection[];
   speed_model: string;
+  /** the GPU calibration the plan used and which constants it set (the rest are defaults); null when none matched */
+  calibration: CalibrationUse | null;
   assumptions: Assumption[];
 }
 
@@ -107,7 +113,7 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
   if (gpus === 1 && sharding !== "none" && sharding !== "ddp") {
     throw new InputError(`${sharding} shards states over several GPUs; add --gpus N`, { field: "--sharding" });
   }
-  const constants = resolveConstants(gpu.spec?.id, options.calibrations ?? [], gpu.spec?.architecture);
+  const constants = resolveConstants(gpu.spec?.id, options.calibrations ?? CALIBRATIONS, gpu.spec?.architecture, options.frameworkMajor);
   const budget = Math.floor(capBytes * (1 - margin));
 
   const training = model.kind === "spec" ? model.spec.training : undefined;
@@ -166,6 +172,7 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
     gpu: { id: gpu.id, name: gpu.name, memory_bytes: gpu.memoryBytes, cap_bytes: capBytes, margin, budget_bytes: budget, gpus },
     stages,
     speed_model: SPEED_MODEL,
+    calibration: constants.calibration,
     assumptions: assumptionsOf(base, constants, gpu, mainFootprint),
   };
   return report;
