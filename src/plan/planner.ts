@@ -240,6 +240,16 @@ function closestIds(wanted: string): string[] {
 }
 
 function footprintOf(model: ModelInput, seqLen: number | undefined, stage: StageSpec | undefined, notes: string[]): ModelFootprint {
+  const footprint = buildFootprint(model, seqLen, stage, notes);
+  const perSample = Math.max(...Object.values(footprint.activations).map((a) => a.perSample), footprint.inputBytesPerSample);
+  if (!Number.isSafeInteger(footprint.params.total) || !(perSample <= Number.MAX_SAFE_INTEGER)) {
+    const what = Number.isSafeInteger(footprint.params.total) ? `${formatBytes(perSample)} of activations per sample` : `${footprint.params.total.toExponential(2)} parameters`;
+    throw new InputError(`the model has ${what}: beyond what brim can count exactly (2^53); check the sizes for a typo`, model.file === undefined ? {} : { file: model.file });
+  }
+  return footprint;
+}
+
+function buildFootprint(model: ModelInput, seqLen: number | undefined, stage: StageSpec | undefined, notes: string[]): ModelFootprint {
   switch (model.kind) {
     case "spec":
       return footprintFromGraph(graphFromSpec(withStage(model.spec, seqLen, stage)), "spec");
