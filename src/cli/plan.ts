@@ -8,7 +8,7 @@ import { parseModelFile } from "../plan/model-file.ts";
 import { plan, type PlanReport } from "../plan/planner.ts";
 import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import type { Output } from "./output.ts";
-import { renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
+import { renderPlanComparison, renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
 
 /** Options of `brim plan` as the command line gives them. */
 export interface PlanCommandOptions {
@@ -62,11 +62,33 @@ export async function planCommand(file: string, options: PlanCommandOptions): Pr
   });
 }
 
+/**
+ * `brim plan --gpu t4,p100`: the same job planned for each GPU named, for a side-by-side choice.
+ *
+ * @example
+ * ```ts
+ * const reports = await planCommandMany("examples/embedder/model.yaml", { gpu: "t4,p100" });
+ * ```
+ */
+export async function planCommandMany(file: string, options: PlanCommandOptions): Promise<PlanReport[]> {
+  const gpus = (options.gpu ?? "").split(",").map((g) => g.trim());
+  if (gpus.some((g) => g === "")) throw new UsageError(`--gpu: an empty name in ${JSON.stringify(options.gpu)}; separate GPU ids with commas, e.g. t4,p100`);
+  const reports: PlanReport[] = [];
+  for (const gpu of gpus) reports.push(await planCommand(file, { ...options, gpu }));
+  return reports;
+}
+
 /** Prints a plan as text, JSON or Markdown. */
 export function printPlan(report: PlanReport, options: Pick<PlanCommandOptions, "json" | "markdown">, out: Output): void {
   if (options.json === true) out.stdout(JSON.stringify(report, null, 2) + "\n");
   else if (options.markdown === true) out.stdout(renderPlanMarkdown(report));
   else out.stdout(renderPlanText(report));
+}
+
+/** Prints plans for several GPUs side by side (JSON: the array of plans). */
+export function printPlanComparison(reports: PlanReport[], options: Pick<PlanCommandOptions, "json" | "markdown">, out: Output): void {
+  if (options.json === true) out.stdout(JSON.stringify(reports, null, 2) + "\n");
+  else out.stdout(renderPlanComparison(reports, options.markdown === true ? "markdown" : "text"));
 }
 
 /** The GPU catalog as a table for `--list-gpus`. */
@@ -113,6 +135,7 @@ Examples:
   $ brim plan config.json --gpu a100-80gb --precision bf16-mixed --seq-len 2048 --checkpointing
   $ brim plan config.json --gpu h100-sxm --gpus 8 --sharding fsdp --optimizer adamw --json
   $ brim plan model.yaml --gpu-memory 24 --cap 20GiB --margin 0.05 --markdown > PLAN.md
+  $ brim plan examples/embedder/model.yaml --gpu t4,p100          # which Kaggle GPU, side by side
 
 <model> is one of:
   a model spec (YAML/JSON) naming a built-in family: mlp, nbeats, lstm, gru, cnn1d-lstm,
@@ -141,7 +164,7 @@ export function registerPlan(program: Command, out: Output): void {
     .summary("plan the memory of a training job for a GPU, before anything runs")
     .description("Plan the memory of a training job on a GPU, present or not: what fits, and the largest safe micro-batch.")
     .argument("[model]", "model spec (YAML/JSON), Hugging Face config.json, or SDK model profile")
-    .option("--gpu <id>", "GPU from the catalog, e.g. rtx-4090, a100-80gb, h100-sxm (see --list-gpus)")
+    .option("--gpu <id[,id...]>", "GPU from the catalog, e.g. rtx-4090, a100-80gb, h100-sxm (see --list-gpus); several, comma-separated, plan side by side")
     .option("--gpu-memory <GiB>", "memory of any card, in GiB or with a unit (24, 22.5GiB)", gib("--gpu-memory"))
     .addOption(new Option("--precision <p>", "training precision").choices(PRECISIONS).argParser(choice("--precision", PRECISIONS)))
     .addOption(new Option("--optimizer <name>", "optimizer (default adamw, or the spec's)").choices(OPTIMIZERS).argParser(choice("--optimizer", OPTIMIZERS)))
@@ -164,6 +187,7 @@ export function registerPlan(program: Command, out: Output): void {
       }
       if (model === undefined) throw new UsageError("brim plan needs a model file: brim plan <model> --gpu <id> (see brim plan --help)");
       if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
-      printPlan(await planCommand(model, options), options, out);
+      if (options.gpu?.includes(",") === true) printPlanComparison(await planCommandMany(model, options), options, out);
+      else printPlan(await planCommand(model, options), options, out);
     });
 }
