@@ -6,7 +6,8 @@ import { resolveConstants, type Calibration, type CalibrationUse, type PlanConst
 import { graphFromSpec } from "./families.ts";
 import { footprintFromGraph, type ModelFootprint } from "./footprint.ts";
 import { graphFromHfConfig } from "./hf.ts";
-import { COMPONENTS, maxMicroBatch, memoryAt, type Component, type Sharding, type TrainingSetup } from "./memory.ts";
+import { anchoredMemory, anchorOn, type Anchor, type TrialMeasurement } from "./anchor.ts";
+import { COMPONENTS, maxMicroBatch, memoryAt, type Component, type MemoryBreakdown, type Sharding, type TrainingSetup } from "./memory.ts";
 import type { ModelInput } from "./model-file.ts";
 import { footprintFromProfile, type ModelProfile } from "./profile.ts";
 import { peakFor, predictedSamplesPerSecond, SPEED_MODEL } from "./speed.ts";
@@ -31,6 +32,17 @@ export interface PlanOptions {
   calibrations?: readonly Calibration[] | undefined;
   /** the PyTorch major version the job runs (calibrations are per major version); 2 by default */
   frameworkMajor?: number | undefined;
+  /** a calibrating trial of this job: the plan is re-anchored on its measured peak */
+  trial?: PlanTrial | undefined;
+}
+
+/** A calibrating trial as the planner takes it: what ran, and what it measured. */
+export interface PlanTrial extends TrialMeasurement {
+  precision: Precision;
+  /** what the peak is: the process tree's GPU memory, or its RAM when the job ran on the CPU */
+  memory: "gpu" | "ram";
+  /** where it was measured, e.g. "run 20261122-145759-4fa3 (python3 train.py)" */
+  source: string;
 }
 
 /** One ranked way to reach the effective batch. */
@@ -101,6 +113,8 @@ export interface PlanReport extends PlanSection {
   speed_model: string;
   /** the GPU calibration the plan used and which constants it set (the rest are defaults); null when none matched */
   calibration: CalibrationUse | null;
+  /** the calibrating trial the plan was re-anchored on, and what the model had said at its micro-batch; null without one */
+  trial: (PlanTrial & { predicted_before_bytes: number; correction: Anchor }) | null;
   assumptions: Assumption[];
 }
 
@@ -150,9 +164,26 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
     sharding,
   } satisfies TrainingSetup;
 
-  const context: PlanContext = { gpu: gpu.spec, budget, constants: constants.values };
   const notes: string[] = [];
   const mainFootprint = footprintOf(model, options.seqLen, undefined, notes);
+  let trial: PlanReport["trial"] = null;
+  let memoryOf = (footprint: ModelFootprint, s: TrainingSetup, b: number): MemoryBreakdown => memoryAt(footprint, s, b, constants.values);
+  if (options.trial !== undefined) {
+    const measured = options.trial;
+    const trialSetup = { ...base, precision: measured.precision };
+    const correction = anchorOn(mainFootprint, trialSetup, constants.values, measured);
+    const before = memoryAt(mainFootprint, trialSetup, measured.micro_batch, constants.values).peak_bytes;
+    trial = { ...measured, predicted_before_bytes: before, correction };
+    memoryOf = (footprint, s, b) => anchoredMemory(memoryAt(footprint, s, b, constants.values), correction);
+    notes.push(
+      `re-anchored on a trial (${measured.source}): ${formatBytes(measured.peak_bytes)} ${measured.memory === "ram" ? "RAM" : "GPU memory"} measured at micro-batch ${measured.micro_batch} (${measured.precision}) where the model said ${formatBytes(before)}; ` +
+        (correction.on === "offset"
+          ? `the fixed part moved by ${formatBytes(correction.offset)}`
+          : `the per-sample part × ${correction.scale.toFixed(2)}${correction.on === "allocated" ? ", the allocator's slack as measured" : ""}`) +
+        "; other micro-batches and precisions follow the model with that correction",
+    );
+  }
+  const context: PlanContext = { gpu: gpu.spec, budget, constants: constants.values, memory: memoryOf };
   const section = planSection(mainFootprint, base, {
     batch: options.batch ?? training?.batch,
     batchFrom: options.batch !== undefined ? "--batch" : "spec",
@@ -192,6 +223,7 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
     stages,
     speed_model: SPEED_MODEL,
     calibration: constants.calibration,
+    trial,
     assumptions: assumptionsOf(base, constants, gpu, mainFootprint),
   };
   return report;
@@ -201,6 +233,8 @@ interface PlanContext {
   gpu: GpuSpec | undefined;
   budget: number;
   constants: PlanConstants;
+  /** the memory model, re-anchored when the plan has a trial */
+  memory: (footprint: ModelFootprint, setup: TrainingSetup, microBatch: number) => MemoryBreakdown;
 }
 
 interface ResolvedGpu {
@@ -335,7 +369,7 @@ function planSection(
   context: PlanContext,
 ): PlanSection {
   const notes: string[] = [];
-  const peakAt = (s: TrainingSetup) => (b: number) => memoryAt(footprint, s, b, context.constants).peak_bytes;
+  const peakAt = (s: TrainingSetup) => (b: number) => context.memory(footprint, s, b).peak_bytes;
   const canCheckpoint = footprint.activations[setup.precision].perSampleCheckpointed !== undefined;
   const effectiveSetup: TrainingSetup = { ...setup, checkpointing: setup.checkpointing && canCheckpoint };
   if (setup.checkpointing && !canCheckpoint) notes.push("checkpointing is not modelled for this model; planned without it");
@@ -365,7 +399,7 @@ function planSection(
   }
   const accumulation = perGpuEffective / micro;
 
-  const memory = memoryAt(footprint, effectiveSetup, micro, context.constants);
+  const memory = context.memory(footprint, effectiveSetup, micro);
   const shares = Object.fromEntries(COMPONENTS.map((c) => [c, memory.peak_bytes === 0 ? 0 : memory.components[c] / memory.peak_bytes])) as Record<Component, number>;
   const fits = memory.peak_bytes <= context.budget;
   if (maxMicro === 0) notes.push("not even one sample fits the budget with these settings; see the suggestions (checkpointing, 16-bit precision, sharding, a smaller optimizer)");

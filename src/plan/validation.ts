@@ -8,7 +8,8 @@
 import { DEFAULT_CONSTANTS, type PlanConstants } from "./constants.ts";
 import { footprintFromGraph, type ModelFootprint } from "./footprint.ts";
 import { graphFromSpec } from "./families.ts";
-import { memoryAt, type MemoryBreakdown, type TrainingSetup } from "./memory.ts";
+import { reanchor } from "./anchor.ts";
+import { memoryAt, type TrainingSetup } from "./memory.ts";
 import type { ModelInput } from "./model-file.ts";
 import { footprintFromProfile } from "./profile.ts";
 import { OPTIMIZERS, PRECISIONS, type Precision } from "./spec.ts";
@@ -422,64 +423,6 @@ export function leaveOneJobOutErrors(pairs: readonly AccuracyPair[]): number[] {
     const fit = fitConstants(pairs.filter((p) => p.job !== job));
     return fit === null ? [] : errorsOf(pairs.filter((p) => p.job === job), fit);
   });
-}
-
-/** One measured trial: the micro-batch and what was measured at it. */
-export interface TrialMeasurement {
-  micro_batch: number;
-  /** the process tree's peak GPU memory */
-  peak_bytes: number;
-  /** PyTorch's peak allocated bytes, when the job reported them */
-  allocated_bytes?: number | undefined;
-  /** PyTorch's peak reserved bytes, when the job reported them */
-  reserved_bytes?: number | undefined;
-}
-
-/**
- * Re-anchors the memory model on one measured trial. The part that grows with the micro-batch
- * (activations, input, backward buffers and workspaces) is scaled so that the model meets the
- * measurement: on PyTorch's peak allocated bytes when the job reported them (the allocator's slack
- * and the context then keep their calibrated values), else on the process tree's peak. Returns the
- * re-anchored peak at any micro-batch and the scale applied.
- *
- * @example
- * ```ts
- * const { peakAt, scale } = reanchor(footprint, setup, constants, { micro_batch: 64, peak_bytes: 3.1e9, allocated_bytes: 2.0e9 });
- * peakAt(128);
- * ```
- */
-export function reanchor(
-  footprint: ModelFootprint,
-  setup: TrainingSetup,
-  constants: PlanConstants,
-  trial: TrialMeasurement,
-): { peakAt: (microBatch: number) => number; scale: number; on: "allocated" | "tree" } {
-  const at = (b: number): MemoryBreakdown => memoryAt(footprint, setup, b, constants);
-  const dynamic = (m: MemoryBreakdown): number => m.components.activations + m.components.input_batch + m.components.temporaries;
-  const anchor = at(trial.micro_batch);
-  const d = dynamic(anchor);
-  let scale: number;
-  let on: "allocated" | "tree";
-  let grow = 1 + constants.allocator_slack_fraction;
-  if (trial.allocated_bytes !== undefined) {
-    const c = anchor.components;
-    scale = (trial.allocated_bytes - (c.weights + c.gradients + c.optimizer_state + constants.cublas_workspace_bytes)) / d;
-    on = "allocated";
-    // the allocator's slack as this job fragments it, where reserved was measured
-    if (trial.reserved_bytes !== undefined && scale > 0) grow = Math.max(1, 1 + (trial.reserved_bytes - trial.allocated_bytes) / (scale * d));
-  } else {
-    scale = (trial.peak_bytes - (anchor.peak_bytes - grow * d)) / (grow * d);
-    on = "tree";
-  }
-  if (!(scale > 0) || !Number.isFinite(scale)) scale = 1;
-  return {
-    peakAt: (b) => {
-      const m = at(b);
-      return m.peak_bytes - (1 + constants.allocator_slack_fraction) * dynamic(m) + grow * scale * dynamic(m);
-    },
-    scale,
-    on,
-  };
 }
 
 /**

@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { reanchor } from "../../src/plan/anchor.ts";
 import { CALIBRATIONS } from "../../src/plan/calibrations.ts";
 import { DEFAULT_CONSTANTS, resolveConstants } from "../../src/plan/constants.ts";
 import { parseModelFile } from "../../src/plan/model-file.ts";
@@ -17,7 +18,6 @@ import {
   oneTrialErrors,
   pairsFromRecords,
   predict,
-  reanchor,
   validate,
   type AccuracyRecord,
   type ValidationResult,
