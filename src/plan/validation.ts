@@ -148,7 +148,7 @@ export function pairsFromRecords(
         const saved = (r.profile as { per_sample?: { saved_bytes?: Record<string, unknown> } } | undefined)?.per_sample?.saved_bytes;
         // brim plans a precision the profile lacks from another one's numbers: not a test of the profile
         if (saved?.[precision] === undefined) {
-          skip(r.profile === undefined ? "no profile" : "profile did not measure this precision");
+          skip(r.profile === undefined || r.profile === null ? "no profile (the SDK could not profile this job)" : "profile did not measure this precision");
           continue;
         }
         footprint = footprintFromProfile(r.profile);

@@ -73,11 +73,11 @@ describe("the recorded H100 pairs (bench/results/gpu/nvidia-h100-80gb-hbm3)", ()
   const spec = pairsFromRecords(records, "spec", load);
   const profile = pairsFromRecords(records, "profile", load);
 
-  it("turns every spec record into a pair, and leaves out profile pairs for precisions the profile did not measure", () => {
+  it("turns every spec record into a pair, and leaves out the lstm, which has no profile (oneDNN failed under PyTorch 2.11)", () => {
     expect(spec.pairs).toHaveLength(60);
     expect(spec.skipped).toEqual({});
     expect(profile.pairs).toHaveLength(48);
-    expect(profile.skipped).toEqual({ "profile did not measure this precision": 12 });
+    expect(profile.skipped).toEqual({ "no profile (the SDK could not profile this job)": 12 });
   });
 
   it("the shipped calibration is what the fit makes from these pairs, and the committed fit file says so", () => {
