@@ -6,7 +6,7 @@ import { GPU_CATALOG } from "../plan/catalog.ts";
 import { SHARDINGS, type Sharding } from "../plan/memory.ts";
 import { parseModelFile } from "../plan/model-file.ts";
 import { plan, type PlanReport, type PlanTrial } from "../plan/planner.ts";
-import type { Devices } from "../devices/index.ts";
+import { openDevices, type Devices } from "../devices/index.ts";
 import { runCommand } from "./run.ts";
 import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import type { Output } from "./output.ts";
@@ -99,6 +99,10 @@ export async function planCommandMany(file: string, options: PlanCommandOptions)
 export async function planMeasured(file: string, options: PlanCommandOptions, command: string[], out: Output, devices?: Devices): Promise<PlanReport> {
   if (command.length === 0) throw new UsageError("--measure needs the job's command after --, e.g. brim plan model.yaml --gpu t4 --measure -- python train.py");
   const first = await planCommand(file, options);
+  const machine = devices ?? openDevices();
+  if (machine.inventory().backend === "cpu" && options.gpu !== undefined) {
+    throw new UsageError(`this machine has no GPU: --measure would measure the job's RAM, not ${first.gpu.name}'s memory; measure on the GPU host, or plan against RAM with --gpu-memory <size>`);
+  }
   const microBatch = options.measureBatch ?? first.setup.micro_batch;
   const precision = first.setup.precision;
   const steps = options.steps ?? 6;
@@ -107,7 +111,7 @@ export async function planMeasured(file: string, options: PlanCommandOptions, co
     command,
     { hz: 20, hungAfter: 900, grace: 10, steps, warmup: 1, knob: { batch_size: microBatch, precision, accumulation: 1 }, shrink: false, json: true, ...(options.store === undefined ? {} : { store: options.store }) },
     { ...out, stdout: () => {} },
-    devices,
+    machine,
   );
   const { meta, summary } = run.result;
   const end = run.result.job.end;

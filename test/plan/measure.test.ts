@@ -1,7 +1,7 @@
 // `brim plan --measure -- <command>`: one calibrating trial through brim's own run machinery, with a
 // real child process (the N-BEATS example on CPU, RAM as the budget): the plan is re-anchored on the
 // measured peak, and says so; a trial that fails leaves the plan alone and says why.
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -47,6 +47,12 @@ describe("brim plan --measure", () => {
     expect(r.stderr).toMatch(/the measuring run \S+ did not end ok \(crashed: .*\); the plan is not re-anchored/);
     expect(r.stdout).toBe("");
   }, 60_000);
+
+  it.skipIf(existsSync("/dev/nvidiactl"))("on a machine without a GPU, measuring for a named GPU is refused: it would measure RAM", async () => {
+    const r = await cli(["plan", join(root, "examples/nbeats/model.yaml"), "--gpu", "t4", "--measure", "--", PYTHON, "-c", "pass"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("this machine has no GPU: --measure would measure the job's RAM, not NVIDIA T4's memory");
+  });
 
   it("a command without --measure, or --measure without a command, is a usage error", async () => {
     const stray = await cli(["plan", join(root, "examples/nbeats/model.yaml"), "--gpu", "t4", "--", "python", "x.py"]);
