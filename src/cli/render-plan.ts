@@ -151,9 +151,9 @@ export function renderPlanMarkdown(report: PlanReport): string {
     if (s.suggestions.length > 0) {
       const y = s.your_config;
       out.push("| # | precision | checkpointing | micro × accumulation | peak | predicted samples/s | vs yours |", "|---|---|---|---|---:|---:|---:|");
-      out.push(`| yours | ${y.precision} | ${y.checkpointing ? "on" : "off"} | ${y.micro_batch} × ${y.accumulation} | ${formatBytes(y.peak_bytes)} | ${y.samples_per_s.toPrecision(4)} | 1.00× |`);
+      out.push(`| yours | ${y.precision} | ${y.checkpointing ? "on" : "off"} | ${y.micro_batch} × ${y.accumulation} | ${formatBytes(y.peak_bytes)} | ${rate(y.samples_per_s)} | 1.00× |`);
       s.suggestions.filter((x) => !x.is_yours).forEach((x, i) =>
-        out.push(`| ${i + 1} | ${x.precision} | ${x.checkpointing ? "on" : "off"} | ${x.micro_batch} × ${x.accumulation} | ${formatBytes(x.peak_bytes)} | ${x.samples_per_s.toPrecision(4)} | ${x.speedup_vs_yours.toFixed(2)}× |`),
+        out.push(`| ${i + 1} | ${x.precision} | ${x.checkpointing ? "on" : "off"} | ${x.micro_batch} × ${x.accumulation} | ${formatBytes(x.peak_bytes)} | ${rate(x.samples_per_s)} | ${x.speedup_vs_yours.toFixed(2)}× |`),
       );
       out.push("");
     }
