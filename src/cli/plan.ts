@@ -5,10 +5,12 @@ import { BrimError, UsageError } from "../errors/index.ts";
 import { GPU_CATALOG } from "../plan/catalog.ts";
 import { SHARDINGS, type Sharding } from "../plan/memory.ts";
 import { parseModelFile } from "../plan/model-file.ts";
-import { plan, type PlanReport } from "../plan/planner.ts";
+import { plan, type PlanReport, type PlanTrial } from "../plan/planner.ts";
+import { openDevices, type Devices } from "../devices/index.ts";
+import { runCommand } from "./run.ts";
 import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import type { Output } from "./output.ts";
-import { renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
+import { renderPlanComparison, renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
 
 /** Options of `brim plan` as the command line gives them. */
 export interface PlanCommandOptions {
@@ -27,6 +29,10 @@ export interface PlanCommandOptions {
   json?: boolean;
   markdown?: boolean;
   listGpus?: boolean;
+  measure?: boolean;
+  steps?: number;
+  measureBatch?: number;
+  store?: string;
 }
 
 /**
@@ -37,7 +43,7 @@ export interface PlanCommandOptions {
  * const report = await planCommand("examples/nbeats/model.yaml", { gpu: "rtx-3060" });
  * ```
  */
-export async function planCommand(file: string, options: PlanCommandOptions): Promise<PlanReport> {
+export async function planCommand(file: string, options: PlanCommandOptions, trial?: PlanTrial): Promise<PlanReport> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
@@ -59,7 +65,73 @@ export async function planCommand(file: string, options: PlanCommandOptions): Pr
     sharding: options.sharding,
     capBytes: options.cap,
     margin: options.margin,
+    trial,
   });
+}
+
+/**
+ * `brim plan --gpu t4,p100`: the same job planned for each GPU named, for a side-by-side choice.
+ *
+ * @example
+ * ```ts
+ * const reports = await planCommandMany("examples/embedder/model.yaml", { gpu: "t4,p100" });
+ * ```
+ */
+export async function planCommandMany(file: string, options: PlanCommandOptions): Promise<PlanReport[]> {
+  const gpus = (options.gpu ?? "").split(",").map((g) => g.trim());
+  if (gpus.some((g) => g === "")) throw new UsageError(`--gpu: an empty name in ${JSON.stringify(options.gpu)}; separate GPU ids with commas, e.g. t4,p100`);
+  const reports: PlanReport[] = [];
+  for (const gpu of gpus) reports.push(await planCommand(file, { ...options, gpu }));
+  return reports;
+}
+
+/**
+ * `brim plan --measure -- <command>`: plans, runs the job briefly under brim's guard at the plan's
+ * micro-batch and precision (knobs batch_size, precision, accumulation=1), reads the measured peak
+ * (GPU memory, or RAM when the job ran on the CPU) and returns the plan re-anchored on it.
+ *
+ * @example
+ * ```ts
+ * const report = await planMeasured("examples/nbeats/model.yaml", { gpuMemory: 8 * 2 ** 30, batch: 64 }, ["python3", "examples/nbeats/train.py"], out);
+ * report.trial?.peak_bytes;
+ * ```
+ */
+export async function planMeasured(file: string, options: PlanCommandOptions, command: string[], out: Output, devices?: Devices): Promise<PlanReport> {
+  if (command.length === 0) throw new UsageError("--measure needs the job's command after --, e.g. brim plan model.yaml --gpu t4 --measure -- python train.py");
+  const first = await planCommand(file, options);
+  const machine = devices ?? openDevices();
+  if (machine.inventory().backend === "cpu" && options.gpu !== undefined) {
+    throw new UsageError(`this machine has no GPU: --measure would measure the job's RAM, not ${first.gpu.name}'s memory; measure on the GPU host, or plan against RAM with --gpu-memory <size>`);
+  }
+  const microBatch = options.measureBatch ?? first.setup.micro_batch;
+  const precision = first.setup.precision;
+  const steps = options.steps ?? 6;
+  out.stderr(`brim: measuring the job at micro-batch ${microBatch} (${precision}) for ${steps} steps: ${command.join(" ")}\n`);
+  const run = await runCommand(
+    command,
+    { hz: 20, hungAfter: 900, grace: 10, steps, warmup: 1, knob: { batch_size: microBatch, precision, accumulation: 1 }, shrink: false, json: true, ...(options.store === undefined ? {} : { store: options.store }) },
+    { ...out, stdout: () => {} },
+    machine,
+  );
+  const { meta, summary } = run.result;
+  const end = run.result.job.end;
+  if (end.cause !== "ok") throw new BrimError("E_JOB_START", `the measuring run ${meta.id} did not end ok (${end.cause}: ${end.message}); the plan is not re-anchored`);
+  if (summary.micro_batch !== null && summary.micro_batch !== microBatch) {
+    throw new BrimError("E_INPUT", `the job ran micro-batch ${summary.micro_batch}, not the ${microBatch} asked for: does it read brim.knob("batch_size")?`);
+  }
+  const onGpu = meta.device.backend !== "cpu";
+  const peak = onGpu ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes;
+  if (peak === null) throw new BrimError("E_INPUT", `the measuring run ${meta.id} recorded no ${onGpu ? "GPU" : "RAM"} peak; the plan is not re-anchored`);
+  const trial: PlanTrial = {
+    micro_batch: microBatch,
+    precision,
+    peak_bytes: peak,
+    allocated_bytes: onGpu ? (summary.framework_peak_allocated_bytes ?? undefined) : undefined,
+    reserved_bytes: onGpu ? (summary.framework_peak_reserved_bytes ?? undefined) : undefined,
+    memory: onGpu ? "gpu" : "ram",
+    source: `run ${meta.id}, ${summary.steps} steps${summary.micro_batch === null ? ", micro-batch not reported by the job" : ""}`,
+  };
+  return planCommand(file, { ...options, batch: options.batch ?? first.setup.micro_batch }, trial);
 }
 
 /** Prints a plan as text, JSON or Markdown. */
@@ -67,6 +139,12 @@ export function printPlan(report: PlanReport, options: Pick<PlanCommandOptions, 
   if (options.json === true) out.stdout(JSON.stringify(report, null, 2) + "\n");
   else if (options.markdown === true) out.stdout(renderPlanMarkdown(report));
   else out.stdout(renderPlanText(report));
+}
+
+/** Prints plans for several GPUs side by side (JSON: the array of plans). */
+export function printPlanComparison(reports: PlanReport[], options: Pick<PlanCommandOptions, "json" | "markdown">, out: Output): void {
+  if (options.json === true) out.stdout(JSON.stringify(reports, null, 2) + "\n");
+  else out.stdout(renderPlanComparison(reports, options.markdown === true ? "markdown" : "text"));
 }
 
 /** The GPU catalog as a table for `--list-gpus`. */
@@ -113,6 +191,8 @@ Examples:
   $ brim plan config.json --gpu a100-80gb --precision bf16-mixed --seq-len 2048 --checkpointing
   $ brim plan config.json --gpu h100-sxm --gpus 8 --sharding fsdp --optimizer adamw --json
   $ brim plan model.yaml --gpu-memory 24 --cap 20GiB --margin 0.05 --markdown > PLAN.md
+  $ brim plan examples/embedder/model.yaml --gpu t4,p100          # which Kaggle GPU, side by side
+  $ brim plan examples/nbeats/model.yaml --gpu h100 --measure -- python examples/nbeats/train.py --config examples/nbeats/config.yaml
 
 <model> is one of:
   a model spec (YAML/JSON) naming a built-in family: mlp, nbeats, lstm, gru, cnn1d-lstm,
@@ -123,7 +203,8 @@ Examples:
 The plan: memory by component at the micro-batch in force, the largest micro-batch whose
 predicted peak stays under cap × (1 - margin), and ranked ways (micro-batch × accumulation,
 precision, checkpointing) to reach the effective batch. Numbers in the plan that are not
-measured yet are listed as uncalibrated, with their sources (--json: assumptions).
+measured yet are listed as defaults, and the GPU calibration a plan uses (if any) is named
+with the GPU, driver, CUDA, torch and cuDNN it was measured with (--json: calibration, assumptions).
 `;
 
 /**
@@ -140,7 +221,8 @@ export function registerPlan(program: Command, out: Output): void {
     .summary("plan the memory of a training job for a GPU, before anything runs")
     .description("Plan the memory of a training job on a GPU, present or not: what fits, and the largest safe micro-batch.")
     .argument("[model]", "model spec (YAML/JSON), Hugging Face config.json, or SDK model profile")
-    .option("--gpu <id>", "GPU from the catalog, e.g. rtx-4090, a100-80gb, h100-sxm (see --list-gpus)")
+    .argument("[command...]", "with --measure: the training command, after --")
+    .option("--gpu <id[,id...]>", "GPU from the catalog, e.g. rtx-4090, a100-80gb, h100-sxm (see --list-gpus); several, comma-separated, plan side by side")
     .option("--gpu-memory <GiB>", "memory of any card, in GiB or with a unit (24, 22.5GiB)", gib("--gpu-memory"))
     .addOption(new Option("--precision <p>", "training precision").choices(PRECISIONS).argParser(choice("--precision", PRECISIONS)))
     .addOption(new Option("--optimizer <name>", "optimizer (default adamw, or the spec's)").choices(OPTIMIZERS).argParser(choice("--optimizer", OPTIMIZERS)))
@@ -155,14 +237,23 @@ export function registerPlan(program: Command, out: Output): void {
     .option("--json", "print the plan as JSON")
     .option("--markdown", "print the plan as Markdown")
     .option("--list-gpus", "list the GPU catalog and exit")
+    .option("--measure", "run the job briefly (the command after --) at the plan's micro-batch, and re-anchor the plan on its measured peak")
+    .option("--steps <n>", "with --measure: steps of the measuring run (default 6)", positiveInt("--steps"))
+    .option("--measure-batch <n>", "with --measure: the micro-batch to measure (default: the plan's)", positiveInt("--measure-batch"))
+    .option("--store <dir>", "with --measure: run store folder (default .brim, or $BRIM_STORE)")
     .addHelpText("after", EXAMPLES)
-    .action(async (model: string | undefined, options: PlanCommandOptions) => {
+    .action(async (model: string | undefined, command: string[], options: PlanCommandOptions) => {
       if (options.listGpus === true) {
         out.stdout(options.json === true ? `${JSON.stringify(GPU_CATALOG, null, 2)}\n` : renderGpuList());
         return;
       }
       if (model === undefined) throw new UsageError("brim plan needs a model file: brim plan <model> --gpu <id> (see brim plan --help)");
       if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
-      printPlan(await planCommand(model, options), options, out);
+      if (options.measure !== true && command.length > 0) throw new UsageError(`unexpected arguments ${JSON.stringify(command.join(" "))}: a command after -- goes with --measure`);
+      if (options.measure === true) {
+        if (options.gpu?.includes(",") === true) throw new UsageError("--measure measures on this machine: name one GPU");
+        printPlan(await planMeasured(model, options, command, out), options, out);
+      } else if (options.gpu?.includes(",") === true) printPlanComparison(await planCommandMany(model, options), options, out);
+      else printPlan(await planCommand(model, options), options, out);
     });
 }

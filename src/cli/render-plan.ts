@@ -39,6 +39,18 @@ function setupLine(s: PlanSection): string {
   return `${st.precision} · ${st.optimizer} · micro-batch ${st.micro_batch} (${st.micro_batch_from}) × accumulation ${st.accumulation}${st.gpus > 1 ? ` × ${st.gpus} GPUs (${st.sharding})` : ""} = effective ${st.effective_batch} · checkpointing ${st.checkpointing ? "on" : "off"}`;
 }
 
+function rate(x: number): string {
+  return x >= 100 ? x.toFixed(0) : x.toPrecision(3);
+}
+
+function largestLine(s: PlanSection): string {
+  if (s.max_micro_batch === 0) return "largest micro-batch that fits: none — not even one sample fits with these settings";
+  if (!s.memory_limited) {
+    return `memory is not the limit: the effective batch (${s.setup.effective_batch}${s.setup.gpus > 1 ? ` over ${s.setup.gpus} GPUs` : ""}) fits in one micro-batch (memory alone would allow up to ${s.max_micro_batch.toLocaleString("en-US")})`;
+  }
+  return `largest micro-batch that fits: ${s.max_micro_batch.toLocaleString("en-US")}`;
+}
+
 function sectionLines(s: PlanSection, budget: number): string[] {
   const lines: string[] = [];
   lines.push(`params     ${count(s.params.total)} total, ${count(s.params.trainable)} trainable${s.params.frozen > 0 ? `, ${count(s.params.frozen)} frozen` : ""}`);
@@ -49,32 +61,41 @@ function sectionLines(s: PlanSection, budget: number): string[] {
   rows.push(["  predicted peak", formatBytes(s.memory.peak_bytes), s.memory.fits ? `fits ${formatBytes(budget)}` : `OVER ${formatBytes(budget)}`]);
   lines.push(...table(rows, ["l", "r", "r"]));
   lines.push("");
-  lines.push(
-    s.max_micro_batch > 0
-      ? `largest micro-batch that fits: ${s.max_micro_batch}`
-      : "largest micro-batch that fits: none — not even one sample fits with these settings",
-  );
+  lines.push(largestLine(s));
+  const y = s.your_config;
+  lines.push("");
+  lines.push(`ways to reach effective batch ${s.setup.effective_batch}, fastest first (predicted), against your config:`);
+  const rows2 = [["  #", "precision", "checkpointing", "micro × accum", "peak", "samples/s", "vs yours"]];
+  rows2.push(["  yours", y.precision, y.checkpointing ? "on" : "off", `${y.micro_batch} × ${y.accumulation}`, formatBytes(y.peak_bytes), rate(y.samples_per_s), "1.00×"]);
+  // the user's own row is already the first line
+  s.suggestions.filter((x) => !x.is_yours).forEach((x, i) => {
+    rows2.push([
+      `  ${i + 1}`,
+      x.precision,
+      x.checkpointing ? "on" : "off",
+      `${x.micro_batch} × ${x.accumulation}`,
+      formatBytes(x.peak_bytes),
+      rate(x.samples_per_s),
+      `${x.speedup_vs_yours.toFixed(2)}×`,
+    ]);
+  });
   if (s.suggestions.length > 0) {
-    lines.push("");
-    lines.push(`ways to reach effective batch ${s.setup.effective_batch}, fastest first (predicted):`);
-    const rows2 = [["  #", "precision", "checkpointing", "micro × accum", "peak", "samples/s", "relative"]];
-    s.suggestions.forEach((x, i) => {
-      rows2.push([
-        `  ${i + 1}`,
-        x.precision,
-        x.checkpointing ? "on" : "off",
-        `${x.micro_batch} × ${x.accumulation}`,
-        formatBytes(x.peak_bytes),
-        x.samples_per_s >= 100 ? x.samples_per_s.toFixed(0) : x.samples_per_s.toPrecision(3),
-        x.relative_speed.toFixed(2),
-      ]);
-    });
     lines.push(...table(rows2, ["l", "l", "l", "r", "r", "r", "r"]));
   } else {
     lines.push(`no way to reach effective batch ${s.setup.effective_batch} fits this budget`);
   }
   for (const note of s.notes) lines.push(`note: ${note}`);
   return lines;
+}
+
+function calibrationLines(report: PlanReport): string[] {
+  const c = report.calibration;
+  if (c === null) return [`calibration: none measured for ${report.gpu.name}: every constant is a default estimate (sources: --json, field assumptions)`];
+  const on = c.measured_on;
+  return [
+    `calibrated on ${on.gpu} (driver ${on.driver}, CUDA ${on.cuda}, torch ${on.torch}, cuDNN ${on.cudnn}; used for ${c.framework}): ${c.calibrated.join(", ")}`,
+    `defaults (not measured): ${c.defaults.join(", ")} (sources: --json, field assumptions)`,
+  ];
 }
 
 /**
@@ -98,10 +119,9 @@ export function renderPlanText(report: PlanReport): string {
     lines.push("", `── stage ${stage.name ?? "?"}${stage.seq_len !== undefined ? ` (seq_len ${stage.seq_len})` : ""} ──`);
     lines.push(...sectionLines(stage, g.budget_bytes));
   }
-  const uncalibrated = report.assumptions.filter((a) => !a.calibrated).map((a) => a.name);
   lines.push("");
   lines.push(`speed model: ${report.speed_model}`);
-  lines.push(`uncalibrated: ${uncalibrated.join(", ")} (sources: --json, field assumptions)`);
+  lines.push(...calibrationLines(report));
   return lines.join("\n") + "\n";
 }
 
@@ -127,18 +147,57 @@ export function renderPlanMarkdown(report: PlanReport): string {
       out.push(`| ${LABELS[name] ?? name} | ${formatBytes(bytes)} | ${percent(s.memory.shares[name as keyof typeof s.memory.shares])} |`);
     }
     out.push(`| **predicted peak** | **${formatBytes(s.memory.peak_bytes)}** | ${s.memory.fits ? "fits" : "over budget"} |`, "");
-    out.push(`Largest micro-batch that fits: **${s.max_micro_batch}**.`, "");
+    out.push(`${largestLine(s).replace(/^./, (c) => c.toUpperCase())}.`, "");
     if (s.suggestions.length > 0) {
-      out.push("| # | precision | checkpointing | micro × accumulation | peak | predicted samples/s | relative |", "|---|---|---|---|---:|---:|---:|");
-      s.suggestions.forEach((x, i) =>
-        out.push(`| ${i + 1} | ${x.precision} | ${x.checkpointing ? "on" : "off"} | ${x.micro_batch} × ${x.accumulation} | ${formatBytes(x.peak_bytes)} | ${x.samples_per_s.toPrecision(4)} | ${x.relative_speed.toFixed(2)} |`),
+      const y = s.your_config;
+      out.push("| # | precision | checkpointing | micro × accumulation | peak | predicted samples/s | vs yours |", "|---|---|---|---|---:|---:|---:|");
+      out.push(`| yours | ${y.precision} | ${y.checkpointing ? "on" : "off"} | ${y.micro_batch} × ${y.accumulation} | ${formatBytes(y.peak_bytes)} | ${rate(y.samples_per_s)} | 1.00× |`);
+      s.suggestions.filter((x) => !x.is_yours).forEach((x, i) =>
+        out.push(`| ${i + 1} | ${x.precision} | ${x.checkpointing ? "on" : "off"} | ${x.micro_batch} × ${x.accumulation} | ${formatBytes(x.peak_bytes)} | ${rate(x.samples_per_s)} | ${x.speedup_vs_yours.toFixed(2)}× |`),
       );
       out.push("");
     }
     for (const note of s.notes) out.push(`> ${note}`, "");
   }
-  out.push("## Assumptions", "", "| name | value | source | calibrated |", "|---|---|---|---|");
+  out.push("## Assumptions", "", ...calibrationLines(report).map((l) => `${l}  `), "", "| name | value | source | calibrated |", "|---|---|---|---|");
   for (const a of report.assumptions) out.push(`| ${a.name} | ${typeof a.value === "number" && a.value > 1e5 ? formatBytes(a.value) : String(a.value)} | ${a.source} | ${a.calibrated ? "yes" : "no"} |`);
   out.push("", `Speed model: ${report.speed_model}`, "");
   return out.join("\n");
+}
+
+/**
+ * Renders plans of one job on several GPUs side by side: memory, your config, the largest
+ * micro-batch (or that memory is not the limit) and the fastest predicted way to the effective batch.
+ *
+ * @example
+ * ```ts
+ * process.stdout.write(renderPlanComparison([t4Plan, p100Plan], "text"));
+ * ```
+ */
+export function renderPlanComparison(reports: PlanReport[], format: "text" | "markdown"): string {
+  const first = reports[0];
+  if (first === undefined) return "";
+  const y = first.your_config;
+  const head = ["gpu", "memory", "budget", `your config (${y.precision}, ${y.micro_batch} × ${y.accumulation})`, "largest micro-batch", "fastest way", "samples/s", "vs yours"];
+  const rows = reports.map((r) => {
+    const mine = r.your_config;
+    const best = r.suggestions[0];
+    return [
+      r.gpu.name.replace(/^NVIDIA /, ""),
+      formatBytes(r.gpu.memory_bytes),
+      formatBytes(r.gpu.budget_bytes),
+      `${formatBytes(mine.peak_bytes)} ${r.memory.fits ? "fits" : "OVER"}, ${rate(mine.samples_per_s)}/s`,
+      r.max_micro_batch === 0 ? "none" : r.memory_limited ? r.max_micro_batch.toLocaleString("en-US") : "not the limit",
+      best === undefined ? "none fits" : `${best.precision}${best.checkpointing ? " + ckpt" : ""} ${best.micro_batch} × ${best.accumulation}`,
+      best === undefined ? "" : rate(best.samples_per_s),
+      best === undefined ? "" : `${best.speedup_vs_yours.toFixed(2)}×`,
+    ];
+  });
+  const title = `${first.model.name} (${first.model.family}, from ${first.model.source}) on ${reports.length} GPUs: effective batch ${first.setup.effective_batch}, ${first.setup.optimizer}`;
+  if (format === "markdown") {
+    return [`# Memory plans: ${title}`, "", `| ${head.join(" | ")} |`, `|${head.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`), ""].join("\n");
+  }
+  const notes = reports.flatMap((r) => r.notes.map((n) => `note (${r.gpu.id}): ${n}`));
+  const calibrated = reports.map((r) => `${r.gpu.id}: ${r.calibration === null ? "defaults (no calibration for this GPU)" : `calibrated on ${r.calibration.measured_on.gpu}`}`);
+  return [`brim plan · ${title}`, "", ...table([head, ...rows], ["l", "r", "r", "r", "r", "l", "r", "r"]), "", ...notes, `constants: ${calibrated.join("; ")}`, "each GPU's full plan: brim plan <model> --gpu <id>", ""].join("\n");
 }

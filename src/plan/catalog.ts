@@ -432,6 +432,34 @@ export function findGpu(idOrAlias: string): GpuSpec | undefined {
   return undefined;
 }
 
+/** Names people write that fit several cards of the catalog: the plan asks which one is meant. */
+const AMBIGUOUS: Readonly<Record<string, readonly string[]>> = {
+  "rtx-6000": ["quadro-rtx-6000", "rtx-a6000", "rtx-6000-ada"],
+  rtx6000: ["quadro-rtx-6000", "rtx-a6000", "rtx-6000-ada"],
+  "6000": ["quadro-rtx-6000", "rtx-a6000", "rtx-6000-ada"],
+  "quadro-6000": ["quadro-rtx-6000", "rtx-a6000"],
+};
+
+/**
+ * The cards a name could mean when it fits several ("RTX 6000": Quadro RTX 6000, RTX A6000 or
+ * RTX 6000 Ada), or undefined when it is not ambiguous.
+ *
+ * @example
+ * ```ts
+ * ambiguousGpu("RTX 6000")?.map((g) => g.id); // ["quadro-rtx-6000", "rtx-a6000", "rtx-6000-ada"]
+ * ```
+ */
+export function ambiguousGpu(name: string): GpuSpec[] | undefined {
+  let key = normalize(name);
+  for (;;) {
+    const ids = AMBIGUOUS[key];
+    if (ids !== undefined) return ids.map((id) => GPU_CATALOG.find((g) => g.id === id)).filter((g): g is GpuSpec => g !== undefined);
+    const prefix = PREFIXES.find((p) => key.startsWith(p));
+    if (prefix === undefined) return undefined;
+    key = key.slice(prefix.length);
+  }
+}
+
 /**
  * Ids of all GPUs, for error messages and --help.
  *

@@ -44,6 +44,8 @@ export interface ActivationBytes {
   fixed: number;
   /** the largest single activation per sample: sizes backward's gradient buffers */
   largestPerSample: number;
+  /** bytes per sample of the largest cuDNN workspace of each kind, before its calibrated factor */
+  workspacePerSample: { conv: number; rnn: number };
 }
 
 /**
@@ -63,6 +65,9 @@ export interface ModelFootprint {
   opsPerPass: number;
   usesCudnn: boolean;
 }
+
+/** ops whose output autocast leaves in fp32 (norms, losses, residual adds onto the fp32 stream, embedding lookups); the rest give the compute dtype */
+const FP32_OUTPUT: ReadonlySet<string> = new Set(["layernorm", "rmsnorm", "mse-loss", "cross-entropy", "add", "embedding", "parameter"]);
 
 function savedBytes(saved: Saved, bytes: PrecisionBytes): number {
   return saved.compute * bytes.compute + saved.fp32 * bytes.fp32Kept + (bytes.mixed ? saved.mixedOnly * 2 : 0) + saved.bytes;
@@ -89,11 +94,13 @@ export function footprintFromGraph(graph: ModelGraph, source: ModelFootprint["so
     let boundaries = 0;
     let largestBlock = 0;
     let largest = 0;
+    const workspace = { conv: 0, rnn: 0 };
     for (const block of graph.blocks) {
       let blockBytes = 0;
       for (const op of block.ops) {
         blockBytes += savedBytes(op.saved, bytes);
-        largest = Math.max(largest, op.outElems * bytes.fp32Kept);
+        largest = Math.max(largest, op.outElems * (FP32_OUTPUT.has(op.kind) ? bytes.fp32Kept : bytes.compute));
+        if (op.workspace !== undefined) workspace[op.workspace.kind] = Math.max(workspace[op.workspace.kind], op.workspace.elems * bytes.compute);
       }
       plain += blockBytes;
       if (block.checkpoint === true) {
@@ -109,6 +116,7 @@ export function footprintFromGraph(graph: ModelGraph, source: ModelFootprint["so
       perSampleCheckpointed: hasCheckpointable ? outside + boundaries + largestBlock : undefined,
       fixed: bytes.mixed ? 2 * params.matmulElems : 0,
       largestPerSample: largest,
+      workspacePerSample: workspace,
     };
   }
   const opsPerPass = graph.blocks.reduce((n, b) => n + b.ops.length, 0);
@@ -122,6 +130,6 @@ export function footprintFromGraph(graph: ModelGraph, source: ModelFootprint["so
     flopsPerSample: flopsOf(graph),
     rowsPerSample: graph.rowsPerSample,
     opsPerPass,
-    usesCudnn: graph.blocks.some((b) => b.ops.some((op) => op.kind === "conv1d" || op.kind === "lstm" || op.kind === "gru")),
+    usesCudnn: graph.blocks.some((b) => b.ops.some((op) => op.workspace !== undefined)),
   };
 }

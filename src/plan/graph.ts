@@ -36,6 +36,18 @@ export interface Op {
   flops: number;
   /** whether backward computes weight gradients here (a frozen op only passes the gradient on) */
   trainable: boolean;
+  /** a cuDNN workspace the op's backward holds for a moment, per sample, in compute-dtype elements */
+  workspace?: CudnnWorkspace;
+}
+
+/**
+ * A batch-proportional cuDNN workspace. Its size depends on the algorithm cuDNN picks for the GPU and
+ * version, so the graph gives a physical size (conv: the im2col matrix; rnn: one layer's gate
+ * gradients) and a calibrated factor per kind scales it (constants `*_workspace_factor`).
+ */
+export interface CudnnWorkspace {
+  kind: "conv" | "rnn";
+  elems: number;
 }
 
 /** A unit that activation checkpointing can wrap: its input is what a checkpoint keeps. */

@@ -1,6 +1,7 @@
 import { InputError } from "../errors/index.ts";
 import type { Block, ModelGraph } from "./graph.ts";
 import { BlockBuilder } from "./ops.ts";
+import { MAX_GRAPH_UNITS } from "./spec.ts";
 
 /** What `brim plan` takes from a Hugging Face `config.json`. */
 export interface HfPlanOptions {
@@ -31,6 +32,14 @@ function int(config: Record<string, unknown>, key: string, file: string | undefi
     });
   }
   return value;
+}
+
+function layerCount(config: Record<string, unknown>, key: string, file: string | undefined): number {
+  const layers = int(config, key, file);
+  if (layers > MAX_GRAPH_UNITS) {
+    throw new InputError(`${layers.toLocaleString("en-US")} layers; brim plans up to ${MAX_GRAPH_UNITS.toLocaleString("en-US")} (a typo?)`, { field: key, ...(file === undefined ? {} : { file }) });
+  }
+  return layers;
 }
 
 /**
@@ -81,7 +90,7 @@ function sequence(positions: number, options: HfPlanOptions): number {
 function bertGraph(config: Record<string, unknown>, type: string, options: HfPlanOptions): ModelGraph {
   const f = options.file;
   const d = int(config, "hidden_size", f);
-  const layers = int(config, "num_hidden_layers", f);
+  const layers = layerCount(config, "num_hidden_layers", f);
   const heads = int(config, "num_attention_heads", f);
   const ffn = int(config, "intermediate_size", f);
   const vocab = int(config, "vocab_size", f);
@@ -125,7 +134,7 @@ function bertGraph(config: Record<string, unknown>, type: string, options: HfPla
 function gpt2Graph(config: Record<string, unknown>, options: HfPlanOptions): ModelGraph {
   const f = options.file;
   const d = int(config, "n_embd", f);
-  const layers = int(config, "n_layer", f);
+  const layers = layerCount(config, "n_layer", f);
   const heads = int(config, "n_head", f);
   const vocab = int(config, "vocab_size", f);
   const positions = int(config, "n_positions", f);
@@ -166,7 +175,7 @@ function gpt2Graph(config: Record<string, unknown>, options: HfPlanOptions): Mod
 function llamaGraph(config: Record<string, unknown>, type: string, options: HfPlanOptions): ModelGraph {
   const f = options.file;
   const d = int(config, "hidden_size", f);
-  const layers = int(config, "num_hidden_layers", f);
+  const layers = layerCount(config, "num_hidden_layers", f);
   const heads = int(config, "num_attention_heads", f);
   const kvHeads = int(config, "num_key_value_heads", f, heads);
   const ffn = int(config, "intermediate_size", f);

@@ -224,11 +224,15 @@ export class BlockBuilder {
           { name: `${name}.bias_hh_${suffix}`, shape: [gates * hidden], trainable: this.trainable, matmul: false },
         );
         flops += 2 * seqLen * gates * hidden * (layerInput + hidden);
-        // gates, cell and hidden state per step (GRU: gates, candidate and hidden)
+        // cuDNN's reserve space: gates, cell and hidden state per step (GRU: gates, candidate and hidden)
         kept += seqLen * hidden * (gates + 2);
       }
     }
-    return this.push({ kind, params, saved: { ...NO_SAVE, compute: kept }, outElems: seqLen * hidden * dirs, flops });
+    // _cudnn_rnn saves its returned output for backward beside the reserve space
+    kept += seqLen * hidden * dirs;
+    // backward-data holds one layer's gate and hidden-state gradients (all directions) in cuDNN's workspace
+    const workspace = { kind: "rnn" as const, elems: seqLen * hidden * dirs * (gates + 1) };
+    return this.push({ kind, params, saved: { ...NO_SAVE, compute: kept }, outElems: seqLen * hidden * dirs, flops, workspace });
   }
 
   conv1d(name: string, cin: number, cout: number, kernel: number, lengthIn: number, lengthOut: number): this {
@@ -241,6 +245,8 @@ export class BlockBuilder {
       saved: { ...NO_SAVE, compute: this.keptInput(cin * lengthIn) },
       outElems: cout * lengthOut,
       flops: 2 * cin * kernel * cout * lengthOut,
+      // GEMM-based algorithms unfold the input: cin × kernel × output positions
+      workspace: { kind: "conv", elems: cin * kernel * lengthOut },
     });
   }
 

@@ -1,11 +1,13 @@
 import { formatBytes } from "../bytes.ts";
 import { InputError } from "../errors/index.ts";
-import { findGpu, GPU_CATALOG, type GpuSpec } from "./catalog.ts";
-import { resolveConstants, type Calibration, type PlanConstants, type ResolvedConstants } from "./constants.ts";
+import { ambiguousGpu, findGpu, GPU_CATALOG, type GpuSpec } from "./catalog.ts";
+import { CALIBRATIONS } from "./calibrations.ts";
+import { resolveConstants, type Calibration, type CalibrationUse, type PlanConstants, type ResolvedConstants } from "./constants.ts";
 import { graphFromSpec } from "./families.ts";
 import { footprintFromGraph, type ModelFootprint } from "./footprint.ts";
 import { graphFromHfConfig } from "./hf.ts";
-import { COMPONENTS, maxMicroBatch, memoryAt, type Component, type Sharding, type TrainingSetup } from "./memory.ts";
+import { anchoredMemory, anchorOn, type Anchor, type TrialMeasurement } from "./anchor.ts";
+import { COMPONENTS, maxMicroBatch, memoryAt, type Component, type MemoryBreakdown, type Sharding, type TrainingSetup } from "./memory.ts";
 import type { ModelInput } from "./model-file.ts";
 import { footprintFromProfile, type ModelProfile } from "./profile.ts";
 import { peakFor, predictedSamplesPerSecond, SPEED_MODEL } from "./speed.ts";
@@ -26,7 +28,21 @@ export interface PlanOptions {
   capBytes?: number | undefined;
   /** share of the cap kept free, 0.1 by default */
   margin?: number | undefined;
+  /** measured calibrations to use; the bundled ones ({@link CALIBRATIONS}) by default */
   calibrations?: readonly Calibration[] | undefined;
+  /** the PyTorch major version the job runs (calibrations are per major version); 2 by default */
+  frameworkMajor?: number | undefined;
+  /** a calibrating trial of this job: the plan is re-anchored on its measured peak */
+  trial?: PlanTrial | undefined;
+}
+
+/** A calibrating trial as the planner takes it: what ran, and what it measured. */
+export interface PlanTrial extends TrialMeasurement {
+  precision: Precision;
+  /** what the peak is: the process tree's GPU memory, or its RAM when the job ran on the CPU */
+  memory: "gpu" | "ram";
+  /** where it was measured, e.g. "run 20261122-145759-4fa3 (python3 train.py)" */
+  source: string;
 }
 
 /** One ranked way to reach the effective batch. */
@@ -38,6 +54,22 @@ export interface Suggestion {
   peak_bytes: number;
   samples_per_s: number;
   relative_speed: number;
+  /** predicted samples/s over those of the user's config (1 = the same) */
+  speedup_vs_yours: number;
+  /** this row is the user's config */
+  is_yours: boolean;
+}
+
+/** The configuration the user has now (spec, config or flags), as the plan predicts it. */
+export interface YourConfig {
+  micro_batch: number;
+  accumulation: number;
+  precision: Precision;
+  checkpointing: boolean;
+  peak_bytes: number;
+  /** share of the budget (cap × (1 − margin)) the predicted peak uses */
+  budget_share: number;
+  samples_per_s: number;
 }
 
 /** The plan of one model shape (the whole model, or one training stage). */
@@ -58,6 +90,9 @@ export interface PlanSection {
   };
   memory: { components: Record<Component, number>; shares: Record<Component, number>; peak_bytes: number; fits: boolean };
   max_micro_batch: number;
+  /** false when the whole per-GPU effective batch fits in one micro-batch: memory does not limit the job */
+  memory_limited: boolean;
+  your_config: YourConfig;
   suggestions: Suggestion[];
   notes: string[];
 }
@@ -76,6 +111,10 @@ export interface PlanReport extends PlanSection {
   gpu: { id: string; name: string; memory_bytes: number; cap_bytes: number; margin: number; budget_bytes: number; gpus: number };
   stages: PlanSection[];
   speed_model: string;
+  /** the GPU calibration the plan used and which constants it set (the rest are defaults); null when none matched */
+  calibration: CalibrationUse | null;
+  /** the calibrating trial the plan was re-anchored on, and what the model had said at its micro-batch; null without one */
+  trial: (PlanTrial & { predicted_before_bytes: number; correction: Anchor }) | null;
   assumptions: Assumption[];
 }
 
@@ -107,7 +146,7 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
   if (gpus === 1 && sharding !== "none" && sharding !== "ddp") {
     throw new InputError(`${sharding} shards states over several GPUs; add --gpus N`, { field: "--sharding" });
   }
-  const constants = resolveConstants(gpu.spec?.id, options.calibrations ?? [], gpu.spec?.architecture);
+  const constants = resolveConstants(gpu.spec?.id, options.calibrations ?? CALIBRATIONS, gpu.spec?.architecture, options.frameworkMajor);
   const budget = Math.floor(capBytes * (1 - margin));
 
   const training = model.kind === "spec" ? model.spec.training : undefined;
@@ -125,9 +164,26 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
     sharding,
   } satisfies TrainingSetup;
 
-  const context: PlanContext = { gpu: gpu.spec, budget, constants: constants.values };
   const notes: string[] = [];
   const mainFootprint = footprintOf(model, options.seqLen, undefined, notes);
+  let trial: PlanReport["trial"] = null;
+  let memoryOf = (footprint: ModelFootprint, s: TrainingSetup, b: number): MemoryBreakdown => memoryAt(footprint, s, b, constants.values);
+  if (options.trial !== undefined) {
+    const measured = options.trial;
+    const trialSetup = { ...base, precision: measured.precision };
+    const correction = anchorOn(mainFootprint, trialSetup, constants.values, measured);
+    const before = memoryAt(mainFootprint, trialSetup, measured.micro_batch, constants.values).peak_bytes;
+    trial = { ...measured, predicted_before_bytes: before, correction };
+    memoryOf = (footprint, s, b) => anchoredMemory(memoryAt(footprint, s, b, constants.values), correction);
+    notes.push(
+      `re-anchored on a trial (${measured.source}): ${formatBytes(measured.peak_bytes)} ${measured.memory === "ram" ? "RAM" : "GPU memory"} measured at micro-batch ${measured.micro_batch} (${measured.precision}) where the model said ${formatBytes(before)}; ` +
+        (correction.on === "offset"
+          ? `the fixed part moved by ${formatBytes(correction.offset)}`
+          : `the per-sample part × ${correction.scale.toFixed(2)}${correction.on === "allocated" ? ", the allocator's slack as measured" : ""}`) +
+        "; other micro-batches and precisions follow the model with that correction",
+    );
+  }
+  const context: PlanContext = { gpu: gpu.spec, budget, constants: constants.values, memory: memoryOf };
   const section = planSection(mainFootprint, base, {
     batch: options.batch ?? training?.batch,
     batchFrom: options.batch !== undefined ? "--batch" : "spec",
@@ -166,6 +222,8 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
     gpu: { id: gpu.id, name: gpu.name, memory_bytes: gpu.memoryBytes, cap_bytes: capBytes, margin, budget_bytes: budget, gpus },
     stages,
     speed_model: SPEED_MODEL,
+    calibration: constants.calibration,
+    trial,
     assumptions: assumptionsOf(base, constants, gpu, mainFootprint),
   };
   return report;
@@ -175,6 +233,8 @@ interface PlanContext {
   gpu: GpuSpec | undefined;
   budget: number;
   constants: PlanConstants;
+  /** the memory model, re-anchored when the plan has a trial */
+  memory: (footprint: ModelFootprint, setup: TrainingSetup, microBatch: number) => MemoryBreakdown;
 }
 
 interface ResolvedGpu {
@@ -189,8 +249,16 @@ function resolveGpu(options: PlanOptions): ResolvedGpu {
   if (options.gpu !== undefined) {
     const spec = findGpu(options.gpu);
     if (spec === undefined) {
+      const several = ambiguousGpu(options.gpu);
+      if (several !== undefined) {
+        const which = several.map((g) => `${g.id} (${g.name.replace(/^NVIDIA /, "")}, ${g.memoryGiB} GB, ${g.architecture})`);
+        throw new InputError(`${JSON.stringify(options.gpu)} could be ${which.slice(0, -1).join(", ")} or ${which.at(-1) ?? ""}: name one with --gpu`, {
+          field: "--gpu",
+          code: "E_UNKNOWN_GPU",
+        });
+      }
       const close = closestIds(options.gpu);
-      const hint = close.length > 0 ? `did you mean ${close.slice(0, 4).join(", ")}?` : "see `brim plan --list-gpus`, or give --gpu-memory <GiB>";
+      const hint = `${close.length > 0 ? `did you mean ${close.slice(0, 4).join(", ")}? ` : ""}see \`brim plan --list-gpus\`, or give any card's memory with --gpu-memory <GiB>`;
       throw new InputError(`unknown GPU ${JSON.stringify(options.gpu)}; ${hint}`, { field: "--gpu", code: "E_UNKNOWN_GPU" });
     }
     const memoryBytes = options.gpuMemoryBytes ?? (spec.reportedTotalMiB !== undefined ? spec.reportedTotalMiB * 2 ** 20 : spec.memoryGiB * 2 ** 30);
@@ -233,6 +301,16 @@ function closestIds(wanted: string): string[] {
 }
 
 function footprintOf(model: ModelInput, seqLen: number | undefined, stage: StageSpec | undefined, notes: string[]): ModelFootprint {
+  const footprint = buildFootprint(model, seqLen, stage, notes);
+  const perSample = Math.max(...Object.values(footprint.activations).map((a) => a.perSample), footprint.inputBytesPerSample);
+  if (!Number.isSafeInteger(footprint.params.total) || !(perSample <= Number.MAX_SAFE_INTEGER)) {
+    const what = Number.isSafeInteger(footprint.params.total) ? `${formatBytes(perSample)} of activations per sample` : `${footprint.params.total.toExponential(2)} parameters`;
+    throw new InputError(`the model has ${what}: beyond what brim can count exactly (2^53); check the sizes for a typo`, model.file === undefined ? {} : { file: model.file });
+  }
+  return footprint;
+}
+
+function buildFootprint(model: ModelInput, seqLen: number | undefined, stage: StageSpec | undefined, notes: string[]): ModelFootprint {
   switch (model.kind) {
     case "spec":
       return footprintFromGraph(graphFromSpec(withStage(model.spec, seqLen, stage)), "spec");
@@ -291,7 +369,7 @@ function planSection(
   context: PlanContext,
 ): PlanSection {
   const notes: string[] = [];
-  const peakAt = (s: TrainingSetup) => (b: number) => memoryAt(footprint, s, b, context.constants).peak_bytes;
+  const peakAt = (s: TrainingSetup) => (b: number) => context.memory(footprint, s, b).peak_bytes;
   const canCheckpoint = footprint.activations[setup.precision].perSampleCheckpointed !== undefined;
   const effectiveSetup: TrainingSetup = { ...setup, checkpointing: setup.checkpointing && canCheckpoint };
   if (setup.checkpointing && !canCheckpoint) notes.push("checkpointing is not modelled for this model; planned without it");
@@ -321,11 +399,22 @@ function planSection(
   }
   const accumulation = perGpuEffective / micro;
 
-  const memory = memoryAt(footprint, effectiveSetup, micro, context.constants);
+  const memory = context.memory(footprint, effectiveSetup, micro);
   const shares = Object.fromEntries(COMPONENTS.map((c) => [c, memory.peak_bytes === 0 ? 0 : memory.components[c] / memory.peak_bytes])) as Record<Component, number>;
   const fits = memory.peak_bytes <= context.budget;
   if (maxMicro === 0) notes.push("not even one sample fits the budget with these settings; see the suggestions (checkpointing, 16-bit precision, sharding, a smaller optimizer)");
   else if (!fits) notes.push(`micro-batch ${micro} does not fit: at most ${maxMicro} does`);
+  const yours: YourConfig = {
+    micro_batch: micro,
+    accumulation,
+    precision: setup.precision,
+    checkpointing: effectiveSetup.checkpointing,
+    peak_bytes: memory.peak_bytes,
+    budget_share: round(memory.peak_bytes / context.budget, 4),
+    samples_per_s: round(predictedSamplesPerSecond(footprint, effectiveSetup, { microBatch: micro, accumulation }, context.gpu, context.constants), 3),
+  };
+  const memoryLimited = maxMicro < perGpuEffective;
+  notes.push(...underuseNotes(yours, perGpuEffective, effective, maxMicro, memoryLimited, context.budget));
 
   return {
     params: { total: footprint.params.total, trainable: footprint.params.trainable, frozen: footprint.params.total - footprint.params.trainable },
@@ -342,9 +431,27 @@ function planSection(
     },
     memory: { components: memory.components, shares, peak_bytes: memory.peak_bytes, fits },
     max_micro_batch: maxMicro,
-    suggestions: suggest(footprint, setup, perGpuEffective, canCheckpoint, context, peakAt),
+    memory_limited: memoryLimited,
+    your_config: yours,
+    suggestions: suggest(footprint, setup, perGpuEffective, canCheckpoint, context, peakAt, yours),
     notes,
   };
+}
+
+const UNDERUSED = 0.25;
+
+/** Says plainly when the user's config leaves most of the memory unused, and what would use it. */
+function underuseNotes(yours: YourConfig, perGpuEffective: number, effective: number, maxMicro: number, memoryLimited: boolean, budget: number): string[] {
+  if (yours.budget_share >= UNDERUSED || yours.peak_bytes > budget) return [];
+  const used = `${yours.micro_batch} × ${yours.accumulation} uses ${Math.max(1, Math.round(100 * yours.budget_share))} % of ${formatBytes(budget)}`;
+  const bigger = divisors(perGpuEffective).filter((d) => d <= maxMicro).pop() ?? yours.micro_batch;
+  if (yours.accumulation > 1 && bigger > yours.micro_batch) {
+    return [`${used}: ${bigger} × ${perGpuEffective / bigger} keeps the effective batch at ${effective} with fewer, larger steps`];
+  }
+  if (!memoryLimited) {
+    return [`${used}, and the whole effective batch is one micro-batch: memory is not what limits this job (data, the CPU or step overhead is); a larger effective batch would fit, up to ${maxMicro.toLocaleString("en-US")} per micro-batch`];
+  }
+  return [`${used}: memory is underused`];
 }
 
 function suggest(
@@ -354,6 +461,7 @@ function suggest(
   canCheckpoint: boolean,
   context: PlanContext,
   peakAt: (s: TrainingSetup) => (b: number) => number,
+  yours: YourConfig,
 ): Suggestion[] {
   const precisions = new Set<Precision>([setup.precision, ...SUGGESTED_PRECISIONS.filter((p) => context.gpu === undefined || peakFor(context.gpu, p) !== undefined)]);
   const candidates: Suggestion[] = [];
@@ -375,11 +483,14 @@ function suggest(
           peak_bytes: peak(m),
           samples_per_s: speed,
           relative_speed: 0,
+          speedup_vs_yours: 0,
+          is_yours: precision === yours.precision && checkpointing === yours.checkpointing && m === yours.micro_batch,
         });
       }
     }
   }
-  // one per (precision, checkpointing), then the runners-up, so that at least three remain where any fit
+  dropDominated(candidates, yours);
+  // one per (precision, checkpointing), then runners-up up to three rows
   const seen = new Set<string>();
   const firsts: Suggestion[] = [];
   const rest: Suggestion[] = [];
@@ -391,11 +502,38 @@ function suggest(
   const chosen = [...firsts];
   for (const c of rest.sort((a, b) => b.samples_per_s - a.samples_per_s)) {
     if (chosen.length >= 3) break;
+    // a runner-up slower than the user's own config answers nothing
+    if (c.samples_per_s < yours.samples_per_s && yours.peak_bytes <= context.budget) continue;
     chosen.push(c);
   }
   chosen.sort((a, b) => b.samples_per_s - a.samples_per_s || a.peak_bytes - b.peak_bytes);
   const best = chosen[0]?.samples_per_s ?? 1;
-  return chosen.map((c) => ({ ...c, samples_per_s: round(c.samples_per_s, 3), relative_speed: round(c.samples_per_s / best, 3) }));
+  return chosen.map((c) => ({
+    ...c,
+    samples_per_s: round(c.samples_per_s, 3),
+    relative_speed: round(c.samples_per_s / best, 3),
+    speedup_vs_yours: yours.samples_per_s > 0 ? round(c.samples_per_s / yours.samples_per_s, 3) : 0,
+  }));
+}
+
+/**
+ * Removes rows nobody should pick: checkpointing where the same precision without it already
+ * reaches that micro-batch (slower for nothing), and a row that repeats another's micro-batch,
+ * peak and speed (tf32 on a GPU where it runs at fp32's rate). The user's own row stays.
+ */
+function dropDominated(candidates: Suggestion[], yours: YourConfig): void {
+  const keep = (c: Suggestion): boolean => {
+    if (c.is_yours) return true;
+    if (c.checkpointing && candidates.some((o) => !o.checkpointing && o.precision === c.precision && o.micro_batch >= c.micro_batch)) return false;
+    const twin = candidates.find(
+      (o) => o !== c && o.micro_batch === c.micro_batch && o.checkpointing === c.checkpointing && o.peak_bytes === c.peak_bytes && Math.abs(o.samples_per_s - c.samples_per_s) <= 1e-9 * c.samples_per_s,
+    );
+    // of two identical rows keep the user's precision, else the first (fp32 before tf32)
+    if (twin !== undefined && (twin.precision === yours.precision || candidates.indexOf(twin) < candidates.indexOf(c)) && c.precision !== yours.precision) return false;
+    return true;
+  };
+  const kept = candidates.filter(keep);
+  candidates.splice(0, candidates.length, ...kept);
 }
 
 function round(value: number, digits: number): number {

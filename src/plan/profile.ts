@@ -95,6 +95,8 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
       perSampleCheckpointed: undefined,
       fixed: Math.max(0, measuredFixed ?? (mixed ? 2 * matmulElems : 0)),
       largestPerSample: largest,
+      // measured on CPU: cuDNN's workspaces do not show there
+      workspacePerSample: { conv: 0, rnn: 0 },
     };
   }
   const forward = profile.per_sample.forward_flops ?? 0;

@@ -178,7 +178,49 @@ export function parseModelSpec(value: unknown, file?: string): ModelSpec {
   }
   const result = modelSpec.safeParse(value);
   if (!result.success) throw zodToInputError(result.error, file);
+  checkGraphSize(result.data, file);
   return result.data;
+}
+
+/** The most layers, blocks or experts a spec may build: far beyond any real model, far below what exhausts memory. */
+export const MAX_GRAPH_UNITS = 100_000;
+
+/**
+ * Refuses a spec whose structure (layers, blocks, experts, list lengths) would make a graph too
+ * large to build, with a one-line cause naming the field, before any work starts.
+ */
+function checkGraphSize(spec: ModelSpec, file: string | undefined): void {
+  const units: [string, number][] = [["stages", spec.stages?.length ?? 0]];
+  switch (spec.family) {
+    case "mlp":
+      units.push(["hidden", spec.hidden.length]);
+      break;
+    case "nbeats":
+      spec.stacks.forEach((st, i) => units.push([`stacks[${i}].blocks`, st.blocks * spec.layers_per_block]));
+      units.push(["layers_per_block", spec.layers_per_block]);
+      break;
+    case "lstm":
+    case "gru":
+      units.push(["layers", spec.layers]);
+      break;
+    case "cnn1d-lstm":
+      units.push(["conv", spec.conv.length], ["lstm.layers", spec.lstm.layers]);
+      break;
+    case "transformer-encoder":
+      units.push(["layers", spec.layers]);
+      if (spec.moe !== undefined) units.push(["moe.experts", spec.moe.experts * spec.moe.layers.length], ["moe.layers", spec.moe.layers.length]);
+      break;
+    case "actor-critic":
+      units.push(["policy", spec.policy.length], ["value", spec.value.length]);
+      break;
+  }
+  const total = units.reduce((n, [, u]) => n + u, 0);
+  if (total <= MAX_GRAPH_UNITS) return;
+  const [field] = units.reduce((a, b) => (b[1] > a[1] ? b : a));
+  throw new InputError(`the model would have ${total.toLocaleString("en-US")} layers/blocks/experts; brim plans up to ${MAX_GRAPH_UNITS.toLocaleString("en-US")} (a typo?)`, {
+    field,
+    ...(file === undefined ? {} : { file }),
+  });
 }
 
 /**

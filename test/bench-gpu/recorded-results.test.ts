@@ -75,9 +75,9 @@ describe.skipIf(gpus.length === 0)("recorded GPU results (bench/results/gpu)", (
         }
       });
 
-      it.skipIf(!existsSync(join(resultsDir, gpu, "fit.json")))("the committed fit is what the fit script makes from the committed pairs", () => {
-        const committed = JSON.parse(readFileSync(join(resultsDir, gpu, "fit.json"), "utf8")) as { source: string; target: string; fit: { constants: Record<string, number> } };
-        const res = spawnSync(process.execPath, [join(root, "bench/gpu/fit-constants.mjs"), join(resultsDir, gpu), "--json", "--source", committed.source, "--target", committed.target], { encoding: "utf8" });
+      it.skipIf(!existsSync(join(resultsDir, gpu, "calibration.json")))("the committed calibration is what the fit script makes from the committed pairs", () => {
+        const committed = JSON.parse(readFileSync(join(resultsDir, gpu, "calibration.json"), "utf8")) as { source: string; fit: { constants: Record<string, number> } };
+        const res = spawnSync(process.execPath, [join(root, "bench/gpu/fit-constants.mjs"), join(resultsDir, gpu), "--json", "--source", committed.source], { encoding: "utf8" });
         expect(res.status).toBe(0);
         const again = JSON.parse(res.stdout) as { fit: { constants: Record<string, number> } };
         for (const [k, v] of Object.entries(committed.fit.constants)) expect(again.fit.constants[k]).toBeCloseTo(v, 6);

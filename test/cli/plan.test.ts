@@ -50,10 +50,12 @@ describe("brim plan", () => {
     expect(Object.keys(report.memory.components)).toEqual(["weights", "gradients", "optimizer_state", "activations", "input_batch", "temporaries", "workspace", "cuda_context", "allocator_slack"]);
     expect(report.memory.peak_bytes).toBe(Object.values(report.memory.components).reduce((a, b) => a + b, 0));
     expect(report.max_micro_batch).toBeGreaterThan(0);
-    expect(report.suggestions.length).toBeGreaterThanOrEqual(3);
+    // dominated rows and runners-up slower than the user's config are left out (test/plan/answer.test.ts)
+    expect(report.suggestions.length).toBeGreaterThanOrEqual(1);
     for (const s of report.suggestions) {
-      expect(Object.keys(s).sort()).toEqual(["accumulation", "checkpointing", "micro_batch", "peak_bytes", "precision", "relative_speed", "samples_per_s"]);
+      expect(Object.keys(s).sort()).toEqual(["accumulation", "checkpointing", "is_yours", "micro_batch", "peak_bytes", "precision", "relative_speed", "samples_per_s", "speedup_vs_yours"]);
     }
+    expect(Object.keys(report.your_config).sort()).toEqual(["accumulation", "budget_share", "checkpointing", "micro_batch", "peak_bytes", "precision", "samples_per_s"]);
     expect(report.suggestions[0]?.relative_speed).toBe(1);
     expect(report.assumptions.map((a) => a.name)).toContain("cuda_context_bytes");
   });
@@ -71,7 +73,8 @@ describe("brim plan", () => {
   it("prints a readable table and Markdown", async () => {
     const text = await brim("plan", join(root, "examples/nbeats/model.yaml"), "--gpu", "rtx-4080", "--cap", "12GiB");
     expect(text.stdout).toMatch(/predicted peak/);
-    expect(text.stdout).toMatch(/largest micro-batch that fits: \d+/);
+    // N-BEATS at its spec's batch of 32 uses a few % of the card
+    expect(text.stdout).toMatch(/memory is not the limit: the effective batch \(32\) fits in one micro-batch \(memory alone would allow up to [\d,]+\)/);
     expect(text.stdout).toMatch(/cap 12\.0 GiB/);
     const md = await brim("plan", join(root, "examples/nbeats/model.yaml"), "--gpu", "rtx-4080", "--markdown");
     expect(md.stdout).toMatch(/^# Memory plan: nbeats on NVIDIA GeForce RTX 4080/);

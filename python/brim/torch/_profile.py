@@ -196,6 +196,47 @@ def _measure(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_
     return total, largest, flops[0]
 
 
+class ProfileError(RuntimeError):
+    """The model's forward and backward could not be measured; the message says why and what to do."""
+
+
+_ONEDNN_SIGNS = ("primitive descriptor", "mkldnn", "onednn", "dnnl")
+
+
+def _is_onednn_error(error):
+    text = str(error).lower()
+    return any(sign in text for sign in _ONEDNN_SIGNS)
+
+
+def _measure_or_fallback(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_flops, notes, prec):
+    """_measure, and when oneDNN (mkldnn) cannot build a primitive for an op on this CPU and
+    PyTorch (LSTM/GRU under PyTorch 2.x: "could not create a primitive descriptor for the LSTM
+    forward propagation primitive"), _measure again with oneDNN switched off: PyTorch's native CPU
+    kernels keep the same tensors for backward."""
+    try:
+        return _measure(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_flops)
+    except RuntimeError as error:
+        if device_type != "cpu" or not _is_onednn_error(error) or not hasattr(torch.backends, "mkldnn"):
+            raise
+        note = "%s: oneDNN failed (%s); measured with torch.backends.mkldnn disabled" % (prec, str(error).strip().splitlines()[0][:200])
+        if note not in notes:
+            notes.append(note)
+        with torch.backends.mkldnn.flags(enabled=False):
+            return _measure(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_flops)
+
+
+def _failed(model, device, prec, error):
+    kind = type(model).__name__
+    first = (str(error).strip().splitlines() or [""])[0][:300]
+    return ProfileError(
+        "brim.torch.profile: the forward and backward of %s failed on %s in %s: %s: %s. "
+        "What to do: check that loss_fn(model, batch) runs on this batch as in training; if the "
+        "error comes from a CPU kernel (oneDNN/mkldnn), profile with precisions=('fp32',), on "
+        "another PyTorch version, or on a GPU; or plan from a model spec instead "
+        "(brim plan model.yaml, docs/model-spec.md)." % (kind, device, prec, type(error).__name__, first)
+    )
+
+
 def _num(x):
     """An int when the value is integral (exact measurements stay exact in the JSON)."""
     x = float(x)
@@ -277,12 +318,20 @@ def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=
     per_sample_saved, fixed_saved = {}, {}
     largest_per_sample = 0.0
     flops_per_sample = 0.0
+    notes = []
     try:
         model.train()
         with torch.random.fork_rng(devices=rng_devices):
             for prec, dtype in wanted:
-                s1, _l1, _f1 = _measure(model, small, loss_fn, exclude, dtype, device.type, False)
-                s2, l2, f2 = _measure(model, large, loss_fn, exclude, dtype, device.type, prec == "fp32")
+                try:
+                    s1, _l1, _f1 = _measure_or_fallback(model, small, loss_fn, exclude, dtype, device.type, False, notes, prec)
+                    s2, l2, f2 = _measure_or_fallback(model, large, loss_fn, exclude, dtype, device.type, prec == "fp32", notes, prec)
+                except (RuntimeError, NotImplementedError) as error:
+                    if prec == "fp32":
+                        raise _failed(model, device, prec, error) from error
+                    # a 16-bit autocast path this CPU build lacks: brim plans that precision from fp32's
+                    notes.append("%s: not measured (%s: %s)" % (prec, type(error).__name__, (str(error).strip().splitlines() or [""])[0][:200]))
+                    continue
                 slope = (s2 - s1) / float(b2 - b1)
                 per_sample_saved[prec] = _num(max(0.0, slope))
                 fixed_saved[prec] = _num(s1 - slope * b1)
@@ -320,6 +369,8 @@ def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=
             "created": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
         },
     }
+    if notes:
+        result["measured"]["notes"] = notes
     if path is not None:
         _write_json(path, result)
     brim.send({"type": "profile", "profile": result, "path": os.path.abspath(path) if path else None})

@@ -1,0 +1,50 @@
+// brim.torch.profile on recurrent models in real PyTorch (CPU): LSTM and GRU profile, and when
+// oneDNN cannot build its recurrent primitive (PyTorch 2.11 on some CPUs) the profile falls back
+// to PyTorch's native kernels and says so; a profile that cannot be measured says why and what to do.
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const PYTHON = process.env["BRIM_TEST_PYTHON"] ?? "/usr/bin/python3";
+const root = new URL("../../", import.meta.url).pathname;
+
+interface Outcome {
+  ok: boolean;
+  saved?: Record<string, number>;
+  notes?: string[];
+  type?: string;
+  message?: string;
+}
+
+function run(mode: string): Record<"lstm" | "gru", Outcome> {
+  return JSON.parse(execFileSync(PYTHON, [join(root, "test/torch/profile_rnn.py"), mode], { encoding: "utf8" })) as Record<"lstm" | "gru", Outcome>;
+}
+
+describe("brim.torch.profile on LSTM/GRU (real PyTorch, CPU)", () => {
+  const plain = run("plain");
+
+  it("profiles both, in fp32 and bf16-mixed", () => {
+    for (const kind of ["lstm", "gru"] as const) {
+      expect(plain[kind].ok, kind).toBe(true);
+      expect(plain[kind].saved!["fp32"]).toBeGreaterThan(0);
+      expect(plain[kind].notes).toEqual([]);
+    }
+  });
+
+  it("falls back when oneDNN cannot create the recurrent primitive, measures the same bytes, and notes it", () => {
+    const failing = run("onednn-fails");
+    for (const kind of ["lstm", "gru"] as const) {
+      expect(failing[kind].ok, kind).toBe(true);
+      expect(failing[kind].saved).toEqual(plain[kind].saved);
+      expect(failing[kind].notes?.[0]).toMatch(/^fp32: oneDNN failed \(could not create a primitive descriptor for the (LSTM|GRU) forward propagation primitive\); measured with torch\.backends\.mkldnn disabled$/);
+    }
+  });
+
+  it("a profile that cannot be measured says why and what to do", () => {
+    const broken = run("broken");
+    expect(broken.lstm.ok).toBe(false);
+    expect(broken.lstm.type).toBe("ProfileError");
+    expect(broken.lstm.message).toContain("failed on cpu in fp32: RuntimeError: shape mismatch in the user's loss");
+    expect(broken.lstm.message).toContain("What to do:");
+  });
+});
