@@ -13,7 +13,7 @@ import { runHtml, tuneHtml } from "./html.ts";
 import { runMarkdown, tuneMarkdown } from "./markdown.ts";
 import { runReport, tuneReport, type RecordedRun, type RunReportModel, type TuneReportModel } from "./model.ts";
 import { perfettoTrace } from "./perfetto.ts";
-import { findChromium, openPngRenderer } from "./png.ts";
+import { openPngRenderer } from "./png.ts";
 import { renderChart, svgDocument } from "./svg.ts";
 
 /**
@@ -33,8 +33,7 @@ export interface ReportOptions {
   perfetto?: boolean;
   /** PNG copies of the charts (default true; skipped with a note when no Chromium) */
   png?: boolean;
-  /** the Chromium to use; default {@link findChromium} */
-  chromium?: string | null;
+  /** environment read for `BRIM_FONT_DIRS` (PNG fonts); default process.env */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -160,7 +159,7 @@ export async function writeReport(store: RunStore, ref: string, options: ReportO
   const png = { written: 0, note: null as string | null };
   const images = new Map<string, { path: string; title: string }>(svgs.map((c) => [c.id, { path: `charts/${c.id}.svg`, title: c.title }]));
   if (options.png !== false) {
-    const opened = await openPngRenderer(options.chromium !== undefined ? options.chromium : findChromium(options.env ?? process.env));
+    const opened = await openPngRenderer({ env: options.env ?? process.env });
     if ("unavailable" in opened) {
       png.note = `PNG charts skipped: ${opened.unavailable}. The SVG charts are complete.`;
     } else {
