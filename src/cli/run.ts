@@ -152,10 +152,13 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
           runId = id;
           if (!options.json) out.stderr(`brim: run ${id} · pid ${pid}${options.cap !== undefined ? ` · cap ${formatBytes(options.cap)} ${inventory.backend === "cpu" ? "RAM" : "GPU"}` : ""}${metrics ? ` · metrics http://127.0.0.1:${options.prometheus}/metrics` : ""}\n`);
         },
-        onOutput: (stream, line) => {
+        // the job's output passes through as it comes (\r progress updates included); on a terminal
+        // it runs on a pseudo-terminal of its own so it prints as it would in the shell
+        pty: footer !== null && out.stderrIsTTY === true && out.stdoutIsTTY === true ? { columns: out.columns ?? 100, rows: out.rows ?? 24 } : null,
+        onChunk: (stream, chunk) => {
           const write = (text: string): void => (stream === 1 ? out.stdout(text) : out.stderr(text));
-          if (footer) footer.line(line, write);
-          else if (!options.json) write(`${line}\n`);
+          if (footer) footer.chunk(chunk, write, stream === 2 || out.stdoutIsTTY === true);
+          else if (!options.json) write(chunk);
         },
         onState: (state, now) => {
           latestState = state;
@@ -164,7 +167,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
       },
       { devices, store },
     );
-    footer?.close();
+    footer?.close(latestState ?? undefined);
     return { result, exitCode: exitCodeOf(result.job.end), storeRoot: root, note: inventory.note };
   } finally {
     metrics?.close();
