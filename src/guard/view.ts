@@ -18,7 +18,7 @@ export function formatDuration(seconds: number): string {
 }
 
 const percent = (value: number | null, digits = 0): string => (value === null ? "–" : `${value.toFixed(digits)}%`);
-const rate = (value: number | null): string => (value === null ? "–" : value >= 100 ? value.toFixed(0) : value.toPrecision(3));
+const rate = (value: number | null): string => (value === null ? "–" : value >= 1e6 ? `${(value / 1e6).toPrecision(3)}M` : value >= 1e4 ? `${(value / 1e3).toPrecision(3)}k` : value >= 100 ? value.toFixed(0) : value.toPrecision(3));
 
 /** Styling switches for the view. */
 export interface ViewStyle {
