@@ -8,6 +8,7 @@ import { guardRun, type GuardResult } from "../guard/guard.ts";
 import { formatPrometheus, serveMetrics } from "../guard/prometheus.ts";
 import { StatusFooter, formatDuration } from "../guard/view.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
+import { BRIM_VERSION } from "../version.ts";
 import type { Output } from "./output.ts";
 
 /** Options of `brim run` as the command line gives them. */
@@ -15,6 +16,8 @@ export interface RunCommandOptions {
   cap?: number;
   store?: string;
   prometheus?: number;
+  /** Seconds the metrics endpoint stays up after the run (0 = close at once). */
+  prometheusGrace: number;
   hz: number;
   hungAfter: number;
   grace: number;
@@ -113,7 +116,7 @@ function positiveNumber(name: string): (text: string) => number {
  *
  * @example
  * ```ts
- * const { result, exitCode } = await runCommand(["python", "train.py"], { hz: 10, hungAfter: 900, grace: 10, warmup: 3, knob: {}, shrink: true }, processOutput);
+ * const { result, exitCode } = await runCommand(["python", "train.py"], { hz: 10, hungAfter: 900, grace: 10, prometheusGrace: 5, warmup: 3, knob: {}, shrink: true }, processOutput);
  * ```
  */
 export async function runCommand(command: string[], options: RunCommandOptions, out: Output, devices: Devices = openDevices()): Promise<RunCommandResult> {
@@ -132,7 +135,11 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   const footer = options.quiet || options.json ? null : new StatusFooter({ write: (text) => out.stderr(text), isTTY: out.stderrIsTTY === true, columns: out.columns ?? 100 }, { color: out.color === true });
   let latestState: Parameters<typeof formatPrometheus>[0] | null = null;
   let runId = "";
-  const metrics = options.prometheus !== undefined ? await serveMetrics(options.prometheus, () => (latestState ? formatPrometheus(latestState, { run_id: runId }) : "")) : null;
+  let running = true;
+  const build = { version: BRIM_VERSION, node: process.version, backend: inventory.backend, ...(inventory.driver != null ? { driver: inventory.driver } : {}) };
+  const gpus = inventory.backend === "cpu" ? [] : inventory.gpus.map((gpu) => gpu.index);
+  const metrics = options.prometheus !== undefined ? await serveMetrics(options.prometheus, () => (latestState ? formatPrometheus(latestState, { run_id: runId }, { gpus, running, build }) : "")) : null;
+  let ended = false;
   try {
     const result = await guardRun(
       {
@@ -168,9 +175,15 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
       { devices, store },
     );
     footer?.close(latestState ?? undefined);
+    ended = true;
     return { result, exitCode: exitCodeOf(result.job.end), storeRoot: root, note: inventory.note };
   } finally {
-    metrics?.close();
+    running = false;
+    // the last scrape lands after the run: keep /metrics (with brim_job_running 0) up a little longer
+    if (metrics !== null) {
+      if (ended && options.prometheusGrace > 0) setTimeout(() => metrics.close(), options.prometheusGrace * 1000);
+      else metrics.close();
+    }
   }
 }
 
@@ -226,6 +239,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .option("--cap <size>", "memory cap for the whole process tree: GPU memory, or RAM in CPU mode (e.g. 12GiB)", (text) => parseByteSize(text))
     .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")
     .option("--prometheus <port>", "serve Prometheus metrics on 127.0.0.1:<port>/metrics", positiveInteger("--prometheus"))
+    .addOption(new Option("--prometheus-grace <seconds>", "keep the metrics endpoint up this long after the run, for the last scrape (0 = no)").default(5).argParser(positiveInteger("--prometheus-grace", 0)))
     .addOption(new Option("--hz <n>", "sampling rate of GPU and process readings").default(10).argParser(positiveNumber("--hz")))
     .addOption(new Option("--hung-after <seconds>", "stop and classify the job as hung after this long without a step (0 = never)").default(900).argParser(positiveInteger("--hung-after", 0)))
     .addOption(new Option("--grace <seconds>", "seconds between SIGTERM and SIGKILL when stopping the job").default(10).argParser(positiveNumber("--grace")))
