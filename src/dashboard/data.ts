@@ -40,6 +40,8 @@ export interface RunListItem {
   id: string;
   kind: "run" | "trial";
   tune_id: string | null;
+  /** the knob values the run was given (a trial's name on the home page) */
+  knobs: Record<string, number | string | boolean>;
   command: string;
   started_at: string;
   status: string;
@@ -165,6 +167,7 @@ export async function listRuns(store: RunStore, limit = 500, now = Date.now()): 
       id,
       kind: meta.kind,
       tune_id: meta.tune_id,
+      knobs: meta.knobs,
       command: meta.command.join(" "),
       started_at: meta.started_at,
       status,
