@@ -44,7 +44,7 @@ export const LIVE_SCRIPT = `
   source.addEventListener("charts", (event) => {
     const update = JSON.parse(event.data);
     for (const [chart, svg] of Object.entries(update.charts)) {
-      const box = document.querySelector('[data-chart-box="' + chart + '"]');
+      const box = document.querySelector('[data-chart-box="' + chart + '"]:not([data-static])');
       if (box) box.innerHTML = svg;
     }
     rows("table.numbers tbody", update.numbers);

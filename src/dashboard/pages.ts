@@ -7,7 +7,9 @@
 import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
 import { chartsHtml, doctorHtml, factsHtml, htmlPage, trialsHtml } from "../report/html.ts";
 import type { NumberRow } from "../report/model.ts";
+import { knobDifferences, progressCharts, type ProgressAxis, type ProgressRun } from "../report/progress.ts";
 import { escapeXml as esc, renderChart } from "../report/svg.ts";
+import type { RunMeta, TimelineEntry } from "../record/types.ts";
 import { HOME_SCRIPT, LIVE_SCRIPT } from "./client.ts";
 import type { RunListItem, RunView, TuneListItem, TuneView } from "./data.ts";
 
@@ -114,6 +116,19 @@ function tiles(rows: readonly NumberRow[]): string {
 }
 
 /**
+ * How a run page draws its progress charts: the x axis (step by default) and a run to overlay.
+ *
+ * @example
+ * ```ts
+ * const options: RunPageOptions = { axis: "time", vs: { meta: other.meta, entries: other.timeline } };
+ * ```
+ */
+export interface RunPageOptions {
+  axis?: ProgressAxis;
+  vs?: { meta: RunMeta; entries: readonly TimelineEntry[] } | null;
+}
+
+/**
  * A run's page: live tiles and charts that follow the run while it runs, its numbers and findings.
  *
  * @example
@@ -121,8 +136,31 @@ function tiles(rows: readonly NumberRow[]): string {
  * runPage(await runView(store, id), store.root, nonce);
  * ```
  */
-export function runPage(view: RunView, storeRoot: string, nonce: string): string {
+export function runPage(view: RunView, storeRoot: string, nonce: string, options: RunPageOptions = {}): string {
   const { model, meta } = view;
+  const axis = options.axis ?? "step";
+  const vs = options.vs ?? null;
+  const progressRuns: ProgressRun[] = [{ label: vs === null ? "this run" : meta.id, meta, entries: view.entries }, ...(vs === null ? [] : [{ label: `vs ${vs.meta.id}`, meta: vs.meta, entries: vs.entries }])];
+  // the live stream redraws the single-run, step-axis charts; an overlay or a time axis stays as loaded
+  const fixed = vs !== null || axis !== "step";
+  const query = (next: { x?: ProgressAxis }): string => {
+    const q = new URLSearchParams();
+    if ((next.x ?? axis) !== "step") q.set("x", next.x ?? axis);
+    if (vs !== null) q.set("vs", vs.meta.id);
+    const text = q.toString();
+    return text === "" ? `/runs/${meta.id}` : `/runs/${meta.id}?${text}`;
+  };
+  const differences = vs === null ? [] : knobDifferences(vs.meta, meta);
+  const progress = [
+    `<h2>Training progress</h2>`,
+    `<p class="muted" data-axis="${axis}">x axis: ${axis === "step" ? `<strong>step</strong> · <a href="${esc(query({ x: "time" }))}">time</a>` : `<a href="${esc(query({ x: "step" }))}">step</a> · <strong>time</strong>`}${vs !== null ? ` · overlaid with <a href="/runs/${esc(vs.meta.id)}">${esc(vs.meta.id)}</a> (<a href="${esc(`/runs/${meta.id}${axis === "step" ? "" : `?x=${axis}`}`)}">remove</a>)` : ` · compare: add <code>?vs=&lt;run id&gt;</code>`}</p>`,
+    vs === null
+      ? ""
+      : differences.length === 0
+        ? `<p data-knob-diff>Same knobs, cap and command as ${esc(vs.meta.id)}.</p>`
+        : `<table class="facts" data-knob-diff><thead><tr><th>differs</th><th>${esc(vs.meta.id)}</th><th>this run</th></tr></thead><tbody>${differences.map((d) => `<tr><th>${esc(d.name)}</th><td>${esc(d.a)}</td><td>${esc(d.b)}</td></tr>`).join("")}</tbody></table>`,
+    chartsHtml(progressCharts(progressRuns, axis).map((c) => ({ id: c.id, svg: renderChart(c) }))).replace(/<figure data-chart-box=/g, fixed ? "<figure data-static data-chart-box=" : "<figure data-chart-box="),
+  ].join("\n");
   const statusText = view.live ? "live" : view.status === "unfinished" ? "unfinished: no end recorded and the timeline stopped growing" : `ended: ${view.status}`;
   const body = [
     header(storeRoot),
@@ -131,6 +169,7 @@ export function runPage(view: RunView, storeRoot: string, nonce: string): string
     `<p>Status: <strong data-status>${esc(statusText)}</strong>${meta.tune_id !== null ? ` · trial of <a href="/tunes/${esc(meta.tune_id)}">tune ${esc(meta.tune_id)}</a>` : ""}</p>`,
     tiles(view.tiles),
     factsHtml(model.facts),
+    progress,
     `<h2>Charts</h2>`,
     chartsHtml(model.charts.map((c) => ({ id: c.id, svg: renderChart(c) }))),
     `<h2>Numbers</h2><p class="muted">Steady state: warm-up steps left out.</p>`,

@@ -107,6 +107,45 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
     await page.close();
   });
 
+  it("charts loss and throughput by step, by time on request, and overlays a second run with the knobs that differ", async () => {
+    const other = (await writeSyntheticRun(store, { steps: 20, warmup: 2, batch: 64, knobs: { batch_size: 64, precision: "fp32" } }, new Date(Date.now() - 30_000))).id;
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${dash.url}runs/${plainRun}`);
+    const loss = page.locator('svg[data-chart="loss"]');
+    await expect(loss.locator("g.series").count()).resolves.toBe(1);
+    await expect(page.locator('[data-axis="step"]').count()).resolves.toBe(1);
+    const lossValues = (await loss.locator("g.series polyline").first().getAttribute("data-y"))?.split(" ").map(Number) ?? [];
+    const lossSteps = (await loss.locator("g.series polyline").first().getAttribute("data-x"))?.split(" ").map(Number) ?? [];
+    expect(lossValues.length).toBe(30);
+    expect(lossSteps[0]).toBeLessThan(lossSteps[lossSteps.length - 1] as number);
+    expect(lossValues[0]).toBeGreaterThan(lossValues[lossValues.length - 1] as number);
+    await expect(page.locator('svg[data-chart="throughput_steps"] text.axis-label').allTextContents()).resolves.toContain("step");
+
+    await page.click('[data-axis] a[href$="x=time"]');
+    await page.waitForURL("**?x=time");
+    await expect(page.locator('svg[data-chart="throughput_steps"] text.axis-label').allTextContents()).resolves.toContain("time since start");
+
+    await page.goto(`${dash.url}runs/${plainRun}?vs=${other}`);
+    for (const id of ["loss", "throughput_steps"]) {
+      const chart = page.locator(`svg[data-chart="${id}"]`);
+      await expect(chart.locator("g.series").count()).resolves.toBe(2);
+      const legend = await Promise.all((await chart.locator("g.legend-item").all()).map((l) => l.getAttribute("data-series")));
+      expect(legend).toEqual([`${plainRun}: ${id === "loss" ? "loss" : "samples/s"}`, `vs ${other}: ${id === "loss" ? "loss" : "samples/s"}`]);
+      const box = await chart.boundingBox();
+      expect(box?.width).toBeGreaterThan(1100);
+    }
+    const diff = page.locator("[data-knob-diff]");
+    await expect(diff.isVisible()).resolves.toBe(true);
+    const [before, after] = await Promise.all([store.readRunMeta(other), store.readRunMeta(plainRun)]);
+    const differing = Object.keys({ ...before.knobs, ...after.knobs }).filter((k) => before.knobs[k] !== after.knobs[k]);
+    const rows = await diff.locator("tbody th").allTextContents();
+    expect(differing).toEqual(expect.arrayContaining(["batch_size", "precision"]));
+    for (const k of differing) expect(rows).toContain(k);
+    await expect(diff.locator("tr", { hasText: "batch_size" }).locator("td").first().textContent()).resolves.toBe("64");
+    expect((await page.goto(`${dash.url}runs/${plainRun}?vs=nope`))?.status()).toBe(404);
+    await page.close();
+  });
+
   it("ends a live run's page without the live badge or the still-running note", async () => {
     const live = await writeSyntheticRun(store, { running: true, steps: 6, warmup: 1 }, new Date(Date.now() - 2000));
     const page = await browser.newPage();
