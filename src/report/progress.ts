@@ -5,9 +5,10 @@
  *
  * @module
  */
+import { measureRun } from "../analyze/measure.ts";
 import { mainSteps, readTimeline } from "../analyze/timeline.ts";
 import type { RunMeta, TimelineEntry } from "../record/types.ts";
-import { timeOrigin } from "./charts.ts";
+import { runCharts, timeOrigin } from "./charts.ts";
 import type { ChartSpec, Series } from "./svg.ts";
 
 /** One run as the progress charts see it; `label` names its series ("this run", "vs 2026…"). */
@@ -104,4 +105,35 @@ export function knobDifferences(a: RunMeta, b: RunMeta): KnobDifference[] {
   const cb = b.command.join(" ");
   if (ca !== cb) out.push({ name: "command", a: ca, b: cb });
   return out;
+}
+
+/**
+ * Every run chart with a second run overlaid: the first run's series as they are, the second's dashed
+ * in their own colours, each named by its run (both on time since their own start), then loss and
+ * throughput by step for both.
+ *
+ * @example
+ * ```ts
+ * overlayRunCharts({ label: "after", meta, entries }, { label: "before", meta: b.meta, entries: b.timeline }).map((c) => c.id);
+ * // ["utilization", "memory", "throughput", "data_wait", "loss", "throughput_steps"]
+ * ```
+ */
+export function overlayRunCharts(run: ProgressRun, vs: ProgressRun): ChartSpec[] {
+  const charts = (r: ProgressRun): ChartSpec[] => {
+    const tl = readTimeline(r.entries);
+    return runCharts(r.meta, tl, measureRun(r.meta, tl));
+  };
+  const theirs = new Map(charts(vs).map((c) => [c.id, c]));
+  const overlaid = charts(run).map((mine): ChartSpec => {
+    const other = theirs.get(mine.id);
+    if (other === undefined) return mine;
+    const named = (series: readonly Series[], label: string, offset: number, dashed: boolean): Series[] =>
+      series.map((s, i) => ({ ...s, name: `${label}: ${s.name}`, color: s.color ?? COLORS[(offset + i) % COLORS.length], ...(dashed && (s.style === undefined || s.style === "line" || s.style === "line+points") ? { style: "dashed" as const } : {}) }));
+    return {
+      ...mine,
+      series: [...named(mine.series, run.label, 0, false), ...named(other.series, vs.label, mine.series.length, true)],
+      lines: [...(mine.lines ?? []), ...(other.lines ?? []).map((l) => ({ ...l, label: `${vs.label}: ${l.label}`, color: "#999999" }))],
+    };
+  });
+  return [...overlaid, ...progressCharts([run, vs], "step")];
 }

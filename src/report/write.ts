@@ -14,6 +14,7 @@ import { runMarkdown, tuneMarkdown } from "./markdown.ts";
 import { runReport, tuneReport, type RecordedRun, type RunReportModel, type TuneReportModel } from "./model.ts";
 import { perfettoTrace } from "./perfetto.ts";
 import { openPngRenderer } from "./png.ts";
+import { knobDifferences, overlayRunCharts } from "./progress.ts";
 import { renderChart, svgDocument } from "./svg.ts";
 
 /**
@@ -122,6 +123,14 @@ async function trialRuns(store: RunStore, model: { trials: readonly { index: num
   return runs;
 }
 
+/** A --vs report: both runs on every chart, and the knobs that differ said with the comparison. */
+function withOverlay(model: RunReportModel, run: RecordedRun, vs: RecordedRun): RunReportModel {
+  const charts = overlayRunCharts({ label: `after ${run.meta.id}`, meta: run.meta, entries: run.timeline }, { label: `before ${vs.meta.id}`, meta: vs.meta, entries: vs.timeline });
+  const diff = knobDifferences(vs.meta, run.meta);
+  const note = diff.length === 0 ? "Knobs that differ: none (same knobs, cap and command)." : `Knobs that differ (before → after): ${diff.map((d) => `${d.name} ${d.a} → ${d.b}`).join("; ")}.`;
+  return { ...model, charts, comparison: model.comparison === null ? null : { ...model.comparison, notes: [note, ...model.comparison.notes] } };
+}
+
 /**
  * Writes the report of a run or a tune.
  *
@@ -140,6 +149,7 @@ export async function writeReport(store: RunStore, ref: string, options: ReportO
     const run = await store.readRun(target.id);
     if (vs !== undefined && vs.meta.id === run.meta.id) throw new BrimError("E_INPUT", `--vs names the same run as the report (${run.meta.id}); compare with an earlier run`);
     model = runReport(run, vs);
+    if (vs !== undefined) model = withOverlay(model, run, vs);
     traceRuns = [run];
   } else {
     const tune = await store.readTune(target.id);
