@@ -132,7 +132,7 @@ export function overlayRunCharts(run: ProgressRun, vs: ProgressRun): ChartSpec[]
     return {
       ...mine,
       series: [...named(mine.series, run.label, 0, false), ...named(other.series, vs.label, mine.series.length, true)],
-      lines: [...(mine.lines ?? []), ...(other.lines ?? []).map((l) => ({ ...l, label: `${vs.label}: ${l.label}`, color: "#999999" }))],
+      lines: [...(mine.lines ?? []), ...(other.lines ?? []).filter((l) => !(mine.lines ?? []).some((m) => m.axis === l.axis && m.value === l.value)).map((l) => ({ ...l, label: `${vs.label}: ${l.label}`, color: "#999999" }))],
     };
   });
   return [...overlaid, ...progressCharts([run, vs], "step")];

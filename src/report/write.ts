@@ -125,7 +125,7 @@ async function trialRuns(store: RunStore, model: { trials: readonly { index: num
 
 /** A --vs report: both runs on every chart, and the knobs that differ said with the comparison. */
 function withOverlay(model: RunReportModel, run: RecordedRun, vs: RecordedRun): RunReportModel {
-  const charts = overlayRunCharts({ label: `after ${run.meta.id}`, meta: run.meta, entries: run.timeline }, { label: `before ${vs.meta.id}`, meta: vs.meta, entries: vs.timeline });
+  const charts = overlayRunCharts({ label: "after", meta: run.meta, entries: run.timeline }, { label: "before", meta: vs.meta, entries: vs.timeline });
   const diff = knobDifferences(vs.meta, run.meta);
   const note = diff.length === 0 ? "Knobs that differ: none (same knobs, cap and command)." : `Knobs that differ (before → after): ${diff.map((d) => `${d.name} ${d.a} → ${d.b}`).join("; ")}.`;
   return { ...model, charts, comparison: model.comparison === null ? null : { ...model.comparison, notes: [note, ...model.comparison.notes] } };
