@@ -69,6 +69,8 @@ def main():
     batch_size = int(brim.knob("batch_size", get(cfg, "data_loader.batch_size", 8)))
     accumulation = int(brim.knob("accumulation", get(cfg, "training.trainer.accumulate_grad_batches", 1)))
     precision = str(brim.knob("precision", get(cfg, "training.precision", "fp32")))
+    if precision == "tf32":
+        bt.configure(tf32=True)
     loader = bt.loader_kwargs(num_workers=get(cfg, "data_loader.num_workers", 0), pin_memory=get(cfg, "data_loader.pin_memory", False))
     steps = args.steps or brim.step_budget() or get(cfg, "training.max_steps", 30)
     data = Tokens(get(cfg, "data.samples", 20000), get(cfg, "model.seq_len", 128), get(cfg, "model.vocab_size", 8000), get(cfg, "model.labels", 4), get(cfg, "data.seed", 1234))
@@ -81,7 +83,6 @@ def main():
             learning_rate=get(cfg, "training.lr", 1e-4),
             bf16=precision == "bf16-mixed",
             fp16=precision == "fp16-mixed",
-            tf32=True if precision == "tf32" and torch.cuda.is_available() else None,
             dataloader_num_workers=loader["num_workers"],
             dataloader_pin_memory=loader["pin_memory"],
             logging_steps=10,
