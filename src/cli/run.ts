@@ -132,7 +132,17 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   // A lost terminal (SIGHUP, a closed ssh session) makes writes fail with EIO or EPIPE: the guard
   // goes on (and stops the job) without a screen rather than die of an unhandled stream error.
   for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount("error") === 0) stream.on("error", () => {});
-  const footer = options.quiet || options.json ? null : new StatusFooter({ write: (text) => out.stderr(text), isTTY: out.stderrIsTTY === true, columns: out.columns ?? 100 }, { color: out.color === true });
+  const footer = options.quiet || options.json ? null : new StatusFooter(
+          {
+            write: (text) => out.stderr(text),
+            isTTY: out.stderrIsTTY === true,
+            // read at each redraw: the view follows a resized terminal
+            get columns() {
+              return out.columns ?? 100;
+            },
+          },
+          { color: out.color === true },
+        );
   let latestState: Parameters<typeof formatPrometheus>[0] | null = null;
   let runId = "";
   let running = true;
@@ -161,7 +171,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         },
         // the job's output passes through as it comes (\r progress updates included); on a terminal
         // it runs on a pseudo-terminal of its own so it prints as it would in the shell
-        pty: footer !== null && out.stderrIsTTY === true && out.stdoutIsTTY === true ? { columns: out.columns ?? 100, rows: out.rows ?? 24 } : null,
+        pty: options.json !== true && out.stderrIsTTY === true && out.stdoutIsTTY === true ? { columns: out.columns ?? 100, rows: out.rows ?? 24, current: () => ({ columns: out.columns ?? 100, rows: out.rows ?? 24 }) } : null,
         onChunk: (stream, chunk) => {
           const write = (text: string): void => (stream === 1 ? out.stdout(text) : out.stderr(text));
           if (footer) footer.chunk(chunk, write, stream === 2 || out.stdoutIsTTY === true);

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import { startSampler, type Devices, type Reading, type Sampler } from "../devices/index.ts";
 import type { ChannelMessage } from "../job/channel.ts";
-import { Job, type JobResult } from "../job/runner.ts";
+import { Job, type JobResult, type PtySize } from "../job/runner.ts";
 import type { RunStore } from "../record/store.ts";
 import { summarizeRun } from "../record/summary.ts";
 import type { RunDevice, RunMeta, RunSummary, TimelineEntry } from "../record/types.ts";
@@ -50,7 +50,7 @@ export interface GuardOptions {
   /** The job's output as it comes (see JobOptions.onChunk). */
   onChunk?: (stream: 1 | 2, chunk: string) => void;
   /** Run the job on a pseudo-terminal of this size (see JobOptions.pty). */
-  pty?: { columns: number; rows: number } | null;
+  pty?: PtySize | null;
   onState?: (state: LiveState, now: number) => void;
   onStart?: (info: { runId: string; pid: number; dir: string }) => void;
 }

@@ -48,7 +48,22 @@ export interface JobOptions {
    * progress bars and colours as it would in the shell; stdout and stderr then arrive as one stream
    * (1). Falls back to pipes where node-pty is not installed or the command is not found.
    */
-  pty?: { columns: number; rows: number } | null;
+  pty?: PtySize | null;
+}
+
+/**
+ * The size of the job's pseudo-terminal; `current`, when given, is read again on SIGWINCH so the job
+ * follows a resized terminal.
+ *
+ * @example
+ * ```ts
+ * const size: PtySize = { columns: 120, rows: 40, current: () => ({ columns: process.stdout.columns, rows: process.stdout.rows }) };
+ * ```
+ */
+export interface PtySize {
+  columns: number;
+  rows: number;
+  current?: () => { columns: number; rows: number };
 }
 
 /** How a job ended, with what brim saw of it. */
@@ -81,6 +96,7 @@ interface Source {
 interface PtyProcess {
   pid: number;
   kill(signal?: string): void;
+  resize(columns: number, rows: number): void;
   onData(listener: (data: string) => void): void;
   onExit(listener: (e: { exitCode: number; signal?: number }) => void): void;
 }
@@ -239,8 +255,15 @@ export class Job {
       // node-pty makes the child a session (and process group) leader, as detached spawn does
       let markEnded: () => void = () => {};
       const source: Source = { stream: 1, onData: (listener) => proc.onData(listener), ended: new Promise<void>((r) => (markEnded = r)) };
+      const current = options.pty.current;
+      const onResize = (): void => {
+        const size = current?.();
+        if (size !== undefined && size.columns > 0 && size.rows > 0) proc.resize(size.columns, size.rows);
+      };
+      if (current !== undefined) process.on("SIGWINCH", onResize);
       const exited = new Promise<{ code: number | null; signal: string | null }>((done) => {
         proc.onExit(({ exitCode, signal }) => {
+          process.off("SIGWINCH", onResize);
           setImmediate(markEnded);
           const name = signalName(signal);
           done(name !== null ? { code: null, signal: name } : { code: exitCode, signal: null });

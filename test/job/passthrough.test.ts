@@ -158,4 +158,25 @@ print("job done")
     const log = readFileSync(join(store, "runs", readdirSync(join(store, "runs"))[0] as string, "output.log"), "utf8");
     expect(log).toMatch(/step 30\/30/);
   });
+
+  it("resizes the job's pseudo-terminal with brim's own", async () => {
+    const pty = createRequire(import.meta.url)("@lydell/node-pty") as typeof NodePty;
+    const job = `import shutil, sys, time
+print("size", *shutil.get_terminal_size(), flush=True)
+time.sleep(1.5)
+print("size", *shutil.get_terminal_size(), flush=True)
+`;
+    const proc = pty.spawn(process.execPath, [join(REPO, "bin", "brim.js"), "run", "--quiet", "--store", join(root, "store-resize"), "--", PYTHON, "-c", job], { cols: 120, rows: 40, cwd: root, env: { ...process.env, NO_COLOR: "1" } });
+    let screen = "";
+    proc.onData((d) => {
+      screen += d;
+      if (screen.includes("size 120 40") && !screen.includes("resized")) {
+        screen += "resized";
+        proc.resize(90, 30);
+      }
+    });
+    const code = await new Promise<number>((r) => proc.onExit((e) => r(e.exitCode)));
+    expect(code).toBe(0);
+    expect(screen).toMatch(/size 120 40[\s\S]*size 90 30/);
+  });
 });
