@@ -70,7 +70,7 @@ function resolvePackage(name, fromDir) {
   }
 }
 
-/** The run-time dependency closure of brim: dependencies, and optional ones that are installed. */
+/** The run-time dependency closure of brim: dependencies, and optional ones (node-pty, native parts) that are installed. */
 function dependencyClosure() {
   const root = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
   const seen = new Map();
@@ -87,6 +87,7 @@ function dependencyClosure() {
     for (const dep of Object.keys(pkg.optionalDependencies ?? {})) visit(dep, dir, false);
   };
   for (const dep of Object.keys(root.dependencies ?? {})) visit(dep, ROOT, true);
+  for (const dep of Object.keys(root.optionalDependencies ?? {})) visit(dep, ROOT, false);
   return seen;
 }
 

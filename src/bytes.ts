@@ -50,7 +50,8 @@ export function formatBytes(bytes: number): string {
   let value = Math.abs(bytes);
   for (const unit of ["B", "KiB", "MiB", "GiB", "TiB"]) {
     if (value < 1024 || unit === "TiB") {
-      return unit === "B" ? `${sign}${value} B` : `${sign}${value >= 100 ? value.toFixed(0) : value.toFixed(value >= 10 ? 1 : 2)} ${unit}`;
+      // a fitted slope can be a fraction of a byte: never print 1.2105400934595054 B
+      return unit === "B" ? `${sign}${Number.isInteger(value) ? value : Number(value.toPrecision(3))} B` : `${sign}${value >= 100 ? value.toFixed(0) : value.toFixed(value >= 10 ? 1 : 2)} ${unit}`;
     }
     value /= 1024;
   }

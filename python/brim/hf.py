@@ -4,9 +4,9 @@ training at the trial's step budget.
     import brim.hf
     trainer = transformers.Trainer(..., callbacks=[brim.hf.BrimTrainerCallback()])
 
-UNTESTED against a real transformers install in this repository's CI (it is not installed there):
-tests/test_callbacks.py drives the callback through stand-ins for TrainerCallback, the training
-arguments, state and control, implementing only what is used here.
+Tested with transformers 5.17 on an H100 host (issue #15; see docs/sdk.md); in this repository's CI
+(no transformers) tests/test_callbacks.py drives the callback through stand-ins for
+TrainerCallback, the training arguments, state and control, implementing only what is used here.
 
 A "step" here is one optimizer step of the Trainer (gradient_accumulation_steps micro-batches):
 samples = per_device_train_batch_size * gradient_accumulation_steps; wait_s is the time between

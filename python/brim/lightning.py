@@ -5,9 +5,9 @@ trainer at the trial's step budget.
     trainer = lightning.Trainer(callbacks=[brim.lightning.BrimCallback()], ...)
 
 Works with `lightning` (lightning.pytorch) or the older `pytorch_lightning`, whichever is
-importable. UNTESTED against a real Lightning install in this repository's CI (Lightning is not
-installed there): tests/test_callbacks.py drives the callback through a stand-in Trainer that
-implements only the attributes listed below.
+importable. Tested with Lightning 2.6.6 on an H100 host (issue #15; see docs/sdk.md); in this
+repository's CI (no Lightning) tests/test_callbacks.py drives the callback through a stand-in
+Trainer that implements only the attributes listed below.
 
 Attributes used: trainer.accumulate_grad_batches, trainer.should_stop; hooks on_train_start,
 on_train_batch_start(trainer, module, batch, batch_idx), on_train_batch_end(trainer, module,

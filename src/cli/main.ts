@@ -9,6 +9,7 @@ import { registerTune } from "./tune.ts";
 import { registerDoctor } from "./doctor.ts";
 import { registerReport } from "./report.ts";
 import { registerDashboard } from "./dashboard.ts";
+import { registerCompletion } from "./completion.ts";
 
 const version = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
 
@@ -43,6 +44,7 @@ export async function main(argv: readonly string[], out: Output = processOutput)
   registerDoctor(program, out);
   registerReport(program, out);
   registerDashboard(program, out);
+  registerCompletion(program, out);
   for (const command of program.commands) command.exitOverride();
 
   try {

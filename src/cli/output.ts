@@ -4,6 +4,10 @@ export interface Output {
   stderr(text: string): void;
   /** True when stderr is a terminal (the live view redraws in place there). */
   stderrIsTTY?: boolean;
+  /** True when stdout is a terminal. */
+  stdoutIsTTY?: boolean;
+  /** Terminal height in rows. */
+  rows?: number;
   /** Terminal width in columns. */
   columns?: number;
   /** Colors allowed (a terminal, and NO_COLOR unset). */
@@ -16,6 +20,12 @@ export const processOutput: Output = {
   stderr: (text) => void process.stderr.write(text),
   get stderrIsTTY() {
     return process.stderr.isTTY === true;
+  },
+  get stdoutIsTTY() {
+    return process.stdout.isTTY === true;
+  },
+  get rows() {
+    return process.stderr.rows || 24;
   },
   get columns() {
     return process.stderr.columns || Number(process.env.COLUMNS) || 100;

@@ -75,7 +75,8 @@ Examples:
   $ brim report latest --perfetto --out reports/run1  # + trace.json for ui.perfetto.dev
 
 Writes report.md, report.html (self-contained, inline SVG), charts/*.svg and charts/*.png
-(PNG needs a Chromium: /usr/bin/chromium or $BRIM_CHROMIUM; without one the report notes it).
+(PNG by the built-in resvg rasterizer; it needs a font such as Debian's fonts-dejavu-core,
+or $BRIM_FONT_DIRS; without one the report notes it).
 `;
 
 /**

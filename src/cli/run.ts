@@ -8,6 +8,7 @@ import { guardRun, type GuardResult } from "../guard/guard.ts";
 import { formatPrometheus, serveMetrics } from "../guard/prometheus.ts";
 import { StatusFooter, formatDuration } from "../guard/view.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
+import { BRIM_VERSION } from "../version.ts";
 import type { Output } from "./output.ts";
 
 /** Options of `brim run` as the command line gives them. */
@@ -15,6 +16,8 @@ export interface RunCommandOptions {
   cap?: number;
   store?: string;
   prometheus?: number;
+  /** Seconds the metrics endpoint stays up after the run (0 = close at once). */
+  prometheusGrace: number;
   hz: number;
   hungAfter: number;
   grace: number;
@@ -113,7 +116,7 @@ function positiveNumber(name: string): (text: string) => number {
  *
  * @example
  * ```ts
- * const { result, exitCode } = await runCommand(["python", "train.py"], { hz: 10, hungAfter: 900, grace: 10, warmup: 3, knob: {}, shrink: true }, processOutput);
+ * const { result, exitCode } = await runCommand(["python", "train.py"], { hz: 10, hungAfter: 900, grace: 10, prometheusGrace: 5, warmup: 3, knob: {}, shrink: true }, processOutput);
  * ```
  */
 export async function runCommand(command: string[], options: RunCommandOptions, out: Output, devices: Devices = openDevices()): Promise<RunCommandResult> {
@@ -129,10 +132,24 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   // A lost terminal (SIGHUP, a closed ssh session) makes writes fail with EIO or EPIPE: the guard
   // goes on (and stops the job) without a screen rather than die of an unhandled stream error.
   for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount("error") === 0) stream.on("error", () => {});
-  const footer = options.quiet || options.json ? null : new StatusFooter({ write: (text) => out.stderr(text), isTTY: out.stderrIsTTY === true, columns: out.columns ?? 100 }, { color: out.color === true });
+  const footer = options.quiet || options.json ? null : new StatusFooter(
+          {
+            write: (text) => out.stderr(text),
+            isTTY: out.stderrIsTTY === true,
+            // read at each redraw: the view follows a resized terminal
+            get columns() {
+              return out.columns ?? 100;
+            },
+          },
+          { color: out.color === true },
+        );
   let latestState: Parameters<typeof formatPrometheus>[0] | null = null;
   let runId = "";
-  const metrics = options.prometheus !== undefined ? await serveMetrics(options.prometheus, () => (latestState ? formatPrometheus(latestState, { run_id: runId }) : "")) : null;
+  let running = true;
+  const build = { version: BRIM_VERSION, node: process.version, backend: inventory.backend, ...(inventory.driver != null ? { driver: inventory.driver } : {}) };
+  const gpus = inventory.backend === "cpu" ? [] : inventory.gpus.map((gpu) => gpu.index);
+  const metrics = options.prometheus !== undefined ? await serveMetrics(options.prometheus, () => (latestState ? formatPrometheus(latestState, { run_id: runId }, { gpus, running, build }) : "")) : null;
+  let ended = false;
   try {
     const result = await guardRun(
       {
@@ -152,10 +169,13 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
           runId = id;
           if (!options.json) out.stderr(`brim: run ${id} · pid ${pid}${options.cap !== undefined ? ` · cap ${formatBytes(options.cap)} ${inventory.backend === "cpu" ? "RAM" : "GPU"}` : ""}${metrics ? ` · metrics http://127.0.0.1:${options.prometheus}/metrics` : ""}\n`);
         },
-        onOutput: (stream, line) => {
+        // the job's output passes through as it comes (\r progress updates included); on a terminal
+        // it runs on a pseudo-terminal of its own so it prints as it would in the shell
+        pty: options.json !== true && out.stderrIsTTY === true && out.stdoutIsTTY === true ? { columns: out.columns ?? 100, rows: out.rows ?? 24, current: () => ({ columns: out.columns ?? 100, rows: out.rows ?? 24 }) } : null,
+        onChunk: (stream, chunk) => {
           const write = (text: string): void => (stream === 1 ? out.stdout(text) : out.stderr(text));
-          if (footer) footer.line(line, write);
-          else if (!options.json) write(`${line}\n`);
+          if (footer) footer.chunk(chunk, write, stream === 2 || out.stdoutIsTTY === true);
+          else if (!options.json) write(chunk);
         },
         onState: (state, now) => {
           latestState = state;
@@ -164,10 +184,16 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
       },
       { devices, store },
     );
-    footer?.close();
+    footer?.close(latestState ?? undefined);
+    ended = true;
     return { result, exitCode: exitCodeOf(result.job.end), storeRoot: root, note: inventory.note };
   } finally {
-    metrics?.close();
+    running = false;
+    // the last scrape lands after the run: keep /metrics (with brim_job_running 0) up a little longer
+    if (metrics !== null) {
+      if (ended && options.prometheusGrace > 0) setTimeout(() => metrics.close(), options.prometheusGrace * 1000);
+      else metrics.close();
+    }
   }
 }
 
@@ -223,6 +249,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .option("--cap <size>", "memory cap for the whole process tree: GPU memory, or RAM in CPU mode (e.g. 12GiB)", (text) => parseByteSize(text))
     .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")
     .option("--prometheus <port>", "serve Prometheus metrics on 127.0.0.1:<port>/metrics", positiveInteger("--prometheus"))
+    .addOption(new Option("--prometheus-grace <seconds>", "keep the metrics endpoint up this long after the run, for the last scrape (0 = no)").default(5).argParser(positiveInteger("--prometheus-grace", 0)))
     .addOption(new Option("--hz <n>", "sampling rate of GPU and process readings").default(10).argParser(positiveNumber("--hz")))
     .addOption(new Option("--hung-after <seconds>", "stop and classify the job as hung after this long without a step (0 = never)").default(900).argParser(positiveInteger("--hung-after", 0)))
     .addOption(new Option("--grace <seconds>", "seconds between SIGTERM and SIGKILL when stopping the job").default(10).argParser(positiveNumber("--grace")))

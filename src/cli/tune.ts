@@ -135,7 +135,7 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
       onTrialStart: (event) => {
         if (!talk) return;
         baseline ??= event.knobs;
-        header = `trial ${event.index}/${event.plannedTotal} ${progressBar(event.index, event.plannedTotal, 16)} ${knobDelta(event.knobs, event.index === 0 ? {} : baseline)} — ${event.purpose}`;
+        header = `trial ${event.index}/${event.plannedTotal} ${tty ? `${progressBar(event.index, event.plannedTotal, 16)} ` : ""}${knobDelta(event.knobs, event.index === 0 ? {} : baseline)} — ${event.purpose}`;
         if (!tty) out.stderr(`brim: ${header}\n`);
       },
       onState: (state) => {

@@ -44,7 +44,7 @@ export const LIVE_SCRIPT = `
   source.addEventListener("charts", (event) => {
     const update = JSON.parse(event.data);
     for (const [chart, svg] of Object.entries(update.charts)) {
-      const box = document.querySelector('[data-chart-box="' + chart + '"]');
+      const box = document.querySelector('[data-chart-box="' + chart + '"]:not([data-static])');
       if (box) box.innerHTML = svg;
     }
     rows("table.numbers tbody", update.numbers);
@@ -57,10 +57,79 @@ export const LIVE_SCRIPT = `
   source.addEventListener("end", (event) => {
     const end = JSON.parse(event.data);
     if (status) status.textContent = "ended: " + end.cause + (end.message ? " (" + end.message + ")" : "") + " · reload for the findings of the whole run";
+    for (const el of document.querySelectorAll("[data-live-badge], [data-live-note]")) el.remove();
     main.setAttribute("data-live", "ended");
     source.close();
   });
   source.onerror = () => { if (status && main.getAttribute("data-live") === "true") status.textContent = "reconnecting…"; };
   source.onopen = () => { if (status && main.getAttribute("data-live") === "true") status.textContent = "live"; };
+})();
+`;
+
+/**
+ * The home page's script: the filter box hides rows that do not contain its words (a tune stays
+ * when one of its trials matches), and the lists are fetched again every `data-refresh-ms` (while the
+ * tab is visible), keeping the filter and the opened trial groups.
+ *
+ * @example
+ * ```ts
+ * `<script nonce="${nonce}">${HOME_SCRIPT}</script>`;
+ * ```
+ */
+export const HOME_SCRIPT = `
+(() => {
+  const main = document.querySelector("main[data-home]");
+  if (!main) return;
+  const input = main.querySelector("[data-filter]");
+  const apply = () => {
+    const words = (input.value || "").toLowerCase().split(/\\s+/).filter(Boolean);
+    const hit = (el) => words.every((w) => el.textContent.toLowerCase().includes(w));
+    let shown = 0;
+    for (const tr of main.querySelectorAll("table.runs > tbody > tr:not(.trial)")) {
+      const on = hit(tr);
+      tr.classList.toggle("filtered-out", !on);
+      if (on) shown++;
+    }
+    for (const tr of main.querySelectorAll("table.tunes > tbody > tr.tune")) {
+      const id = tr.getAttribute("data-tune-id");
+      const group = main.querySelector('tr.trials[data-trials-of="' + id + '"]');
+      const trials = group ? [...group.querySelectorAll("tr.trial")] : [];
+      let any = false;
+      for (const t of trials) {
+        const on = words.length === 0 || hit(t) || hit(tr);
+        t.classList.toggle("filtered-out", !on);
+        any = any || on;
+      }
+      const on = words.length === 0 || hit(tr) || any;
+      tr.classList.toggle("filtered-out", !on);
+      if (group) {
+        group.classList.toggle("filtered-out", !on);
+        if (words.length > 0 && any && !hit(tr)) group.querySelector("details").open = true;
+      }
+      if (on) shown++;
+    }
+    main.setAttribute("data-shown", String(shown));
+  };
+  input.addEventListener("input", apply);
+  const every = Number(main.getAttribute("data-refresh-ms") || "0");
+  const refresh = async () => {
+    if (document.hidden) return;
+    try {
+      const res = await fetch(location.href, { headers: { accept: "text/html" } });
+      if (!res.ok) return;
+      const next = new DOMParser().parseFromString(await res.text(), "text/html").querySelector("[data-lists]");
+      const lists = main.querySelector("[data-lists]");
+      if (!next || !lists) return;
+      const open = new Set([...lists.querySelectorAll("tr.trials details[open]")].map((d) => d.closest("tr").getAttribute("data-trials-of")));
+      lists.replaceWith(next);
+      for (const tr of next.querySelectorAll("tr.trials")) if (open.has(tr.getAttribute("data-trials-of"))) tr.querySelector("details").open = true;
+      apply();
+      main.setAttribute("data-refreshes", String(Number(main.getAttribute("data-refreshes") || "0") + 1));
+    } catch {
+      // the dashboard stopped: keep what is shown
+    }
+  };
+  if (every > 0) setInterval(refresh, every);
+  apply();
 })();
 `;

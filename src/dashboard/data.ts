@@ -15,6 +15,7 @@ import { isRecordId, type RunStore } from "../record/store.ts";
 import type { RunMeta, TimelineEntry, TuneRecord } from "../record/types.ts";
 import { runCharts } from "../report/charts.ts";
 import { measureRows, runReport, tuneReport, type NumberRow, type RecordedRun, type RunReportModel, type TuneReportModel } from "../report/model.ts";
+import { progressCharts } from "../report/progress.ts";
 import type { ChartSpec } from "../report/svg.ts";
 import { readTimelineFrom } from "./tail.ts";
 
@@ -40,6 +41,8 @@ export interface RunListItem {
   id: string;
   kind: "run" | "trial";
   tune_id: string | null;
+  /** the knob values the run was given (a trial's name on the home page) */
+  knobs: Record<string, number | string | boolean>;
   command: string;
   started_at: string;
   status: string;
@@ -88,6 +91,8 @@ export interface RunView {
   /** byte offset of the timeline the page was built from: live updates continue from here */
   offset: number;
   tiles: NumberRow[];
+  /** the timeline the page was built from (the progress charts read it) */
+  entries: TimelineEntry[];
 }
 
 /**
@@ -165,6 +170,7 @@ export async function listRuns(store: RunStore, limit = 500, now = Date.now()): 
       id,
       kind: meta.kind,
       tune_id: meta.tune_id,
+      knobs: meta.knobs,
       command: meta.command.join(" "),
       started_at: meta.started_at,
       status,
@@ -227,7 +233,7 @@ export async function runView(store: RunStore, id: string, now = Date.now()): Pr
   const meta = await store.readRunMeta(id);
   const { entries, offset } = await readTimelineFrom(timelinePath(store, id), 0);
   const { status, live } = await runStatus(store, meta, now / 1000);
-  return { model: runReport({ meta, timeline: entries }), meta, live, status, offset, tiles: liveTiles(meta, readTimeline(entries)) };
+  return { model: runReport({ meta, timeline: entries }), meta, live, status, offset, tiles: liveTiles(meta, readTimeline(entries)), entries };
 }
 
 /**
@@ -259,13 +265,13 @@ export async function tuneView(store: RunStore, id: string): Promise<TuneView> {
  *
  * @example
  * ```ts
- * liveCharts(meta, entries).charts.length; // 4
+ * liveCharts(meta, entries).charts.length; // 6: the four run charts, loss and throughput by step
  * ```
  */
 export function liveCharts(meta: RunMeta, entries: readonly TimelineEntry[]): { charts: ChartSpec[]; numbers: NumberRow[]; tiles: NumberRow[] } {
   const tl = readTimeline(entries);
   const m = measureRun(meta, tl);
-  return { charts: runCharts(meta, tl, m), numbers: measureRows(m, isGpuRun(meta)), tiles: liveTiles(meta, tl) };
+  return { charts: [...runCharts(meta, tl, m), ...progressCharts([{ label: "this run", meta, entries }], "step")], numbers: measureRows(m, isGpuRun(meta)), tiles: liveTiles(meta, tl) };
 }
 
 function isGpuRun(meta: RunMeta): boolean {

@@ -7,8 +7,10 @@
 import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
 import { chartsHtml, doctorHtml, factsHtml, htmlPage, trialsHtml } from "../report/html.ts";
 import type { NumberRow } from "../report/model.ts";
+import { knobDifferences, progressCharts, type ProgressAxis, type ProgressRun } from "../report/progress.ts";
 import { escapeXml as esc, renderChart } from "../report/svg.ts";
-import { LIVE_SCRIPT } from "./client.ts";
+import type { RunMeta, TimelineEntry } from "../record/types.ts";
+import { HOME_SCRIPT, LIVE_SCRIPT } from "./client.ts";
 import type { RunListItem, RunView, TuneListItem, TuneView } from "./data.ts";
 
 const DASHBOARD_CSS = `
@@ -21,6 +23,10 @@ header.top a { color: #fff; text-decoration: none; font-weight: 600; } header.to
 .status-unfinished, .status-crashed, .status-gpu_oom, .status-host_oom, .status-hung, .status-cap_exceeded { color: #b91c1c; }
 td a, p a { color: #0b5cad; }
 main { max-width: 1280px; }
+[data-chart-box] { margin: 0 0 16px; } [data-chart-box] svg { width: 100%; height: auto; display: block; }
+.filter { margin: 6px 0 12px; } .filter input { font: inherit; padding: 4px 8px; width: min(420px, 100%); border: 1px solid #ccc; border-radius: 4px; }
+tr.trial td:first-child { padding-left: 22px; } tr.trial { font-size: 13px; } tr.trial .name { font-family: ui-monospace, monospace; font-size: 12px; }
+tr.filtered-out { display: none; }
 table.runs td:first-child, table.tunes td:first-child, td.num, th.num { white-space: nowrap; }
 table.runs code, table.tunes code { word-break: break-word; font-size: 12px; }
 `;
@@ -45,7 +51,27 @@ function ago(iso: string, now: number): string {
 }
 
 /**
- * The home page: live runs first, then every run and every tune of the store.
+ * A trial's name on the home page: its knob values (not the temporary config it ran with).
+ *
+ * @example
+ * ```ts
+ * trialName({ batch_size: 64, precision: "bf16-mixed" }); // "batch_size=64 precision=bf16-mixed"
+ * ```
+ */
+export function trialName(knobs: Record<string, number | string | boolean>): string {
+  const parts = Object.entries(knobs).map(([k, v]) => `${k}=${String(v)}`);
+  return parts.length === 0 ? "as configured" : parts.join(" ");
+}
+
+function runRow(r: RunListItem, now: number, trial: boolean): string {
+  const name = trial ? `<a href="/runs/${esc(r.id)}" class="name">${esc(trialName(r.knobs))}</a>` : `<a href="/runs/${esc(r.id)}">${esc(r.id)}</a>`;
+  const what = trial ? `trial <span class="muted">${esc(r.id)}</span>` : r.kind === "trial" && r.tune_id !== null ? `trial of <a href="/tunes/${esc(r.tune_id)}">tune</a>` : esc(r.kind);
+  return `<tr data-run-id="${esc(r.id)}"${trial ? ` class="trial" data-trial-of="${esc(r.tune_id ?? "")}"` : ""}><td>${name}${r.live ? ` <span class="live-badge">live</span>` : ""}</td><td>${what}</td><td class="status-${esc(r.status)}">${esc(r.status)}</td><td>${esc(ago(r.started_at, now))}</td><td><code>${esc(r.command)}</code></td><td>${esc(r.device)}</td><td class="num">${esc(formatRate(r.samples_per_s))}</td><td class="num">${esc(formatShare(r.data_wait_share))}</td><td class="num">${esc(formatPercent(r.gpu_util_mean))}</td><td class="num">${esc(formatMaybeBytes(r.peak_bytes))}</td><td class="num">${esc(formatSeconds(r.duration_s))}</td></tr>`;
+}
+
+/**
+ * The home page: runs (live first), then tunes with their trials grouped under them, each trial named
+ * by its knob values; a filter box, and the lists refresh themselves every few seconds.
  *
  * @example
  * ```ts
@@ -53,37 +79,53 @@ function ago(iso: string, now: number): string {
  * ```
  */
 export function indexPage(runs: readonly RunListItem[], tunes: readonly TuneListItem[], storeRoot: string, nonce: string, now = Date.now()): string {
-  const runRows = runs
-    .map(
-      (r) =>
-        `<tr data-run-id="${esc(r.id)}"><td><a href="/runs/${esc(r.id)}">${esc(r.id)}</a>${r.live ? ` <span class="live-badge">live</span>` : ""}</td><td>${esc(r.kind)}${r.tune_id !== null ? ` of <a href="/tunes/${esc(r.tune_id)}">tune</a>` : ""}</td><td class="status-${esc(r.status)}">${esc(r.status)}</td><td>${esc(ago(r.started_at, now))}</td><td><code>${esc(r.command)}</code></td><td>${esc(r.device)}</td><td class="num">${esc(formatRate(r.samples_per_s))}</td><td class="num">${esc(formatShare(r.data_wait_share))}</td><td class="num">${esc(formatPercent(r.gpu_util_mean))}</td><td class="num">${esc(formatMaybeBytes(r.peak_bytes))}</td><td class="num">${esc(formatSeconds(r.duration_s))}</td></tr>`,
-    )
-    .join("");
+  const tuneIds = new Set(tunes.map((t) => t.id));
+  const grouped = (r: RunListItem): boolean => r.kind === "trial" && r.tune_id !== null && tuneIds.has(r.tune_id);
+  const standalone = runs.filter((r) => !grouped(r));
+  const ordered = [...standalone.filter((r) => r.live), ...standalone.filter((r) => !r.live)];
+  const runRows = ordered.map((r) => runRow(r, now, false)).join("");
   const tuneRows = tunes
-    .map(
-      (t) =>
-        `<tr data-tune-id="${esc(t.id)}"><td><a href="/tunes/${esc(t.id)}">${esc(t.id)}</a>${t.running ? ` <span class="live-badge">running</span>` : ""}</td><td>${esc(ago(t.started_at, now))}</td><td><code>${esc(t.command)}</code></td><td class="num">${t.finished} / ${t.trials}</td><td>${esc(t.winner ?? "none")}</td><td class="num">${t.speedup === null ? "n/a" : `${t.speedup.toFixed(2)}×`}</td></tr>`,
-    )
+    .map((t) => {
+      const trials = runs.filter((r) => grouped(r) && r.tune_id === t.id).reverse();
+      const head = `<tr data-tune-id="${esc(t.id)}" class="tune"><td><a href="/tunes/${esc(t.id)}">${esc(t.id)}</a>${t.running ? ` <span class="live-badge">running</span>` : ""}</td><td>${esc(ago(t.started_at, now))}</td><td><code>${esc(t.command)}</code></td><td class="num" data-trials>${t.finished} ok of ${t.trials}</td><td>${esc(t.winner ?? "none")}</td><td class="num">${t.speedup === null ? "n/a" : `${t.speedup.toFixed(2)}×`}</td></tr>`;
+      const nested = trials.length === 0 ? "" : `<tr class="trials" data-trials-of="${esc(t.id)}"><td colspan="6"><details><summary>${trials.length} trial run${trials.length === 1 ? "" : "s"}</summary><table class="runs trials"><tbody>${trials.map((r) => runRow(r, now, true)).join("")}</tbody></table></details></td></tr>`;
+      return head + nested;
+    })
     .join("");
   const live = runs.filter((r) => r.live).length;
   const body = [
     header(storeRoot),
-    `<main><h1>Runs and tunes</h1><p class="muted">${runs.length} run${runs.length === 1 ? "" : "s"}${live > 0 ? `, ${live} live` : ""}; ${tunes.length} tune${tunes.length === 1 ? "" : "s"}. Reload for new ones.</p>`,
+    `<main data-home data-refresh-ms="5000"><h1>Runs and tunes</h1>`,
+    `<p class="filter"><input type="search" data-filter placeholder="filter: id, command, knob, status, device" aria-label="filter runs and tunes"></p>`,
+    `<div data-lists><p class="muted" data-counts>${standalone.length} run${standalone.length === 1 ? "" : "s"}${live > 0 ? `, ${live} live` : ""}; ${tunes.length} tune${tunes.length === 1 ? "" : "s"} (trial runs under their tune). Refreshes every 5 s.</p>`,
     `<h2>Runs</h2>`,
-    runs.length === 0
+    standalone.length === 0
       ? `<p>No runs yet: <code>brim run -- python train.py</code> records one.</p>`
       : `<table class="runs"><thead><tr><th>run</th><th>kind</th><th>status</th><th>started</th><th>command</th><th>device</th><th class="num">samples/s</th><th class="num">data wait</th><th class="num">GPU util</th><th class="num">peak</th><th class="num">duration</th></tr></thead><tbody>${runRows}</tbody></table>`,
     `<h2>Tunes</h2>`,
     tunes.length === 0
       ? `<p>No tunes yet: <code>brim tune -- python train.py</code> runs one.</p>`
-      : `<table class="tunes"><thead><tr><th>tune</th><th>started</th><th>command</th><th class="num">finished</th><th>winner</th><th class="num">speedup</th></tr></thead><tbody>${tuneRows}</tbody></table>`,
-    `</main>`,
+      : `<table class="tunes"><thead><tr><th>tune</th><th>started</th><th>command</th><th class="num">trials</th><th>winner</th><th class="num">speedup</th></tr></thead><tbody>${tuneRows}</tbody></table>`,
+    `</div></main>`,
   ].join("\n");
-  return page("brim dashboard", body, nonce);
+  return page("brim dashboard", body, nonce, HOME_SCRIPT);
 }
 
 function tiles(rows: readonly NumberRow[]): string {
   return `<div class="tiles">${rows.map((t) => `<div class="tile" data-tile="${esc(t.label)}"><div class="label">${esc(t.label)}</div><div class="value">${esc(t.value)}</div></div>`).join("")}</div>`;
+}
+
+/**
+ * How a run page draws its progress charts: the x axis (step by default) and a run to overlay.
+ *
+ * @example
+ * ```ts
+ * const options: RunPageOptions = { axis: "time", vs: { meta: other.meta, entries: other.timeline } };
+ * ```
+ */
+export interface RunPageOptions {
+  axis?: ProgressAxis;
+  vs?: { meta: RunMeta; entries: readonly TimelineEntry[] } | null;
 }
 
 /**
@@ -94,22 +136,46 @@ function tiles(rows: readonly NumberRow[]): string {
  * runPage(await runView(store, id), store.root, nonce);
  * ```
  */
-export function runPage(view: RunView, storeRoot: string, nonce: string): string {
+export function runPage(view: RunView, storeRoot: string, nonce: string, options: RunPageOptions = {}): string {
   const { model, meta } = view;
+  const axis = options.axis ?? "step";
+  const vs = options.vs ?? null;
+  const progressRuns: ProgressRun[] = [{ label: vs === null ? "this run" : meta.id, meta, entries: view.entries }, ...(vs === null ? [] : [{ label: `vs ${vs.meta.id}`, meta: vs.meta, entries: vs.entries }])];
+  // the live stream redraws the single-run, step-axis charts; an overlay or a time axis stays as loaded
+  const fixed = vs !== null || axis !== "step";
+  const query = (next: { x?: ProgressAxis }): string => {
+    const q = new URLSearchParams();
+    if ((next.x ?? axis) !== "step") q.set("x", next.x ?? axis);
+    if (vs !== null) q.set("vs", vs.meta.id);
+    const text = q.toString();
+    return text === "" ? `/runs/${meta.id}` : `/runs/${meta.id}?${text}`;
+  };
+  const differences = vs === null ? [] : knobDifferences(vs.meta, meta);
+  const progress = [
+    `<h2>Training progress</h2>`,
+    `<p class="muted" data-axis="${axis}">x axis: ${axis === "step" ? `<strong>step</strong> · <a href="${esc(query({ x: "time" }))}">time</a>` : `<a href="${esc(query({ x: "step" }))}">step</a> · <strong>time</strong>`}${vs !== null ? ` · overlaid with <a href="/runs/${esc(vs.meta.id)}">${esc(vs.meta.id)}</a> (<a href="${esc(`/runs/${meta.id}${axis === "step" ? "" : `?x=${axis}`}`)}">remove</a>)` : ` · compare: add <code>?vs=&lt;run id&gt;</code>`}</p>`,
+    vs === null
+      ? ""
+      : differences.length === 0
+        ? `<p data-knob-diff>Same knobs, cap and command as ${esc(vs.meta.id)}.</p>`
+        : `<table class="facts" data-knob-diff><thead><tr><th>differs</th><th>${esc(vs.meta.id)}</th><th>this run</th></tr></thead><tbody>${differences.map((d) => `<tr><th>${esc(d.name)}</th><td>${esc(d.a)}</td><td>${esc(d.b)}</td></tr>`).join("")}</tbody></table>`,
+    chartsHtml(progressCharts(progressRuns, axis).map((c) => ({ id: c.id, svg: renderChart(c) }))).replace(/<figure data-chart-box=/g, fixed ? "<figure data-static data-chart-box=" : "<figure data-chart-box="),
+  ].join("\n");
   const statusText = view.live ? "live" : view.status === "unfinished" ? "unfinished: no end recorded and the timeline stopped growing" : `ended: ${view.status}`;
   const body = [
     header(storeRoot),
     `<main data-run="${esc(meta.id)}" data-live="${view.live ? "true" : "false"}" data-offset="${view.offset}">`,
-    `<h1>${esc(model.title)} ${view.live ? `<span class="live-badge">live</span>` : ""}</h1>`,
+    `<h1>${esc(model.title)} ${view.live ? `<span class="live-badge" data-live-badge>live</span>` : ""}</h1>`,
     `<p>Status: <strong data-status>${esc(statusText)}</strong>${meta.tune_id !== null ? ` · trial of <a href="/tunes/${esc(meta.tune_id)}">tune ${esc(meta.tune_id)}</a>` : ""}</p>`,
     tiles(view.tiles),
     factsHtml(model.facts),
+    progress,
     `<h2>Charts</h2>`,
     chartsHtml(model.charts.map((c) => ({ id: c.id, svg: renderChart(c) }))),
     `<h2>Numbers</h2><p class="muted">Steady state: warm-up steps left out.</p>`,
     factsHtml(model.numbers).replace('class="facts"', 'class="facts numbers"'),
     `<h2>Findings</h2>`,
-    view.live ? `<p class="note">The run is still going: these findings cover the timeline when the page was loaded.</p>` : "",
+    view.live ? `<p class="note" data-live-note>The run is still going: these findings cover the timeline when the page was loaded.</p>` : "",
     doctorHtml(model.doctor),
     `<p class="muted">Report files: <code>brim report ${esc(meta.id)}</code> · before/after: <code>brim report ${esc(meta.id)} --vs &lt;run&gt;</code></p>`,
     `</main>`,

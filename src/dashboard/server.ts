@@ -194,7 +194,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     if (path === "/" || path === "") return { status: 200, type: "text/html; charset=utf-8", body: indexPage(await listRuns(store), await listTunes(store), store.root, nonce) };
     if (a === "runs" && segments.length === 2) {
       if (!idOk(b)) return notFound(`'${b ?? ""}' is not a run id`);
-      return { status: 200, type: "text/html; charset=utf-8", body: runPage(await runView(store, b), store.root, nonce) };
+      const vsId = url.searchParams.get("vs");
+      if (vsId !== null && !isRecordId(vsId)) return notFound(`?vs=${vsId}: not a run id`);
+      const vs = vsId === null ? null : await store.readRun(vsId).then(({ meta, timeline }) => ({ meta, entries: timeline }));
+      return { status: 200, type: "text/html; charset=utf-8", body: runPage(await runView(store, b), store.root, nonce, { axis: url.searchParams.get("x") === "time" ? "time" : "step", vs }) };
     }
     if (a === "tunes" && segments.length === 2) {
       if (!idOk(b)) return notFound(`'${b ?? ""}' is not a tune id`);

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import { startSampler, type Devices, type Reading, type Sampler } from "../devices/index.ts";
 import type { ChannelMessage } from "../job/channel.ts";
-import { Job, type JobResult } from "../job/runner.ts";
+import { Job, type JobResult, type PtySize } from "../job/runner.ts";
 import type { RunStore } from "../record/store.ts";
 import { summarizeRun } from "../record/summary.ts";
 import type { RunDevice, RunMeta, RunSummary, TimelineEntry } from "../record/types.ts";
@@ -47,6 +47,10 @@ export interface GuardOptions {
   /** Start the watchdog that stops the job when brim is lost (default true). */
   watchdog?: boolean;
   onOutput?: (stream: 1 | 2, line: string) => void;
+  /** The job's output as it comes (see JobOptions.onChunk). */
+  onChunk?: (stream: 1 | 2, chunk: string) => void;
+  /** Run the job on a pseudo-terminal of this size (see JobOptions.pty). */
+  pty?: PtySize | null;
   onState?: (state: LiveState, now: number) => void;
   onStart?: (info: { runId: string; pid: number; dir: string }) => void;
 }
@@ -263,6 +267,8 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       hungAfterS: options.hungAfterS,
       killGraceS: options.killGraceS,
       env: options.env,
+      pty: options.pty,
+      onChunk: options.onChunk === undefined ? undefined : guarded(options.onChunk),
       onMessage: guarded((message: ChannelMessage) => {
         if (message.type === "hello" && message.role === "main" && mainHello === undefined) mainHello = message;
         const entry = timelineEntryOf(message);
@@ -362,6 +368,8 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   });
 
     result = await job.wait();
+    // the last steps arrive after the last reading: one more state, so the final frame agrees with the summary
+    options.onState?.(live.snapshot(result.endedAt), result.endedAt);
   } catch (error) {
     // brim itself failed mid-run (the sampler could not start): the job must not outlive it
     failGuard(error);

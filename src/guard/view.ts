@@ -1,4 +1,5 @@
 import { formatBytes } from "../bytes.ts";
+import { compactPartial, settleLine } from "../job/output-text.ts";
 import type { LiveState } from "./live.ts";
 
 /**
@@ -17,7 +18,7 @@ export function formatDuration(seconds: number): string {
 }
 
 const percent = (value: number | null, digits = 0): string => (value === null ? "–" : `${value.toFixed(digits)}%`);
-const rate = (value: number | null): string => (value === null ? "–" : value >= 100 ? value.toFixed(0) : value.toPrecision(3));
+const rate = (value: number | null): string => (value === null ? "–" : value >= 1e6 ? `${(value / 1e6).toPrecision(3)}M` : value >= 1e4 ? `${(value / 1e3).toPrecision(3)}k` : value >= 100 ? value.toFixed(0) : value.toPrecision(3));
 
 /** Styling switches for the view. */
 export interface ViewStyle {
@@ -129,7 +130,10 @@ export class StatusFooter {
   #terminal: Terminal;
   #color: boolean;
   #everyS: number;
+  /** Rows the view (and the job's unfinished line above it) take on screen. */
   #drawn = 0;
+  /** The job's current unfinished line, cut to its last `\r` update; redrawn above the view. */
+  #pending = "";
   #lastPlainAt = Number.NEGATIVE_INFINITY;
   #last: LiveState | null = null;
 
@@ -141,12 +145,23 @@ export class StatusFooter {
 
   /** Prints one line of the job's output above the view, through `write` (the job's own stream). */
   line(text: string, write: (text: string) => void = (t) => this.#terminal.write(t)): void {
-    if (!this.#terminal.isTTY) {
-      write(`${text}\n`);
+    this.chunk(`${text}\n`, write);
+  }
+
+  /**
+   * Passes a piece of the job's output through as it came (partial lines and `\r` progress updates
+   * included) through `write`, keeping the view below it. `onTerminal` false: that stream is not the
+   * view's terminal (stdout piped), so it is written as is.
+   */
+  chunk(text: string, write: (text: string) => void = (t) => this.#terminal.write(t), onTerminal = true): void {
+    if (!this.#terminal.isTTY || !onTerminal) {
+      write(text);
       return;
     }
     this.#erase();
-    write(`${text}\n`);
+    write(text);
+    const nl = text.lastIndexOf("\n");
+    this.#pending = compactPartial(nl < 0 ? this.#pending + text : text.slice(nl + 1));
     if (this.#last) this.#draw(this.#last);
   }
 
@@ -162,21 +177,36 @@ export class StatusFooter {
     }
   }
 
-  /** Leaves the last view on screen (terminal) and stops drawing. */
-  close(): void {
+  /**
+   * Draws `state` one last time (so the last frame shows what the summary will say) and leaves it on
+   * screen; stops drawing.
+   */
+  close(state?: LiveState): void {
+    if (state !== undefined && this.#terminal.isTTY) {
+      this.#erase();
+      this.#draw(state);
+    }
     this.#drawn = 0;
     this.#last = null;
   }
 
   #draw(state: LiveState): void {
-    const lines = renderLiveView(state, { color: this.#color, width: Math.max(40, this.#terminal.columns) });
-    this.#terminal.write(`${lines.join("\n")}\n`);
-    this.#drawn = lines.length;
+    const columns = Math.max(40, this.#terminal.columns);
+    const lines = renderLiveView(state, { color: this.#color, width: columns });
+    // the job's unfinished line stays where it is; the view starts on the next row
+    const pendingRows = this.#pending === "" ? 0 : Math.max(1, Math.ceil(visibleLength(this.#pending) / columns));
+    this.#terminal.write(`${pendingRows > 0 ? "\n" : ""}${lines.join("\n")}\n`);
+    this.#drawn = lines.length + pendingRows;
   }
 
   #erase(): void {
     if (this.#drawn === 0) return;
-    this.#terminal.write(`\u001b[${this.#drawn}F\u001b[J`);
+    this.#terminal.write(`\u001b[${this.#drawn}F\u001b[J${this.#pending}`);
     this.#drawn = 0;
   }
+}
+
+function visibleLength(text: string): number {
+   
+  return settleLine(text).replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").length;
 }

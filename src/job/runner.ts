@@ -1,11 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { delimiter, dirname, join } from "node:path";
+import { accessSync, constants as fsConstants, existsSync, readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { constants as osConstants } from "node:os";
+import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BrimError } from "../errors/index.ts";
 import type { RunEnd } from "../record/types.ts";
 import { ChannelServer, type ChannelMessage, type ChannelStats } from "./channel.ts";
+import { compactPartial, settleLine } from "./output-text.ts";
 import { classifyEnd, oomInLine, type BrimStopReason, type OomKind } from "./classify.ts";
 
 /** brim's own Python SDK folder, appended to PYTHONPATH so an example finds `brim` without installing it. */
@@ -36,7 +39,31 @@ export interface JobOptions {
   /** Append brim's bundled SDK to PYTHONPATH (default true). */
   bundledSdk?: boolean;
   onMessage?: (message: ChannelMessage) => void;
+  /** Each complete line of output (`\r` updates folded to what the line finally shows), for the record. */
   onOutput?: (stream: 1 | 2, line: string) => void;
+  /** The output as it comes, `\r` updates and partial lines included, for passing through. */
+  onChunk?: (stream: 1 | 2, chunk: string) => void;
+  /**
+   * Run the job on a pseudo-terminal of this size (when brim itself is on one), so that it prints
+   * progress bars and colours as it would in the shell; stdout and stderr then arrive as one stream
+   * (1). Falls back to pipes where node-pty is not installed or the command is not found.
+   */
+  pty?: PtySize | null;
+}
+
+/**
+ * The size of the job's pseudo-terminal; `current`, when given, is read again on SIGWINCH so the job
+ * follows a resized terminal.
+ *
+ * @example
+ * ```ts
+ * const size: PtySize = { columns: 120, rows: 40, current: () => ({ columns: process.stdout.columns, rows: process.stdout.rows }) };
+ * ```
+ */
+export interface PtySize {
+  columns: number;
+  rows: number;
+  current?: () => { columns: number; rows: number };
 }
 
 /** How a job ended, with what brim saw of it. */
@@ -51,6 +78,60 @@ export interface JobResult {
 }
 
 const TAIL_LINES = 60;
+
+/** The part of a started process the job needs: a pid, a way to signal it, and to let go of its output. */
+interface Spawned {
+  pid: number;
+  kill(signal: NodeJS.Signals): void;
+  release(): void;
+}
+
+/** An output source: chunks, then an end. */
+interface Source {
+  stream: 1 | 2;
+  onData(listener: (chunk: string) => void): void;
+  ended: Promise<void>;
+}
+
+interface PtyProcess {
+  pid: number;
+  kill(signal?: string): void;
+  resize(columns: number, rows: number): void;
+  onData(listener: (data: string) => void): void;
+  onExit(listener: (e: { exitCode: number; signal?: number }) => void): void;
+}
+type PtySpawn = (file: string, args: string[], options: { name: string; cols: number; rows: number; cwd?: string; env: NodeJS.ProcessEnv }) => PtyProcess;
+
+let ptySpawn: PtySpawn | null | undefined;
+function loadPty(): PtySpawn | null {
+  if (ptySpawn !== undefined) return ptySpawn;
+  try {
+    ptySpawn = (createRequire(import.meta.url)("@lydell/node-pty") as { spawn: PtySpawn }).spawn;
+  } catch {
+    ptySpawn = null;
+  }
+  return ptySpawn;
+}
+
+/** The executable `program` names, looked up on PATH like the shell does; null when there is none. */
+function resolveProgram(program: string, env: NodeJS.ProcessEnv, cwd: string | undefined): string | null {
+  const executable = (p: string): boolean => {
+    try {
+      accessSync(p, fsConstants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (program.includes("/")) {
+    const p = isAbsolute(program) ? program : resolve(cwd ?? process.cwd(), program);
+    return executable(p) ? p : null;
+  }
+  for (const dir of (env.PATH ?? "").split(delimiter)) if (dir !== "" && executable(join(dir, program))) return join(dir, program);
+  return null;
+}
+
+const signalName = (n: number | undefined): string | null => (n ? ((Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0]) ?? null) : null);
 
 /**
  * The environment a job runs with: the SDK's variables (docs/sdk.md) on top of the base.
@@ -100,7 +181,7 @@ export class Job {
   readonly pid: number;
   readonly startedAt: number;
   readonly channel: ChannelServer;
-  #child: ChildProcess;
+  #child: Spawned;
   #options: JobOptions;
   #stoppedBy: BrimStopReason | null = null;
   #interrupts = 0;
@@ -116,22 +197,20 @@ export class Job {
   #hungTimer: NodeJS.Timeout | null = null;
   #done: Promise<JobResult>;
 
-  private constructor(child: ChildProcess, channel: ChannelServer, options: JobOptions, exited: Promise<{ code: number | null; signal: string | null }>) {
+  private constructor(child: Spawned, sources: Source[], channel: ChannelServer, options: JobOptions, exited: Promise<{ code: number | null; signal: string | null }>) {
     this.#child = child;
-    this.pid = child.pid as number;
+    this.pid = child.pid;
     this.startedAt = Date.now() / 1000;
     this.channel = channel;
     this.#options = options;
-    this.#pipe(child, options);
+    this.#pipe(sources, options);
     if (options.hungAfterS != null) this.#watchForHang(options.hungAfterS);
     this.#done = exited.then(async ({ code, signal }) => {
       const endedAt = Date.now() / 1000;
       await this.#reapGroup();
       // 'exit' can come before the last output is read: the OOM traceback that decides the cause
       await Promise.race([Promise.all(this.#streamsEnded), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
-      // A process that left the group still holding stdout must not keep brim alive after the run.
-      child.stdout?.destroy();
-      child.stderr?.destroy();
+      child.release();
       if (this.#killTimer) clearTimeout(this.#killTimer);
       if (this.#hungTimer) clearInterval(this.#hungTimer);
       await channel.close();
@@ -162,11 +241,45 @@ export class Job {
       },
       { admission: { token, admitPid: (pid) => box.job !== undefined && inProcessTree(pid, box.job.pid) } },
     );
+    const env = jobEnvironment({ ...options, channelToken: token }, channel.path);
+    const ptyFile = options.pty != null ? resolveProgram(program, env, options.cwd) : null;
+    const pty = ptyFile !== null ? loadPty() : null;
+    if (options.pty != null && ptyFile !== null && pty !== null) {
+      let proc: PtyProcess;
+      try {
+        proc = pty(ptyFile, args, { name: env.TERM ?? "xterm-256color", cols: options.pty.columns, rows: options.pty.rows, cwd: options.cwd, env });
+      } catch (error) {
+        await channel.close();
+        throw new BrimError("E_JOB_START", `cannot start '${program}': ${(error as Error).message}`, { cause: error });
+      }
+      // node-pty makes the child a session (and process group) leader, as detached spawn does
+      let markEnded: () => void = () => {};
+      const source: Source = { stream: 1, onData: (listener) => proc.onData(listener), ended: new Promise<void>((r) => (markEnded = r)) };
+      const current = options.pty.current;
+      const onResize = (): void => {
+        const size = current?.();
+        if (size !== undefined && size.columns > 0 && size.rows > 0) proc.resize(size.columns, size.rows);
+      };
+      if (current !== undefined) process.on("SIGWINCH", onResize);
+      const exited = new Promise<{ code: number | null; signal: string | null }>((done) => {
+        proc.onExit(({ exitCode, signal }) => {
+          process.off("SIGWINCH", onResize);
+          setImmediate(markEnded);
+          const name = signalName(signal);
+          done(name !== null ? { code: null, signal: name } : { code: exitCode, signal: null });
+        });
+      });
+      // the pseudo-terminal closes when the job's session ends; nothing to let go of
+      const job = new Job({ pid: proc.pid, kill: (signal) => proc.kill(signal), release: () => {} }, [source], channel, options, exited);
+      box.job = job;
+      for (const message of pending) job.#onMessage(message);
+      return job;
+    }
     let child: ChildProcess;
     try {
       child = spawn(program, args, {
         cwd: options.cwd,
-        env: jobEnvironment({ ...options, channelToken: token }, channel.path),
+        env,
         detached: true,
         stdio: ["ignore", "pipe", "pipe"],
       });
@@ -189,7 +302,26 @@ export class Job {
       const why = missingCwd ? `the working folder ${options.cwd} does not exist` : code === "ENOENT" ? "command not found" : code === "EACCES" ? "permission denied" : (error as Error).message;
       throw new BrimError("E_JOB_START", `cannot start '${program}': ${why}`, { cause: error });
     }
-    const job = new Job(child, channel, options, exited);
+    const sources: Source[] = [];
+    for (const [stream, readable] of [[1, child.stdout], [2, child.stderr]] as const) {
+      if (!readable) continue;
+      readable.setEncoding("utf8");
+      const ended = new Promise<void>((r) => {
+        readable.on("end", () => r());
+        readable.on("error", () => r());
+      });
+      sources.push({ stream, onData: (listener) => readable.on("data", listener), ended });
+    }
+    const spawned: Spawned = {
+      pid: child.pid as number,
+      kill: (signal) => void child.kill(signal),
+      // a process that left the group still holding stdout must not keep brim alive after the run
+      release: () => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      },
+    };
+    const job = new Job(spawned, sources, channel, options, exited);
     box.job = job;
     for (const message of pending) job.#onMessage(message);
     return job;
@@ -260,24 +392,21 @@ export class Job {
     this.#options.onMessage?.(message);
   }
 
-  #pipe(child: ChildProcess, options: JobOptions): void {
-    for (const [stream, source] of [[1, child.stdout], [2, child.stderr]] as const) {
-      if (!source) continue;
+  #pipe(sources: Source[], options: JobOptions): void {
+    for (const source of sources) {
+      const { stream, ended } = source;
       let partial = "";
-      source.setEncoding("utf8");
-      source.on("data", (chunk: string) => {
+      source.onData((chunk: string) => {
+        options.onChunk?.(stream, chunk);
         const lines = (partial + chunk).split("\n");
-        partial = lines.pop() ?? "";
-        for (const line of lines) this.#line(stream, line.replace(/\r$/, ""), options);
+        // a \r progress bar never ends its line: keep only what it shows now
+        partial = compactPartial(lines.pop() ?? "");
+        for (const line of lines) this.#line(stream, settleLine(line), options);
       });
       this.#streamsEnded.push(
-        new Promise<void>((resolve) => {
-          source.on("end", () => {
-            if (partial !== "") this.#line(stream, partial, options);
-            partial = "";
-            resolve();
-          });
-          source.on("error", () => resolve());
+        ended.then(() => {
+          if (partial !== "") this.#line(stream, settleLine(partial), options);
+          partial = "";
         }),
       );
     }

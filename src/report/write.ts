@@ -13,7 +13,8 @@ import { runHtml, tuneHtml } from "./html.ts";
 import { runMarkdown, tuneMarkdown } from "./markdown.ts";
 import { runReport, tuneReport, type RecordedRun, type RunReportModel, type TuneReportModel } from "./model.ts";
 import { perfettoTrace } from "./perfetto.ts";
-import { findChromium, openPngRenderer } from "./png.ts";
+import { openPngRenderer } from "./png.ts";
+import { knobDifferences, overlayRunCharts } from "./progress.ts";
 import { renderChart, svgDocument } from "./svg.ts";
 
 /**
@@ -33,8 +34,7 @@ export interface ReportOptions {
   perfetto?: boolean;
   /** PNG copies of the charts (default true; skipped with a note when no Chromium) */
   png?: boolean;
-  /** the Chromium to use; default {@link findChromium} */
-  chromium?: string | null;
+  /** environment read for `BRIM_FONT_DIRS` (PNG fonts); default process.env */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -123,6 +123,14 @@ async function trialRuns(store: RunStore, model: { trials: readonly { index: num
   return runs;
 }
 
+/** A --vs report: both runs on every chart, and the knobs that differ said with the comparison. */
+function withOverlay(model: RunReportModel, run: RecordedRun, vs: RecordedRun): RunReportModel {
+  const charts = overlayRunCharts({ label: "after", meta: run.meta, entries: run.timeline }, { label: "before", meta: vs.meta, entries: vs.timeline });
+  const diff = knobDifferences(vs.meta, run.meta);
+  const note = diff.length === 0 ? "Knobs that differ: none (same knobs, cap and command)." : `Knobs that differ (before → after): ${diff.map((d) => `${d.name} ${d.a} → ${d.b}`).join("; ")}.`;
+  return { ...model, charts, comparison: model.comparison === null ? null : { ...model.comparison, notes: [note, ...model.comparison.notes] } };
+}
+
 /**
  * Writes the report of a run or a tune.
  *
@@ -141,6 +149,7 @@ export async function writeReport(store: RunStore, ref: string, options: ReportO
     const run = await store.readRun(target.id);
     if (vs !== undefined && vs.meta.id === run.meta.id) throw new BrimError("E_INPUT", `--vs names the same run as the report (${run.meta.id}); compare with an earlier run`);
     model = runReport(run, vs);
+    if (vs !== undefined) model = withOverlay(model, run, vs);
     traceRuns = [run];
   } else {
     const tune = await store.readTune(target.id);
@@ -160,7 +169,7 @@ export async function writeReport(store: RunStore, ref: string, options: ReportO
   const png = { written: 0, note: null as string | null };
   const images = new Map<string, { path: string; title: string }>(svgs.map((c) => [c.id, { path: `charts/${c.id}.svg`, title: c.title }]));
   if (options.png !== false) {
-    const opened = await openPngRenderer(options.chromium !== undefined ? options.chromium : findChromium(options.env ?? process.env));
+    const opened = await openPngRenderer({ env: options.env ?? process.env });
     if ("unavailable" in opened) {
       png.note = `PNG charts skipped: ${opened.unavailable}. The SVG charts are complete.`;
     } else {

@@ -11,7 +11,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.ts";
 import { RunStore, type RunWriter } from "../../src/record/store.ts";
-import { CHROMIUM_ARGS } from "../../src/report/png.ts";
+import { CHROMIUM_ARGS } from "../helpers/chromium.ts";
 import { GIB, TUNE_ID, writeSyntheticRun, writeSyntheticTune } from "../analyze/synthetic.ts";
 
 const CHROMIUM = "/usr/bin/chromium";

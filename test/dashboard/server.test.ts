@@ -140,7 +140,7 @@ describe("brim dashboard routes", () => {
   it("shows a run: charts, numbers, findings, and where live updates resume", async () => {
     const html = await (await fetch(`${dash.url}runs/${doneId}`)).text();
     expect(html).toMatch(/<main data-run="[^"]+" data-live="false" data-offset="\d+">/);
-    expect((html.match(/<svg /g) ?? []).length).toBe(4);
+    expect((html.match(/<svg /g) ?? []).length).toBe(6); // the four run charts, loss and throughput by step
     expect(html).toContain('data-finding="data_starved"');
     expect(html).not.toContain("<script");
     const livePage = await fetch(`${dash.url}runs/${liveId}`);
@@ -202,7 +202,7 @@ describe("brim dashboard routes", () => {
     expect(Number(got.id)).toBeGreaterThan(before.offset);
     const charts = await stream.next((e) => e.event === "charts");
     const update = charts.data as { charts: Record<string, string>; numbers: { label: string }[]; tiles: { label: string; value: string }[] };
-    expect(Object.keys(update.charts)).toEqual(["utilization", "memory", "throughput", "data_wait"]);
+    expect(Object.keys(update.charts)).toEqual(["utilization", "memory", "throughput", "data_wait", "loss", "throughput_steps"]);
     expect(update.charts.utilization).toMatch(/data-y="[^"]* 71 88"/);
     expect(update.tiles.find((t) => t.label === "GPU utilization")?.value).toBe("88 %");
     live.append(sample(liveT + 2, 90, 12 * GIB));

@@ -62,7 +62,7 @@ describe("live state and its views", () => {
     expect(view).toContain("micro-batch 64 × 2");
     const metrics = formatPrometheus(state, { run_id: "r1" });
     expect(metrics).toContain('brim_samples_per_second{run_id="r1"} 128');
-    expect(metrics).toContain('brim_memory_cap_bytes{run_id="r1"} 8589934592');
+    expect(metrics).toContain('brim_memory_cap_bytes{run_id="r1",scope="gpu"} 8589934592');
     expect(metrics).toMatch(/# TYPE brim_steps_total counter/);
   });
 

@@ -11,7 +11,7 @@ import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mainSteps, readTimeline } from "../../src/analyze/timeline.ts";
 import { RunStore } from "../../src/record/store.ts";
-import { CHROMIUM_ARGS } from "../../src/report/png.ts";
+import { CHROMIUM_ARGS } from "../helpers/chromium.ts";
 import { writeReport } from "../../src/report/write.ts";
 import { TUNE_ID, writeSyntheticTune } from "../analyze/synthetic.ts";
 
@@ -79,7 +79,7 @@ describe.skipIf(!HAVE_CHROMIUM)("reports in headless Chromium", () => {
     const store = new RunStore(join(FIXTURES, "cnn-lstm"));
     const id = (await store.runIds())[0] as string;
     const out = mkdtempSync(join(tmpdir(), "brim-report-chromium-"));
-    const result = await writeReport(store, id, { out, chromium: CHROMIUM });
+    const result = await writeReport(store, id, { out });
     expect(result.png).toEqual({ written: 4, note: null });
     for (const name of ["utilization", "memory", "throughput", "data_wait"]) {
       const png = readFileSync(join(out, "charts", `${name}.png`));
@@ -120,7 +120,7 @@ describe.skipIf(!HAVE_CHROMIUM)("reports in headless Chromium", () => {
     const store = new RunStore(mkdtempSync(join(tmpdir(), "brim-report-tune-")));
     const { tune } = await writeSyntheticTune(store);
     const out = mkdtempSync(join(tmpdir(), "brim-report-tune-out-"));
-    await writeReport(store, TUNE_ID, { out, chromium: CHROMIUM });
+    await writeReport(store, TUNE_ID, { out });
     expect(pngSize(readFileSync(join(out, "charts", "tune_memory.png"))).width).toBe(1520);
     const page = await browser.newPage();
     await page.goto(pathToFileURL(join(out, "report.html")).href);
@@ -139,13 +139,13 @@ describe.skipIf(!HAVE_CHROMIUM)("reports in headless Chromium", () => {
     expect(winnerRow).toMatch(/^4 ★/);
   });
 
-  it("writes the report without PNGs, and says why, when no Chromium is there", async () => {
+  it("writes the report without PNGs, and says why, when no font is there", async () => {
     const store = new RunStore(join(FIXTURES, "nbeats"));
-    const out = mkdtempSync(join(tmpdir(), "brim-report-nochrome-"));
-    const result = await writeReport(store, "latest", { out, chromium: null });
+    const out = mkdtempSync(join(tmpdir(), "brim-report-nofont-"));
+    const result = await writeReport(store, "latest", { out, env: { BRIM_FONT_DIRS: mkdtempSync(join(tmpdir(), "brim-no-fonts-")) } });
     expect(result.png.written).toBe(0);
-    expect(result.png.note).toMatch(/^PNG charts skipped: no Chromium found/);
-    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/> PNG charts skipped: no Chromium found/);
+    expect(result.png.note).toMatch(/^PNG charts skipped: no font found under /);
+    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/> PNG charts skipped: no font found/);
     expect(existsSync(join(out, "charts", "memory.svg"))).toBe(true);
   });
 });

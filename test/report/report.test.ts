@@ -103,7 +103,7 @@ describe("reports", () => {
   it("writes Markdown, HTML and SVG charts for a run, with a before/after table", async () => {
     const out = temp("run");
     const result = await writeReport(store, runId, { vs: baseId, out, png: false });
-    expect(result.files.map((f) => f.path.slice(out.length + 1)).sort()).toEqual(["charts/data_wait.svg", "charts/memory.svg", "charts/throughput.svg", "charts/utilization.svg", "report.html", "report.md"]);
+    expect(result.files.map((f) => f.path.slice(out.length + 1)).sort()).toEqual(["charts/data_wait.svg", "charts/loss.svg", "charts/memory.svg", "charts/throughput.svg", "charts/throughput_steps.svg", "charts/utilization.svg", "report.html", "report.md"]);
     const md = readFileSync(join(out, "report.md"), "utf8");
     expect(md).toMatch(/^# brim report: Run /);
     expect(md).toContain("## Before and after");
@@ -118,7 +118,7 @@ describe("reports", () => {
     expect(md).toContain("![GPU utilization and SM activity](charts/utilization.svg)");
     const html = readFileSync(join(out, "report.html"), "utf8");
     expect(html).not.toMatch(/<script|<link|src="http|href="http/);
-    expect((html.match(/<svg /g) ?? []).length).toBe(4);
+    expect((html.match(/<svg /g) ?? []).length).toBe(6); // --vs: the four run charts overlaid, loss and throughput by step
     expect(html).toContain('data-key="speedup"');
     expect(readFileSync(join(out, "charts/memory.svg"), "utf8")).toMatch(/^<\?xml version="1\.0"/);
   });

@@ -1,0 +1,139 @@
+/**
+ * Training progress charts — loss and throughput on a step axis (or time) — for one run or several
+ * overlaid (a run and the one it is compared with), and the knobs that differ between two runs.
+ * Pure: built from recorded timeline entries only.
+ *
+ * @module
+ */
+import { measureRun } from "../analyze/measure.ts";
+import { mainSteps, readTimeline } from "../analyze/timeline.ts";
+import type { RunMeta, TimelineEntry } from "../record/types.ts";
+import { runCharts, timeOrigin } from "./charts.ts";
+import type { ChartSpec, Series } from "./svg.ts";
+
+/** One run as the progress charts see it; `label` names its series ("this run", "vs 2026…"). */
+export interface ProgressRun {
+  label: string;
+  meta: RunMeta;
+  entries: readonly TimelineEntry[];
+}
+
+/** The x axis of the progress charts. */
+export type ProgressAxis = "step" | "time";
+
+// Okabe–Ito, as the other charts: the first run blue, the compared one orange
+const COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7"];
+const MAX_POINTS = 600;
+
+function thin<T>(items: readonly T[]): T[] {
+  if (items.length <= MAX_POINTS) return [...items];
+  const every = items.length / MAX_POINTS;
+  const out: T[] = [];
+  for (let i = 0; i < MAX_POINTS; i++) out.push(items[Math.floor(i * every)] as T);
+  out.push(items[items.length - 1] as T);
+  return out;
+}
+
+function numericLoss(loss: number | string | null): number | null {
+  const v = typeof loss === "string" ? Number(loss) : loss;
+  return v !== null && Number.isFinite(v) ? v : null;
+}
+
+/**
+ * Loss and throughput against the step number (`axis: "step"`) or the time since start, one series
+ * per run; throughput leaves warm-up steps out, as every brim number does.
+ *
+ * @example
+ * ```ts
+ * progressCharts([{ label: "this run", meta, entries }], "step").map((c) => c.id); // ["loss", "throughput_steps"]
+ * ```
+ */
+export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis = "step"): ChartSpec[] {
+  const x = axis === "step" ? { label: "step", kind: "number" as const, min: 0 } : { label: "time since start", kind: "time" as const, min: 0 };
+  const loss: Series[] = [];
+  const rate: Series[] = [];
+  runs.forEach((run, i) => {
+    const tl = readTimeline(run.entries);
+    const t0 = timeOrigin(run.meta, tl);
+    const steps = mainSteps(tl);
+    const at = (s: (typeof steps)[number]): number => (axis === "step" ? s.step : s.t - t0);
+    const color = COLORS[i % COLORS.length] as string;
+    const name = (what: string): string => (runs.length > 1 ? `${run.label}: ${what}` : what);
+    loss.push({ name: name("loss"), color, points: thin(steps.filter((s) => numericLoss(s.loss) !== null).map((s) => [at(s), numericLoss(s.loss)])) });
+    rate.push({
+      name: name("samples/s"),
+      color,
+      points: thin(
+        steps
+          .filter((s) => !s.warmup)
+          .map((s) => [at(s), s.wait_s + s.compute_s > 0 ? s.samples / (s.wait_s + s.compute_s) : null]),
+      ),
+    });
+  });
+  const by = axis === "step" ? "by step" : "over time";
+  return [
+    { id: "loss", title: `Loss ${by}`, x, y: { label: "loss", kind: "number" }, series: loss, empty: "no loss reported (brim.track(..).log(loss=...) or a framework callback)" },
+    { id: "throughput_steps", title: `Throughput ${by}`, x, y: { label: "samples per second", kind: "number", min: 0 }, series: rate, empty: "no step reports" },
+  ];
+}
+
+/** One difference between two runs' settings. */
+export interface KnobDifference {
+  name: string;
+  a: string;
+  b: string;
+}
+
+/**
+ * What differs between two runs' settings: knob values, cap, step budget, command (`a` is the first
+ * run's, `b` the second's; "–" where one run has none).
+ *
+ * @example
+ * ```ts
+ * knobDifferences(before, after); // [{ name: "batch_size", a: "32", b: "256" }, { name: "precision", a: "fp32", b: "bf16-mixed" }]
+ * ```
+ */
+export function knobDifferences(a: RunMeta, b: RunMeta): KnobDifference[] {
+  const out: KnobDifference[] = [];
+  const show = (v: number | string | boolean | null | undefined): string => (v === undefined || v === null ? "–" : String(v));
+  for (const name of [...new Set([...Object.keys(a.knobs), ...Object.keys(b.knobs)])].sort()) {
+    if (a.knobs[name] !== b.knobs[name]) out.push({ name, a: show(a.knobs[name]), b: show(b.knobs[name]) });
+  }
+  if (a.cap_bytes !== b.cap_bytes) out.push({ name: "cap bytes", a: show(a.cap_bytes), b: show(b.cap_bytes) });
+  if (a.step_budget !== b.step_budget) out.push({ name: "step budget", a: show(a.step_budget), b: show(b.step_budget) });
+  const ca = a.command.join(" ");
+  const cb = b.command.join(" ");
+  if (ca !== cb) out.push({ name: "command", a: ca, b: cb });
+  return out;
+}
+
+/**
+ * Every run chart with a second run overlaid: the first run's series as they are, the second's dashed
+ * in their own colours, each named by its run (both on time since their own start), then loss and
+ * throughput by step for both.
+ *
+ * @example
+ * ```ts
+ * overlayRunCharts({ label: "after", meta, entries }, { label: "before", meta: b.meta, entries: b.timeline }).map((c) => c.id);
+ * // ["utilization", "memory", "throughput", "data_wait", "loss", "throughput_steps"]
+ * ```
+ */
+export function overlayRunCharts(run: ProgressRun, vs: ProgressRun): ChartSpec[] {
+  const charts = (r: ProgressRun): ChartSpec[] => {
+    const tl = readTimeline(r.entries);
+    return runCharts(r.meta, tl, measureRun(r.meta, tl));
+  };
+  const theirs = new Map(charts(vs).map((c) => [c.id, c]));
+  const overlaid = charts(run).map((mine): ChartSpec => {
+    const other = theirs.get(mine.id);
+    if (other === undefined) return mine;
+    const named = (series: readonly Series[], label: string, offset: number, dashed: boolean): Series[] =>
+      series.map((s, i) => ({ ...s, name: `${label}: ${s.name}`, color: s.color ?? COLORS[(offset + i) % COLORS.length], ...(dashed && (s.style === undefined || s.style === "line" || s.style === "line+points") ? { style: "dashed" as const } : {}) }));
+    return {
+      ...mine,
+      series: [...named(mine.series, run.label, 0, false), ...named(other.series, vs.label, mine.series.length, true)],
+      lines: [...(mine.lines ?? []), ...(other.lines ?? []).filter((l) => !(mine.lines ?? []).some((m) => m.axis === l.axis && m.value === l.value)).map((l) => ({ ...l, label: `${vs.label}: ${l.label}`, color: "#999999" }))],
+    };
+  });
+  return [...overlaid, ...progressCharts([run, vs], "step")];
+}
