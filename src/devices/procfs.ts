@@ -302,13 +302,17 @@ export interface ProcTree {
   rootPid: number;
   pids: number[];
   rssBytes: number;
-  /** Σ PSS over the tree; null when smaps_rollup cannot be read for a member (then RSS is what counts). */
+  /**
+   * Σ PSS over the tree, each member's measured at most every 2 s and moved with its RSS in between
+   * (a member not yet measured counts its RSS); null where smaps_rollup cannot be read (RSS counts then).
+   */
   pssBytes: number | null;
   cpuPercent: number | null;
 }
 
 /**
- * Reads a process tree again and again, keeping what it needs to turn CPU time into CPU use.
+ * Reads a process tree again and again, keeping what it needs to turn CPU time into CPU use and
+ * to follow the tree's PSS cheaply (see {@link ProcTree.pssBytes}).
  * A process's parent does not change while both live, so only new pids and the tree's own
  * processes are read on each call; every pid is read again every `rescanMs` (default 5 s), which
  * also catches a pid that was freed and reused between two calls.
@@ -320,8 +324,15 @@ export interface ProcTree {
  * trees.read(pid); // cpuPercent since the previous read
  * ```
  */
-export function createTreeReader(proc: ProcFs, nowMs: () => number = Date.now, rescanMs = 5000): { read(rootPid: number): ProcTree & { visiblePids: ReadonlySet<number> } } {
+export function createTreeReader(
+  proc: ProcFs,
+  nowMs: () => number = Date.now,
+  rescanMs = 5000,
+  pssRefreshMs = 2000,
+): { read(rootPid: number): ProcTree & { visiblePids: ReadonlySet<number> } } {
   let previous: { rootPid: number; atMs: number; ticks: Map<string, number> } | null = null;
+  const pssOf = new Map<number, { pss: number; rssPages: number; startTicks: number; atMs: number }>();
+  let pssUnreadable = false;
   const parents = new Map<number, number>();
   let scannedAtMs = -Infinity;
   return {
@@ -351,10 +362,27 @@ export function createTreeReader(proc: ProcFs, nowMs: () => number = Date.now, r
       const ticks = new Map<string, number>();
       let rssPages = 0;
       let pssBytes: number | null = 0;
+      // smaps_rollup walks the page tables (about 14 ms for a PyTorch process on this VM): at most
+      // one is read per call, each pid's at most every pssRefreshMs, and in between its PSS moves
+      // with its RSS (new pages are private); a pid not yet measured counts its RSS.
+      const due = stats
+        .filter((stat) => {
+          const known = pssOf.get(stat.pid);
+          return known === undefined || known.startTicks !== stat.startTicks || atMs - known.atMs >= pssRefreshMs;
+        })
+        .sort((a, b) => (pssOf.get(a.pid)?.atMs ?? -Infinity) - (pssOf.get(b.pid)?.atMs ?? -Infinity))[0];
+      if (due !== undefined) {
+        const measured = proc.pssBytes(due.pid);
+        if (measured === null) pssOf.delete(due.pid);
+        else pssOf.set(due.pid, { pss: measured, rssPages: due.rssPages, startTicks: due.startTicks, atMs });
+        if (measured === null && pssOf.size === 0 && proc.stat(due.pid) !== null) pssUnreadable = true;
+      }
+      for (const pid of pssOf.keys()) if (!stats.some((stat) => stat.pid === pid)) pssOf.delete(pid);
       for (const stat of stats) {
         rssPages += stat.rssPages;
-        const pss: number | null = pssBytes === null ? null : proc.pssBytes(stat.pid);
-        pssBytes = pss === null || pssBytes === null ? null : pssBytes + pss;
+        const known = pssOf.get(stat.pid);
+        const pss = known !== undefined && known.startTicks === stat.startTicks ? Math.max(0, known.pss + (stat.rssPages - known.rssPages) * proc.pageSize) : stat.rssPages * proc.pageSize;
+        pssBytes = pssUnreadable || pssBytes === null ? null : pssBytes + pss;
         ticks.set(`${stat.pid}:${stat.startTicks}`, stat.utimeTicks + stat.stimeTicks);
       }
       const cpuPercent = previous !== null && previous.rootPid === rootPid ? treeCpuPercent(previous.ticks, ticks, (atMs - previous.atMs) / 1000, proc.clockTicks) : null;

@@ -129,6 +129,51 @@ describe("ProcFs on a made-up root", () => {
   });
 });
 
+describe("the tree's PSS", () => {
+  it("reads one smaps_rollup per call, each pid every 2 s, moves PSS with RSS in between, RSS until measured", () => {
+    const root = mkdtempSync(join(tmpdir(), "brim-pss-"));
+    const write = (path: string, text: string): void => {
+      mkdirSync(join(root, path, ".."), { recursive: true });
+      writeFileSync(join(root, path), text);
+    };
+    // A parent of 1024 pages (4 MiB) with two forked workers of 1024 pages each, mostly shared: PSS 2 MiB each.
+    write("100/stat", statLine(100, "python", 1, 0, 0, 500, 1024));
+    write("101/stat", statLine(101, "worker", 100, 0, 0, 600, 1024));
+    write("102/stat", statLine(102, "worker", 100, 0, 0, 700, 1024));
+    for (const pid of [100, 101, 102]) write(`${pid}/smaps_rollup`, "Rss: 4000 kB\nPss: 2048 kB\n");
+    let reads = 0;
+    class CountingProcFs extends ProcFs {
+      override pssBytes(pid: number): number | null {
+        reads++;
+        return super.pssBytes(pid);
+      }
+    }
+    const counting = new CountingProcFs(root);
+    let now = 0;
+    const trees = createTreeReader(counting, () => now);
+    const MiB = 2 ** 20;
+    expect(trees.read(100).pssBytes).toBe(2 * MiB + 2 * 4 * MiB);
+    now = 100;
+    expect(trees.read(100).pssBytes).toBe(4 * MiB + 4 * MiB);
+    now = 200;
+    expect(trees.read(100).pssBytes).toBe(6 * MiB);
+    expect(reads).toBe(3);
+    now = 300;
+    expect(trees.read(100).pssBytes).toBe(6 * MiB);
+    expect(reads).toBe(3);
+    // The parent grows by 256 pages of its own: PSS follows at once, without a new smaps_rollup read.
+    write("100/stat", statLine(100, "python", 1, 0, 0, 500, 1280));
+    now = 400;
+    expect(trees.read(100).pssBytes).toBe(7 * MiB);
+    expect(reads).toBe(3);
+    now = 2100;
+    trees.read(100);
+    expect(reads).toBe(4);
+    expect(trees.read(100).rssBytes).toBe(3328 * 4096);
+    rmSync(root, { recursive: true });
+  });
+});
+
 describe("ProcFs on this machine's /proc", () => {
   const children: ChildProcess[] = [];
   afterEach(() => {

@@ -1,6 +1,6 @@
 // The fault suite, part 2: a store that fails mid-run (injected through the store's file calls, so it
 // runs everywhere), channel floods and strangers, aborted dashboard streams, fuzzed configs, stale sockets.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/configs/document.ts";
 import { startDashboard } from "../../src/dashboard/server.ts";
 import { openDevices } from "../../src/devices/index.ts";
+import { createTreeReader, ProcFs } from "../../src/devices/procfs.ts";
 import { BrimError } from "../../src/errors/index.ts";
 import { guardRun } from "../../src/guard/guard.ts";
 import { ChannelServer, MAX_BUFFERED_BYTES, removeStaleSockets, type ChannelMessage } from "../../src/job/channel.ts";
@@ -224,6 +225,27 @@ describe("fuzzed configs", () => {
       }
       expect(Date.now() - started).toBeLessThan(8000);
     }
+  });
+});
+
+describe("RAM counted as the OS counts it", () => {
+  it("a real process that forks three children holding its pages: PSS counts them once, RSS four times", async () => {
+    const script = "import os, time\nb = bytearray(96 * 2**20)\nfor i in range(0, len(b), 4096): b[i] = 1\nfor _ in range(3):\n    if os.fork() == 0:\n        time.sleep(5); os._exit(0)\nprint('ready', flush=True)\ntime.sleep(5)\n";
+    const child = spawn(process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3", ["-c", script], { stdio: ["ignore", "pipe", "ignore"] });
+    await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
+    const trees = createTreeReader(new ProcFs());
+    let tree = trees.read(child.pid as number);
+    for (let i = 0; i < 5; i++) {
+      await sleep(50);
+      tree = trees.read(child.pid as number);
+    }
+    child.kill("SIGKILL");
+    for (const pid of tree.pids) if (pid !== child.pid) process.kill(pid, "SIGKILL");
+    expect(tree.pids.length).toBe(4);
+    expect(tree.rssBytes).toBeGreaterThan(4 * 90 * 2 ** 20);
+    expect(tree.pssBytes).not.toBeNull();
+    expect(tree.pssBytes as number).toBeLessThan(tree.rssBytes / 2);
+    expect(tree.pssBytes as number).toBeGreaterThan(90 * 2 ** 20);
   });
 });
 
