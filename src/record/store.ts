@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, writeSync } from "node:fs";
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { access, constants as fsConstants, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import { BrimError } from "../errors/index.ts";
 import { ioCause, writeFileAtomic } from "../files.ts";
 import type { RunMeta, RunSummary, TimelineEntry, TuneRecord } from "./types.ts";
@@ -431,7 +431,7 @@ export class RunStore {
     try {
       await mkdir(dir, { recursive: true });
     } catch (error) {
-      throw new BrimError("E_IO", `cannot create the run folder ${dir}: ${ioCause(error)} (free space, or pass --store <dir>)`, { cause: error });
+      throw new BrimError("E_IO", `cannot create the run folder ${dir}: ${ioCause(await whyNotWritable(dir, error))} (pass --store <dir> for a writable folder with free space)`, { cause: error });
     }
     const meta: RunMeta = { schema: "brim.run/v1", id, ...run, started_at: startedAt.toISOString(), ended_at: null, end: null, summary: null };
     try {
@@ -440,7 +440,7 @@ export class RunStore {
       return new RunWriter(dir, meta, this.#io);
     } catch (error) {
       await rm(dir, { recursive: true, force: true }).catch(() => undefined);
-      throw new BrimError("E_IO", `cannot start a run in the store ${this.root}: ${ioCause(error)} (free space, or pass --store <dir>)`, { cause: error });
+      throw new BrimError("E_IO", `cannot start a run in the store ${this.root}: ${ioCause(error)} (pass --store <dir> for a writable folder with free space)`, { cause: error });
     }
   }
 
@@ -471,10 +471,14 @@ export class RunStore {
     return { meta, timeline: parseTimeline(text) };
   }
 
-  /** Writes a tune record (atomically), creating its folder. */
+  /** Writes a tune record (atomically), creating its folder; E_IO with one line when the store refuses. */
   async writeTune(tune: TuneRecord): Promise<void> {
     const dir = this.tuneDir(tune.id);
-    await mkdir(dir, { recursive: true });
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (error) {
+      throw new BrimError("E_IO", `cannot create the tune folder ${dir}: ${ioCause(await whyNotWritable(dir, error))}`, { cause: error });
+    }
     await writeJsonAtomic(join(dir, "tune.json"), tune);
   }
 
@@ -495,6 +499,27 @@ export class RunStore {
   async resolveTune(ref: string): Promise<string> {
     return resolveRef(ref, await this.tuneIds(), "tune", this.root);
   }
+}
+
+// A recursive mkdir on a read-only file system says ENOENT; the nearest folder that exists says why.
+async function whyNotWritable(dir: string, error: unknown): Promise<unknown> {
+  if ((error as NodeJS.ErrnoException).code !== "ENOENT") return error;
+  let at = dirname(dir);
+  while (at !== dirname(at)) {
+    try {
+      await access(at);
+    } catch {
+      at = dirname(at);
+      continue;
+    }
+    try {
+      await access(at, fsConstants.W_OK);
+      return error;
+    } catch (denied) {
+      return denied;
+    }
+  }
+  return error;
 }
 
 function checkedId(id: string): string {

@@ -188,14 +188,14 @@ export function canMountTmpfs(): boolean {
  * `brim run` with its store on a tmpfs of `size` (its own mount namespace): a store full at start
  * (small size) or one that fills mid-run (a job that prints a lot). Returns what was left on it.
  */
-export function fullDisk(dir: string, size: string, lines: number): FaultOutcome {
+export function fullDisk(dir: string, size: string, lines: number, readOnly = false): FaultOutcome {
   mkdirSync(dir, { recursive: true });
   const store = join(dir, "tmpfs");
   mkdirSync(store, { recursive: true });
   const job = `i=0; while [ $i -lt ${lines} ]; do echo "line $i of a job that prints a lot, padding padding padding"; i=$((i+1)); done; sleep 20`;
   // The tmpfs lives only in the namespace: the script copies what is on it out before it ends.
   const script = [
-    `mount -t tmpfs -o size=${size} tmpfs "${store}"`,
+    `mount -t tmpfs -o size=${size}${readOnly ? ",ro" : ""} tmpfs "${store}"`,
     `node "${BRIM}" run --quiet --grace 1 --store "${store}" -- sh -c '${job}' >"${dir}/stdout" 2>"${dir}/stderr"; echo $? >"${dir}/rc"`,
     `mkdir -p "${dir}/left" && cp -a "${store}/." "${dir}/left/"`,
   ].join("\n");
@@ -207,7 +207,7 @@ export function fullDisk(dir: string, size: string, lines: number): FaultOutcome
   const jobPid = Number(/pid (\d+)/.exec(stderr)?.[1] ?? 0);
   const orphans = jobPid > 0 ? groupMembers(jobPid).length : 0;
   for (const pid of jobPid > 0 ? groupMembers(jobPid) : []) process.kill(pid, "SIGKILL");
-  return { fault: `disk-full-${size}`, orphans, unguarded: orphans, torn: tornIn(left), stackTrace: STACK.test(stderr), exitCode, endCause: meta?.end?.cause ?? null, stderr };
+  return { fault: readOnly ? "read-only-store" : `disk-full-${size}`, orphans, unguarded: orphans, torn: tornIn(left), stackTrace: STACK.test(stderr), exitCode, endCause: meta?.end?.cause ?? null, stderr };
 }
 
 /**

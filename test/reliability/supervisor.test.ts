@@ -64,6 +64,16 @@ describe.skipIf(!tmpfs)("a full store (tmpfs in a private mount namespace)", () 
     }
   });
 
+  it("read-only at start: one line that says so, exit 1", () => {
+    for (let i = 0; i < REPEAT; i++) {
+      const outcome = record(fullDisk(fresh(), "1m", 10, true));
+      expect(outcome.stderr).toMatch(/^brim: cannot create the run folder .*: read-only file system/m);
+      expect(outcome.exitCode).toBe(1);
+      expect(outcome.stackTrace).toBe(false);
+      expect(outcome.torn).toBe(0);
+    }
+  });
+
   it("full mid-run: the job is stopped, run.json finished with store_failed, exit 74, whole lines only", () => {
     for (let i = 0; i < REPEAT; i++) {
       const outcome = record(fullDisk(fresh(), "400k", 50_000));
