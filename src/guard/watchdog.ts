@@ -155,7 +155,8 @@ done
 [ -z "$pgid" ] && exit 0
 [ "$3" = 1 ] && exit 0
 kill -TERM -"$pgid" 2>/dev/null || exit 0
-i=0; while kill -0 -"$pgid" 2>/dev/null && [ "$i" -lt "$(( $2 * 10 ))" ]; do sleep 0.1; i=$((i+1)); done
+g="${"${"}2%%.*}"; [ -n "$g" ] || g=0
+i=0; while kill -0 -"$pgid" 2>/dev/null && [ "$i" -lt "$(( g * 10 + 10 ))" ]; do sleep 0.1; i=$((i+1)); done
 kill -KILL -"$pgid" 2>/dev/null
 exit 0
 `;
@@ -191,10 +192,13 @@ export class Watchdog {
     this.pid = child.pid;
   }
 
-  /** Starts the watchdog process; it waits, idle, on its stdin. */
-  static start(options: WatchdogOptions): Watchdog {
+  /**
+   * Starts the watchdog process; it waits, idle, on its stdin. `shell` forces the `/bin/sh` variant
+   * that a single-executable brim uses (it stops the job but leaves the record unfinished).
+   */
+  static start(options: WatchdogOptions, shell: boolean = isSingleExecutable()): Watchdog {
     const args = [options.runDir, String(options.graceS), options.keep ? "1" : "0", options.socketPath ?? "", String(options.pollS ?? 1)];
-    const child = isSingleExecutable()
+    const child = shell
       ? spawn("/bin/sh", ["-c", WATCHDOG_SH, "brim-watchdog", ...args], { detached: true, stdio: ["pipe", "ignore", "ignore"] })
       : spawn(process.execPath, ["--max-old-space-size=32", "-e", "eval(process.env.BRIM_WATCHDOG_JS)", "brim-watchdog", ...args], {
           detached: true,
@@ -220,6 +224,12 @@ export class Watchdog {
     this.#released = true;
     this.#send("done\n");
     this.#child.stdin?.end();
+  }
+
+  /** Closes the pipe without `done`, exactly what brim's death does (for tests and drills). */
+  abandon(): void {
+    this.#released = true;
+    this.#child.stdin?.destroy();
   }
 
   #send(line: string): void {

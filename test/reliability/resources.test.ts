@@ -2,7 +2,7 @@
 // runs everywhere), channel floods and strangers, aborted dashboard streams, fuzzed configs, stale sockets.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
 import { createConnection, type Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import { openDevices } from "../../src/devices/index.ts";
 import { createTreeReader, ProcFs } from "../../src/devices/procfs.ts";
 import { BrimError } from "../../src/errors/index.ts";
 import { guardRun } from "../../src/guard/guard.ts";
+import { Watchdog } from "../../src/guard/watchdog.ts";
 import { ChannelServer, MAX_BUFFERED_BYTES, removeStaleSockets, type ChannelMessage } from "../../src/job/channel.ts";
 import { realStoreIo, RunStore, type StoreIo } from "../../src/record/store.ts";
 import { groupMembers, sleep, tornIn, until } from "./faults.ts";
@@ -258,4 +259,32 @@ describe("no stale state after a normal run", () => {
     expect(readFileSync(join(dir, "runs", result.meta.id, "output.log"), "utf8")).toBe("1 hi\n");
     expect(tornIn(dir)).toBe(0);
   });
+});
+
+describe("the watchdog on its own", () => {
+  for (const shell of [false, true]) {
+    it(`${shell ? "the /bin/sh variant" : "the Node variant"}: stops the group when its pipe closes without 'done', not after 'done'`, async () => {
+      const dir = join(root, `dog-${String(shell)}`);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, "run.json"), `${JSON.stringify({ id: "x", end: null })}\n`);
+      writeFileSync(join(dir, "timeline.ndjson"), '{"t":1,"kind":"start","pid":1}\n{"t":2,"ki');
+      const job = spawn("sh", ["-c", "sleep 60 & sleep 60; wait"], { detached: true, stdio: "ignore" });
+      const pgid = job.pid as number;
+      await until(() => groupMembers(pgid).length >= 2, 5000);
+      const released = Watchdog.start({ runDir: dir, graceS: 0.5, keep: false }, shell);
+      released.arm(pgid);
+      released.release();
+      const dog = Watchdog.start({ runDir: dir, graceS: 0.5, keep: false }, shell);
+      dog.arm(pgid);
+      await sleep(400);
+      expect(groupMembers(pgid).length).toBeGreaterThanOrEqual(2);
+      dog.abandon();
+      expect(await until(() => groupMembers(pgid).length === 0, 5000)).toBe(true);
+      if (!shell) {
+        expect(await until(() => (JSON.parse(readFileSync(join(dir, "run.json"), "utf8")) as { end: unknown }).end !== null, 3000)).toBe(true);
+        const lines = readFileSync(join(dir, "timeline.ndjson"), "utf8").split("\n").filter((l) => l !== "");
+        expect(lines.map((l) => (JSON.parse(l) as { kind: string }).kind)).toEqual(["start", "event", "end"]);
+      }
+    });
+  }
 });
