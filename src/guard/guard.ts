@@ -290,7 +290,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   failGuard = (error) => {
     const io = error instanceof BrimError ? error.code === "E_IO" : typeof (error as NodeJS.ErrnoException | undefined)?.code === "string";
     const why = error instanceof BrimError ? error.message : ioCause(error);
-    if (io) job.stop("store_failed", `the run store failed: ${why}`, 2);
+    if (io) job.stop("store_failed", error instanceof BrimError ? why : `an I/O error while guarding the job: ${why}`, 2);
     else job.stop("guard_failed", `brim's guard failed: ${why}`, 2);
   };
   writer.onFailure((loss) => job.stop("store_failed", loss.error.message, 2));

@@ -55,6 +55,32 @@ describe("a store that fails while the job runs", () => {
   }
 });
 
+describe("a guard handler that throws", () => {
+  it("an I/O error in a handler ends the run store_failed, any other error supervisor_lost; the job is stopped either way", async () => {
+    for (const [error, cause] of [
+      [Object.assign(new Error("EPIPE: broken pipe, write"), { code: "EPIPE" }), "store_failed"],
+      [new TypeError("cannot read properties of undefined"), "supervisor_lost"],
+    ] as const) {
+      const result = await guardRun(
+        {
+          command: ["sh", "-c", "echo first; sleep 30"],
+          cwd: root,
+          capBytes: null,
+          killGraceS: 1,
+          onOutput: () => {
+            throw error;
+          },
+        },
+        { devices: openDevices(), store: new RunStore(join(root, `handler-${cause}`)) },
+      );
+      expect(result.meta.end?.cause).toBe(cause);
+      expect(result.meta.end?.message.includes("\n")).toBe(false);
+      expect(groupMembers(result.job.pid)).toEqual([]);
+      expect(result.job.endedAt - result.job.startedAt).toBeLessThan(10);
+    }
+  });
+});
+
 describe("the SDK channel under floods and strangers", () => {
   const hello = (extra: Record<string, unknown>): string => `${JSON.stringify({ v: 1, type: "hello", t: 1, pid: 4242, ...extra })}\n`;
   const connect = (path: string): Promise<Socket> =>
