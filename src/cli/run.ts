@@ -17,7 +17,8 @@ export interface RunCommandOptions {
   store?: string;
   prometheus?: number;
   /** Seconds the metrics endpoint stays up after the run (0 = close at once). */
-  prometheusGrace: number;
+  /** Seconds /metrics stays up after the run (default 5; callers other than the CLI may leave it out). */
+  prometheusGrace?: number;
   hz: number;
   hungAfter: number;
   grace: number;
@@ -191,7 +192,8 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
     running = false;
     // the last scrape lands after the run: keep /metrics (with brim_job_running 0) up a little longer
     if (metrics !== null) {
-      if (ended && options.prometheusGrace > 0) setTimeout(() => metrics.close(), options.prometheusGrace * 1000);
+      const grace = options.prometheusGrace ?? 5;
+      if (ended && grace > 0) setTimeout(() => metrics.close(), grace * 1000);
       else metrics.close();
     }
   }
