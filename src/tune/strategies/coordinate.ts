@@ -12,7 +12,7 @@
  * @module
  */
 import { formatBytes } from "../../bytes.ts";
-import type { KnobValue, SearchTrial } from "../search.ts";
+import type { KnobValue, SearchTrial } from "../types.ts";
 import { MARGIN_FLOOR } from "../memory-line.ts";
 import { knobsKey } from "./axis.ts";
 import { peakOf, ranAsGiven, type ConfigEstimate } from "./ledger.ts";

@@ -12,7 +12,7 @@
 import { formatBytes } from "../../bytes.ts";
 import { InputError } from "../../errors/index.ts";
 import { MARGIN_FLOOR } from "../memory-line.ts";
-import type { Knobs, SearchOptions, TrialRunner, TuneSpace } from "../search.ts";
+import type { Knobs, SearchOptions, TrialRunner, TuneSpace } from "../types.ts";
 import { knobsKey, MicroAxis } from "./axis.ts";
 import { Ledger, peakOf, type ConfigEstimate } from "./ledger.ts";
 import { MemoryBook } from "./memory-book.ts";
@@ -68,6 +68,7 @@ export function newSearcher(space: TuneSpace, runner: TrialRunner, options: Sear
     eligible(estimates) {
       const limit = options.capBytes * (1 - MARGIN_FLOOR);
       return estimates.filter((e) => {
+        if (e.bounded === true) return false;
         const peaks = e.indices.map((i) => (ledger.trials[i] === undefined ? null : peakOf(ledger.trials[i].result)));
         const highest = Math.max(...peaks.map((p) => p ?? 0));
         if (highest <= limit) return true;
