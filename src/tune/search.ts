@@ -20,7 +20,8 @@ import { formatBytes } from "../bytes.ts";
 import { InputError } from "../errors/index.ts";
 import { MARGIN_FLOOR, peakSigma, predictPeak, t99 } from "./memory-line.ts";
 import { knobsKey } from "./strategies/axis.ts";
-import { tuneOthers } from "./strategies/coordinate.ts";
+import { EVIDENCE_FIRST, evidenceOf, rankByEvidence, type RankedKnob } from "./evidence.ts";
+import { tuneKnob, tuneOthers } from "./strategies/coordinate.ts";
 import { didNotFit, peakOf, ranAsGiven, type ConfigEstimate, type Ledger } from "./strategies/ledger.ts";
 import type { MemoryBook } from "./strategies/memory-book.ts";
 import { exploreMicroBatch } from "./strategies/micro-batch.ts";
@@ -66,14 +67,38 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
     }
   }
 
+  // the baseline's evidence first: a knob that promises more than the micro-batch phase is tried before it
+  const done = new Set<string>();
+  if (ranAsGiven(base.result) && base.result.samplesPerSecond !== null && space.others.length > 0) {
+    const { ranked, skipped } = rankByEvidence(space.others, evidenceOf(base.result, space.baseline, options.capBytes), space.baseline);
+    const early = ranked.filter((r) => r.gain >= EVIDENCE_FIRST);
+    if (early.length > 0) s.notes.push(`evidence of the baseline: ${early.map((r) => `${r.knob} first (${r.why})`).join("; ")}`);
+    for (const r of skipped) {
+      s.notes.push(`${r.knob} not tried: ${r.why}`);
+      done.add(r.knob);
+    }
+    const estimate = ledger.estimate(space.baseline);
+    if (estimate !== undefined && early.length > 0) {
+      s.incumbent = estimate;
+      for (const r of early) {
+        if (ledger.stopReason !== null) break;
+        await tuneKnob(s, r.knob, r.values, r.why);
+        done.add(r.knob);
+      }
+    }
+  }
+  const kept = s.incumbent === null ? baseContext : axis.contextOf(s.incumbent.knobs);
+  const keptFamily = s.memory.familyOf(kept) ?? family;
   if (axis.knob !== undefined) {
-    s.explored.add(knobsKey(baseContext));
-    await exploreMicroBatch(s, baseContext, family, true);
-    noteMicroPhase(s, baseContext, family);
+    if (!s.explored.has(knobsKey(kept))) {
+      s.explored.add(knobsKey(kept));
+      await exploreMicroBatch(s, kept, keptFamily, keptFamily === family);
+    }
+    noteMicroPhase(s, kept, keptFamily);
   } else if (!ranAsGiven(base.result)) {
     s.notes.push("the baseline did not fit under the cap and there is no micro-batch knob to make it smaller");
   }
-  const start = s.fastest(s.inContext(baseContext));
+  const start = s.fastest(s.inContext(kept));
   if (start === null) {
     if (axis.knob !== undefined) {
       const lowest = axis.lowest();
@@ -88,7 +113,16 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
     }
     return outcomeOf(s, null, family);
   }
-  const found = space.others.length > 0 ? await tuneOthers(s, start) : start;
+  // then the rest, in the order the evidence of the best so far gives
+  const rest = space.others.filter((o) => !done.has(o.knob));
+  let order: RankedKnob[] = [];
+  const startTrial = ledger.trials[start.indices.at(-1) ?? 0];
+  if (rest.length > 0 && startTrial !== undefined) {
+    const { ranked, skipped } = rankByEvidence(rest, evidenceOf(startTrial.result, start.knobs, options.capBytes), start.knobs);
+    for (const r of skipped) s.notes.push(`${r.knob} not tried: ${r.why} (at ${describeKnobs(start.knobs)})`);
+    order = ranked;
+  }
+  const found = order.length > 0 ? await tuneOthers(s, start, order) : start;
   const winner = await confirmAgainstBaseline(s, found);
   s.incumbent = winner;
   return outcomeOf(s, winner, s.memory.familyOf(axis.contextOf(winner.knobs)) ?? family);

@@ -51,6 +51,13 @@ export interface TrialOutcome {
   knobsRead: Map<string, KnobValue>;
 }
 
+/** What a trial is told about the others: the best so far and, for a first step still running, what earlier first steps took. */
+export interface TrialContext {
+  best: number | null;
+  noise: number;
+  first?: { fixedCostS: number; samples: number; stepFactor: number };
+}
+
 /** Lines of output kept with a failed trial. */
 export const TAIL_KEPT = 12;
 /** Steps the SDK may run beyond the measured ones, for warm-up found in the step times. */
@@ -64,7 +71,7 @@ const EXTRA_STEPS = 3;
  * const { result } = await runTrial(settings, knobs, { best: null, noise: 0.005 }, { devices, store });
  * ```
  */
-export async function runTrial(settings: TrialSettings, knobs: Knobs, context: WindowContext, deps: { devices: Devices; store: RunStore }, index: number): Promise<TrialOutcome> {
+export async function runTrial(settings: TrialSettings, knobs: Knobs, context: TrialContext, deps: { devices: Devices; store: RunStore }, index: number): Promise<TrialOutcome> {
   const trialFiles: string[] = [];
   try {
     const command = fillTemplate(settings.command, knobs);
@@ -126,7 +133,8 @@ class TrialWatch {
   verdict: { stop: WindowStop; detail: string } | null = null;
   timedOut = false;
   readonly #settings: TrialSettings;
-  readonly #context: WindowContext;
+  readonly #trialContext: TrialContext;
+  #context: WindowContext;
   readonly #steps = new Map<number, StepTime[]>();
   #pid: number | null = null;
   #control: RunControl | null = null;
@@ -134,12 +142,15 @@ class TrialWatch {
   #limit: NodeJS.Timeout | null = null;
   #backstop: NodeJS.Timeout | null = null;
 
-  constructor(settings: TrialSettings, context: WindowContext) {
+  constructor(settings: TrialSettings, context: TrialContext) {
     this.#settings = settings;
-    this.#context = context;
+    this.#trialContext = context;
+    this.#context = { best: context.best, noise: context.noise };
   }
 
   start(pid: number, control: RunControl): void {
+    const first = this.#trialContext.first;
+    if (first !== undefined) this.#context = { ...this.#context, first: { ...first, startedAt: Date.now() / 1000 } };
     this.#pid = pid;
     this.#control = control;
     this.#timer = setInterval(() => this.#check(), 250);
@@ -220,7 +231,7 @@ export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "c
   const recorded = run.meta.end?.cause ?? "crashed";
   // a trial whose guard or store failed counts as crashed for the search
   const cause = recorded === "store_failed" || recorded === "supervisor_lost" ? "crashed" : recorded;
-  const measuredByBrim = verdict !== null && steady.length >= 2;
+  const measuredByBrim = verdict !== null && steady.length >= (verdict.stop === "window" ? 1 : 2);
   let end: TrialEnd;
   if (cause === "interrupted") end = "interrupted";
   else if (verdict?.stop === "slower") end = "slower";
@@ -251,13 +262,14 @@ export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "c
     stoppedBy: verdict?.stop ?? null,
     samplesPerStep: samples.length > 0 ? (samples[Math.floor(samples.length / 2)]) : null,
     warmupSteps: warmup,
+    firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,
     failure: null,
   };
   if (end === "ok" && result.samplesPerSecond === null) result.end = "no_steps";
   if (result.end !== "ok") {
     result.failure = failureOf(result.end, run, verdict, settings.timeLimitS);
-    if (result.end !== "slower") result.tail = lastLines(run.job.tail, TAIL_KEPT);
+    if (result.end !== "slower" && result.end !== "interrupted") result.tail = lastLines(run.job.tail, TAIL_KEPT);
   }
   return result;
 }

@@ -22,7 +22,7 @@ import { configBaseline, configFilesInCommand, fillTemplate, KNOWN_KNOBS, type K
 import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./record.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
-import { runTrial, type TrialSettings } from "./trial.ts";
+import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
 
 export { resolveBindings } from "./bindings.ts";
@@ -216,7 +216,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   };
   const trial = async (knobs: Knobs, index: number): Promise<{ result: TrialResult; runId: string | null; knobsRead: Map<string, KnobValue> }> => {
     if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null, knobsRead: new Map() };
-    const outcome = await runTrial(settings, knobs, { best: index === 0 ? null : best(), noise: DEFAULT_STABLE_WITHIN }, deps, index);
+    const outcome = await runTrial(settings, knobs, index === 0 ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, knobs, best()), deps, index);
     if (outcome.result.end === "interrupted") interrupted = true;
     const first = measured[0];
     measured.push({ knobs, result: outcome.result });
@@ -358,6 +358,27 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
     `samples per step did not follow the micro-batch: ${MICRO_BATCH_KNOB} ${m0} → ${m} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
     "the job counts something else as samples (e.g. a sequence-first batch counting time steps), so samples/s cannot be compared: no winner is picked on these numbers"
   );
+}
+
+/** The best so far, and what earlier first steps say about this trial's first step (see window.ts). */
+function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], knobs: Knobs, best: number | null): TrialContext {
+  const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0);
+  const context: TrialContext = { best, noise: DEFAULT_STABLE_WITHIN };
+  const costs = ok.map((m) => m.result.fixedCostS).filter((v): v is number => typeof v === "number");
+  const factors = ok
+    .map((m) => {
+      const sorted = [...m.result.stepSeconds].sort((a, b) => a - b);
+      const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
+      return m.result.firstStepS != null && median > 0 ? m.result.firstStepS / median : null;
+    })
+    .filter((v): v is number => v !== null);
+  const base = ok[0];
+  const m = knobs[MICRO_BATCH_KNOB];
+  const m0 = base?.knobs[MICRO_BATCH_KNOB];
+  const perStep = base?.result.samplesPerStep;
+  const samples = typeof m === "number" && typeof m0 === "number" && perStep != null ? (perStep * m) / m0 : typeof m === "number" ? m : null;
+  if (costs.length > 0 && factors.length > 0 && samples !== null) context.first = { fixedCostS: Math.min(...costs), samples, stepFactor: Math.max(1, ...factors) };
+  return context;
 }
 
 function canonicalKnobs(knobs: Knobs): string {

@@ -61,6 +61,8 @@ export interface TrialResult {
   samplesPerStep?: number | null;
   /** steps left out as warm-up */
   warmupSteps?: number;
+  /** seconds the first step took (warm-up included) */
+  firstStepS?: number | null;
   /** the precision the job reported running, when it said */
   precision?: string | null;
 }

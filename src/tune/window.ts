@@ -44,6 +44,13 @@ export interface WindowContext {
   best: number | null;
   /** relative noise of one trial's throughput */
   noise: number;
+  /**
+   * Before the first step ends: when the process started, how long start-up took in earlier trials
+   * (the least seen), the samples the first step will carry, and how many steady steps' time a first
+   * step took in earlier trials (the most seen). With all four, a first step still running bounds the
+   * throughput too.
+   */
+  first?: { startedAt: number; fixedCostS: number; samples: number; stepFactor: number };
 }
 
 /** Why a trial's measurement ended. */
@@ -139,11 +146,22 @@ export function windowVerdict(steps: readonly StepTime[], now: number, options: 
   const first = steady[0];
   const measured = first === undefined ? 0 : now - (first.t - first.seconds);
   if (steady.length >= 2 && measured >= options.windowS) return { stop: "window", detail: `the ${options.windowS} s measurement window ended (${steady.length} steps)` };
-  if (context.best !== null && context.best > 0 && steps.length >= Math.max(1, options.warmupSteps)) {
+  // one steady step longer than the whole window is all the window can afford
+  if (steady.length === 1 && first !== undefined && first.seconds >= options.windowS) return { stop: "window", detail: `one steady step of ${first.seconds.toFixed(1)} s, longer than the ${options.windowS} s window` };
+  if (context.best !== null && context.best > 0 && (steps.length >= Math.max(1, options.warmupSteps) || steps.length === 0)) {
     const margin = Math.max(SLOWER_MARGIN, 4 * context.noise);
     const limit = context.best * (1 - margin);
     if (steady.length >= 2 && rate !== null && rate < limit) {
       return { stop: "slower", detail: `${rate.toFixed(1)} samples/s over ${steady.length} steps, more than ${pctOf(margin)} below the best so far (${context.best.toFixed(1)})` };
+    }
+    const first = context.first;
+    if (steps.length === 0 && first !== undefined && first.samples > 0 && first.stepFactor > 0) {
+      // the first step takes about stepFactor steady steps: its time so far bounds a steady step's from below
+      const running = now - first.startedAt - first.fixedCostS;
+      const bound = (first.samples * first.stepFactor) / running;
+      if (running > 0 && bound < context.best * 0.5) {
+        return { stop: "slower", detail: `at most ${bound.toFixed(1)} samples/s (its first step of ${first.samples} samples still running after ${running.toFixed(1)} s), under half the best so far (${context.best.toFixed(1)})` };
+      }
     }
     // a step in flight can add at most the samples of the last one: the throughput cannot end above this
     const last = steps[steps.length - 1];

@@ -211,8 +211,11 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
     }
   }
   // outward first: a probe above the largest also bounds the gaps below it
+  // a trial above the largest costs its steps ×(reach / top) longer: an extrapolated promise must pay for that
   const [upward] = probes;
-  if (upward !== undefined && upward.m > top.x && upward.gain > threshold) return upward;
+  const upThreshold = upward === undefined ? threshold : Math.max(threshold, 2 * GAIN_MIN * (upward.m / top.x));
+  if (upward !== undefined && upward.m > top.x && upward.gain > upThreshold) return upward;
+  if (upward !== undefined && upward.m > top.x && upward.gain <= upThreshold) probes.shift();
   let chosen: Probe | null = null;
   for (const p of probes) if (p.gain > threshold && (chosen === null || p.gain > chosen.gain)) chosen = p;
   return chosen;
