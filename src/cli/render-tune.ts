@@ -127,7 +127,7 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
     .map((trial) => [
       `${trial.index === record.winner?.index ? "*" : " "}${trial.index}`,
       trial.index === 0 ? `${knobDelta(trial.knobs, {})} (before)` : knobDelta(trial.knobs, baseline),
-      trial.samples_per_s !== null ? rateText(trial.samples_per_s) : "–",
+      trial.samples_per_s !== null ? `${trial.end === "slower" ? "≤" : ""}${rateText(trial.samples_per_s)}` : "–",
       trial.peak_bytes !== null ? formatBytes(trial.peak_bytes) : "–",
       endCell(trial),
       trial.purpose,

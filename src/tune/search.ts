@@ -202,7 +202,7 @@ function noteMicroPhase(s: Searcher, context: Knobs, family: number): void {
     .sort((a, b) => a.m - b.m);
   if (curve.length > 0) {
     const best = s.fastest(curve.map((c) => c.e));
-    const list = curve.map((c) => `${c.m}: ${rate(c.e.mean)}${c.e.count > 1 ? ` (×${c.e.count})` : ""}`).join(", ");
+    const list = curve.map((c) => `${c.m}: ${c.e.bounded === true ? "≤ " : ""}${rate(c.e.mean)}${c.e.count > 1 ? ` (×${c.e.count})` : ""}`).join(", ");
     const bestM = best === null ? null : axis.microOf(best.knobs);
     const largest = curve[curve.length - 1]?.m;
     s.notes.push(

@@ -130,7 +130,7 @@ export async function runTrial(settings: TrialSettings, knobs: Knobs, context: T
 
 /** Follows a running trial's steps and ends it once the window says so, or at the time limit. */
 class TrialWatch {
-  verdict: { stop: WindowStop; detail: string } | null = null;
+  verdict: { stop: WindowStop; detail: string; bound?: number } | null = null;
   timedOut = false;
   readonly #settings: TrialSettings;
   readonly #trialContext: TrialContext;
@@ -217,7 +217,7 @@ const finite = (value: unknown): value is number => typeof value === "number" &&
  * classifyTrial(run, settings, { stop: "stable", detail: "..." }, false).end; // "ok"
  * ```
  */
-export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "capScope" | "window" | "timeLimitS">, verdict: { stop: WindowStop; detail: string } | null, timedOut: boolean): TrialResult {
+export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "capScope" | "window" | "timeLimitS">, verdict: { stop: WindowStop; detail: string; bound?: number } | null, timedOut: boolean): TrialResult {
   const steps = mainProcessSteps(run.timeline);
   const times: StepTime[] = steps.map((step) => ({
     t: step.t,
@@ -248,7 +248,8 @@ export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "c
   const precision = [...run.timeline].reverse().find((entry) => entry.kind === "step" && typeof entry.precision === "string")?.precision;
   const result: TrialResult = {
     end,
-    samplesPerSecond: end === "ok" || end === "slower" ? rateOf(steady) : null,
+    // a trial stopped as slower keeps what it measured, or the bound that stopped it: an upper bound
+    samplesPerSecond: end === "ok" ? rateOf(steady) : end === "slower" ? (rateOf(steady) ?? verdict?.bound ?? null) : null,
     stepSeconds: steady.map((s) => s.seconds),
     peakBytes: settings.capScope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes,
     frameworkPeakBytes: summary.framework_peak_allocated_bytes,

@@ -377,7 +377,8 @@ function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[]
   const m0 = base?.knobs[MICRO_BATCH_KNOB];
   const perStep = base?.result.samplesPerStep;
   const samples = typeof m === "number" && typeof m0 === "number" && perStep != null ? (perStep * m) / m0 : typeof m === "number" ? m : null;
-  if (costs.length > 0 && factors.length > 0 && samples !== null) context.first = { fixedCostS: Math.min(...costs), samples, stepFactor: Math.max(1, ...factors) };
+  // start-up varies between trials (a shared machine): take the longest seen, with room to spare
+  if (costs.length > 0 && factors.length > 0 && samples !== null) context.first = { fixedCostS: 1.5 * Math.max(...costs), samples, stepFactor: Math.max(1, ...factors) };
   return context;
 }
 

@@ -46,7 +46,7 @@ export interface WindowContext {
   noise: number;
   /**
    * Before the first step ends: when the process started, how long start-up took in earlier trials
-   * (the least seen), the samples the first step will carry, and how many steady steps' time a first
+   * (1.5 × the most seen), the samples the first step will carry, and how many steady steps' time a first
    * step took in earlier trials (the most seen). With all four, a first step still running bounds the
    * throughput too.
    */
@@ -137,7 +137,7 @@ export function isStable(steady: readonly StepTime[], minSteps: number, stableWi
  * windowVerdict(steps, now, options, { best: null, noise: 0.01 }); // { stop: "stable", detail: "throughput stable within ±2 % over 4 steps" }
  * ```
  */
-export function windowVerdict(steps: readonly StepTime[], now: number, options: WindowOptions, context: WindowContext): { stop: WindowStop; detail: string } | null {
+export function windowVerdict(steps: readonly StepTime[], now: number, options: WindowOptions, context: WindowContext): { stop: WindowStop; detail: string; bound?: number } | null {
   const { steady } = splitWarmup(steps, options.warmupSteps);
   const rate = rateOf(steady);
   const pctOf = (share: number): string => `${(share * 100).toFixed(0)} %`;
@@ -160,7 +160,7 @@ export function windowVerdict(steps: readonly StepTime[], now: number, options: 
       const running = now - first.startedAt - first.fixedCostS;
       const bound = (first.samples * first.stepFactor) / running;
       if (running > 0 && bound < context.best * 0.5) {
-        return { stop: "slower", detail: `at most ${bound.toFixed(1)} samples/s (its first step of ${first.samples} samples still running after ${running.toFixed(1)} s), under half the best so far (${context.best.toFixed(1)})` };
+        return { stop: "slower", bound, detail: `at most ${bound.toFixed(1)} samples/s (its first step of ${first.samples} samples still running after ${running.toFixed(1)} s), under half the best so far (${context.best.toFixed(1)})` };
       }
     }
     // a step in flight can add at most the samples of the last one: the throughput cannot end above this
@@ -170,7 +170,7 @@ export function windowVerdict(steps: readonly StepTime[], now: number, options: 
       const inFlight = now - last.t;
       const bound = (sum(steady.map((s) => s.samples ?? 0)) + perStep) / (sum(steady.map((s) => s.seconds)) + inFlight);
       if (inFlight > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
-        return { stop: "slower", detail: `at most ${bound.toFixed(1)} samples/s (a step of ${perStep} samples still running after ${inFlight.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})` };
+        return { stop: "slower", bound, detail: `at most ${bound.toFixed(1)} samples/s (a step of ${perStep} samples still running after ${inFlight.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})` };
       }
     }
   }
