@@ -10,6 +10,7 @@
  * ```
  * @module
  */
+import { dirname } from "node:path";
 import type { ConfigDocument } from "../configs/index.ts";
 import type { Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
@@ -22,6 +23,7 @@ import { configBaseline, configFilesInCommand, fillTemplate, KNOWN_KNOBS, type K
 import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./record.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
+import { planPrior } from "./plan-prior.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
 
@@ -246,6 +248,10 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   record.effective_batch = space.effectiveBatch ?? null;
   const policy = effectiveBatchPolicy(space, options);
   record.effective_batch_policy = { kind: policy.kind, before: policy.value, after: null, text: policy.text };
+  const configFile = settings.namedInCommand[0]?.path;
+  const inventory = deps.devices.inventory();
+  const prior = configFile === undefined ? null : await planPrior(state.documents.get(configFile)?.data, dirname(configFile), inventory, settings.capBytes, baseline.precision);
+  if (prior !== null) note(`the plan seeds the first memory probe: ${prior.source} gives ${formatBytes(prior.bytesPerSample)} per sample over ${formatBytes(prior.fixedBytes)}, largest micro-batch ${prior.maxMicroBatch ?? "?"}`);
   const runIds = new Map<number, string | null>([[0, first.runId]]);
   let searchIndex = 0;
   const strategy = options.strategy ?? "brim";
@@ -272,7 +278,9 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     },
     {
       capBytes: settings.capBytes,
+      ...(prior !== null ? { prior: { fixedBytes: prior.fixedBytes, bytesPerSample: prior.bytesPerSample, ...(prior.maxMicroBatch !== undefined ? { maxMicroBatch: prior.maxMicroBatch } : {}) } } : {}),
       maxTrials: options.maxTrials,
+      maxStepS: settings.window.windowS,
       maxTimeS: Math.max(1, options.maxTimeS - (now() - tuneStartedAt)),
       now,
       stopWhen: () => (untrusted !== null ? "untrusted" : null),

@@ -93,6 +93,8 @@ export interface SearchOptions {
   maxTimeS: number;
   /** seconds, injected clock */
   now(): number;
+  /** the longest step a trial can measure (its window): no upward probe is predicted to step longer */
+  maxStepS?: number;
   /** from brim plan when available */
   prior?: { fixedBytes: number; bytesPerSample: number; maxMicroBatch?: number };
   /** asked before each trial: a reason to stop the search now (e.g. measurements that cannot be trusted) */

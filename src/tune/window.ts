@@ -159,8 +159,8 @@ export function windowVerdict(steps: readonly StepTime[], now: number, options: 
       // the first step takes about stepFactor steady steps: its time so far bounds a steady step's from below
       const running = now - first.startedAt - first.fixedCostS;
       const bound = (first.samples * first.stepFactor) / running;
-      if (running > 0 && bound < context.best * 0.5) {
-        return { stop: "slower", bound, detail: `at most ${bound.toFixed(1)} samples/s (its first step of ${first.samples} samples still running after ${running.toFixed(1)} s), under half the best so far (${context.best.toFixed(1)})` };
+      if (running > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
+        return { stop: "slower", bound, detail: `at most ${bound.toFixed(1)} samples/s (its first step of ${first.samples} samples still running after ${running.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})` };
       }
     }
     // a step in flight can add at most the samples of the last one: the throughput cannot end above this

@@ -4,7 +4,7 @@ import type { TuneRecord } from "../../src/record/types.ts";
 import { searchKnobs, type Knobs, type TrialResult, type TrialRunner } from "../../src/tune/search.ts";
 import { samplesMismatch } from "../../src/tune/tune.ts";
 import { isStable, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
-import { DEFAULT_ORACLE, FakeClock, SimulatedRunner } from "./oracle.ts";
+import { DEFAULT_ORACLE, FakeClock, SimulatedRunner, stepSeconds } from "./oracle.ts";
 
 const MiB = 2 ** 20;
 const steps = (seconds: number[], samples = 32, t0 = 100): StepTime[] => {
@@ -50,6 +50,16 @@ describe("trust", () => {
     const tried = [...new Set(runner.calls.map((c) => c.knobs.batch_size))];
     expect(tried.sort((a, b) => Number(a) - Number(b))).toEqual([8, 32, 64, 128]);
     expect(outcome.best).not.toBeNull();
+  });
+
+  it("no upward probe whose step would outlast the measurement window", async () => {
+    const clock = new FakeClock();
+    const spec = { ...DEFAULT_ORACLE, knee: Infinity };
+    const runner = new SimulatedRunner(spec, { capBytes: 2 ** 30, clock });
+    // micro-batch 16 steps in ~16 ms; without the window the curve (no knee) would take it to the cap
+    const outcome = await searchKnobs({ baseline: { batch_size: 16 }, microBatch: { knob: "batch_size" }, others: [] }, runner, { capBytes: 2 ** 30, maxTrials: 10, maxTimeS: 1e6, now: clock.now, maxStepS: 0.05 });
+    for (const call of runner.calls) expect(stepSeconds(spec, call.knobs)).toBeLessThanOrEqual(0.05);
+    expect(outcome.notes.join("\n")).toMatch(/not tried: a step there would take more than the 0.05 s measurement window/);
   });
 
   it("a crash is not a memory ceiling: the memory line keeps its margin and the purpose says why", async () => {

@@ -162,7 +162,16 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
   // memory: bisect toward it instead of walking down from it one by one
   const crashedAbove = otherFails.some((t) => (axis.microOf(t.knobs) ?? 0) > top.x);
   if ((surprised || crashedAbove) && Number.isFinite(minFail)) reachTarget = Math.min(reachTarget, (top.x + minFail) / 2);
-  const reach = axis.atMost(Math.min(edge, reachTarget));
+  // a micro-batch whose single step would outlast the measurement window cannot be measured in it
+  const maxStep = options.maxStepS;
+  const topSteps = here.filter((t) => axis.microOf(t.knobs) === top.x && ranAsGiven(t.result)).flatMap((t) => t.result.stepSeconds);
+  const topStep = topSteps.length > 0 ? [...topSteps].sort((a, b) => a - b)[Math.floor(topSteps.length / 2)] ?? null : null;
+  const stepLimit = maxStep !== undefined && topStep !== null && topStep > 0 ? Math.floor((top.x * maxStep) / topStep) : Infinity;
+  if (Number.isFinite(stepLimit) && stepLimit < Math.min(edge, reachTarget) && !s.stepCapped.has(family)) {
+    s.stepCapped.add(family);
+    s.notes.push(`micro-batches above ${Math.max(stepLimit, top.x)} not tried: a step there would take more than the ${maxStep} s measurement window (micro-batch ${top.x} took ${topStep?.toFixed(1)} s a step; raise --window to go further)`);
+  }
+  const reach = axis.atMost(Math.min(edge, reachTarget, stepLimit));
 
   const noise = s.ledger.noise();
   // the bound comes from noisy means, so a gain smaller than one trial's noise is not worth a trial

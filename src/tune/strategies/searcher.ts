@@ -34,6 +34,8 @@ export interface Searcher {
   ownLines: Set<string>;
   /** contexts (by key) whose micro-batch phase has run */
   explored: Set<string>;
+  /** memory families whose upward probes the measurement window has capped, already noted */
+  stepCapped: Set<number>;
   /** estimates that may win: ran as given, and left {@link MARGIN_FLOOR} of the cap free or lie within the memory line's limit */
   eligible(estimates: readonly ConfigEstimate[]): ConfigEstimate[];
   /** the winner among `estimates` by the noise rule, of the eligible ones */
@@ -65,6 +67,7 @@ export function newSearcher(space: TuneSpace, runner: TrialRunner, options: Sear
     tooClose: new Set(),
     ownLines: new Set(),
     explored: new Set(),
+    stepCapped: new Set(),
     eligible(estimates) {
       const limit = options.capBytes * (1 - MARGIN_FLOOR);
       return estimates.filter((e) => {
