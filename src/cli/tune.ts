@@ -196,7 +196,7 @@ export function registerTune(program: Command, out: Output, setExitCode: (code: 
     .addOption(new Option("--max-time <duration>", "stop starting trials after this long (90s, 15m, 1h)").default(20 * 60, "20m").argParser(parseDuration))
     .addOption(new Option("--warmup <steps>", "steps per trial always left out of the measurement (slower leading steps are found and left out too)").default(1).argParser(integerAtLeast("--warmup", 0)))
     .addOption(new Option("--steps <n>", "measured steps per trial at most (a trial stops sooner once its throughput is stable)").default(20).argParser(integerAtLeast("--steps", 2)))
-    .addOption(new Option("--window <duration>", "measured seconds per trial at most").default(12, "12s").argParser(parseDuration))
+    .addOption(new Option("--window <duration>", "measured seconds per trial at most").default(10, "10s").argParser(parseDuration))
     .addOption(new Option("--trial-time <duration>", "longest a single trial may run, start-up included").default(300, "5m").argParser(parseDuration))
     .option("--max-batch <n>", "largest micro-batch to try (e.g. the dataset size)", integerAtLeast("--max-batch", 1))
     .addOption(new Option("--strategy <name>", "the search (the other two are there to compare with)").choices(TUNE_STRATEGIES).default("brim"))

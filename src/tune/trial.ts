@@ -60,6 +60,8 @@ export interface TrialContext {
 
 /** Lines of output kept with a failed trial. */
 export const TAIL_KEPT = 12;
+/** Seconds a measured trial is given to stop at its next step boundary before brim ends it. */
+const STOP_WAIT_S = 1.5;
 /** Steps the SDK may run beyond the measured ones, for warm-up found in the step times. */
 const EXTRA_STEPS = 3;
 
@@ -187,10 +189,8 @@ class TrialWatch {
       return;
     }
     this.#control.requestStop(`brim tune measured enough: ${verdict.detail}`);
-    // the step in flight ends the loop; a job that does not stop at a step boundary is ended
-    const steps = this.#main();
-    const typical = steps.length > 0 ? Math.max(...steps.slice(-3).map((s) => s.seconds)) : 1;
-    this.#backstop = setTimeout(() => this.#control?.stop(`brim tune measured enough (${verdict.detail}) and the job did not stop at its next step`, 2), Math.max(3, 2 * typical + 2) * 1000);
+    // the measurement is in: a step in flight that does not end within a moment is not waited for
+    this.#backstop = setTimeout(() => this.#control?.stop(`brim tune ended the trial once measured (${verdict.detail})`, 2), STOP_WAIT_S * 1000);
   }
 
   #timeLimit(): void {

@@ -50,7 +50,7 @@ export interface TuneOptions {
   warmupSteps: number;
   /** measured steps per trial at most */
   measureSteps: number;
-  /** seconds of measured steps per trial at most (default 12) */
+  /** seconds of measured steps per trial at most (default 10) */
   windowS?: number;
   /** a trial stops once its throughput is stable within this share (default 0.02) */
   stableWithin?: number;
@@ -104,7 +104,7 @@ export interface TuneDeps {
 }
 
 /** Seconds of steady steps a trial measures at most, by default. */
-export const DEFAULT_WINDOW_S = 12;
+export const DEFAULT_WINDOW_S = 10;
 /** A trial stops once its throughput is stable within this share, by default. */
 export const DEFAULT_STABLE_WITHIN = 0.02;
 /** A micro-batch change whose samples per step move by a share further than this from it is not trusted. */
