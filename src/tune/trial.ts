@@ -235,7 +235,8 @@ export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "c
   let end: TrialEnd;
   if (cause === "interrupted") end = "interrupted";
   else if (verdict?.stop === "slower") end = "slower";
-  else if (measuredByBrim && (cause === "ok" || cause === "hung")) end = "ok";
+  // how the process ended after brim asked it to stop does not matter, unless it ran out of memory
+  else if (measuredByBrim && (cause === "ok" || cause === "hung" || cause === "crashed")) end = "ok";
   else if (timedOut) end = "time_limit";
   else if (cause === "ok") end = steady.length === 0 ? "no_steps" : "ok";
   else end = cause;

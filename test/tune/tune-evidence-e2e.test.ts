@@ -25,7 +25,7 @@ function tune(name: string, args: string[], env: Record<string, string>): { stat
 
 describe("brim tune finds loader and precision wins on the oracle job (CPU)", () => {
   it("a data-starved loop: a loader worker is tried first, for the data wait it measured, and wins", { timeout: 240_000 }, () => {
-    const { status, record, stderr } = tune("starved", ["--max-trials", "6"], { ORACLE_DATA_S: "0.002", ORACLE_KNEE: "inf" });
+    const { status, record, stderr } = tune("starved", ["--max-trials", "8"], { ORACLE_DATA_S: "0.002", ORACLE_KNEE: "inf" });
     expect(status, stderr).toBe(0);
     const first = record.trials.find((t) => t.index === 1);
     expect(first?.knobs.num_workers).toBe(1);

@@ -163,7 +163,9 @@ export class Ledger {
     }
     if (perSample === null) return longest;
     const step = m === null ? perSample : perSample * m;
-    return 1.1 * (overhead + steps * step);
+    // a trial measures for at most its window, plus the warm-up step and the step in flight
+    const window = this.options.maxStepS;
+    return 1.1 * (overhead + Math.min(steps * step, window === undefined ? Infinity : window + 2 * step));
   }
 
   /** Estimates of every configuration that ran as given with a measured throughput. */
