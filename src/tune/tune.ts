@@ -24,6 +24,7 @@ import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./recor
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior } from "./plan-prior.ts";
+import { withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
 
@@ -218,7 +219,9 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   };
   const trial = async (knobs: Knobs, index: number): Promise<{ result: TrialResult; runId: string | null; knobsRead: Map<string, KnobValue> }> => {
     if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null, knobsRead: new Map() };
-    const outcome = await runTrial(settings, knobs, index === 0 ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, knobs, best()), deps, index);
+    // a configuration measured before is being re-measured: it runs to the end of its window
+    const again = measured.some((m) => canonicalKnobs(m.knobs) === canonicalKnobs(knobs));
+    const outcome = await runTrial(settings, knobs, index === 0 || again ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, knobs, best()), deps, index);
     if (outcome.result.end === "interrupted") interrupted = true;
     const first = measured[0];
     measured.push({ knobs, result: outcome.result });
@@ -371,7 +374,10 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
 /** The best so far, and what earlier first steps say about this trial's first step (see window.ts). */
 function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], knobs: Knobs, best: number | null): TrialContext {
   const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0);
-  const context: TrialContext = { best, noise: DEFAULT_STABLE_WITHIN };
+  // how far apart two trials of one configuration may land: the step-to-step noise of the trials so far
+  const within = ok.map((m) => withinTrialNoise(m.result.stepSeconds)).filter((v): v is number => v !== null).sort((a, b) => a - b);
+  const noise = Math.max(DEFAULT_STABLE_WITHIN, within[Math.floor(within.length / 2)] ?? 0);
+  const context: TrialContext = { best, noise };
   const costs = ok.map((m) => m.result.fixedCostS).filter((v): v is number => typeof v === "number");
   const factors = ok
     .map((m) => {

@@ -96,6 +96,22 @@ describe("trust", () => {
     expect(outcome.notes.join("\n")).toMatch(/the baseline is already as good/);
   });
 
+  it("a re-measure stopped as slower does not make a measured configuration ineligible, and the winner is never slower than the baseline", async () => {
+    let calls = 0;
+    const runner: TrialRunner = {
+      run(knobs) {
+        calls++;
+        const m = Number(knobs.batch_size);
+        // the baseline's second trial is cut short as slower (a noisy moment); 128 is slower than the baseline
+        if (m === 32 && calls > 1) return Promise.resolve({ ...okResult(13), end: "slower", failure: { kind: "slower", cause: "noise" } });
+        return Promise.resolve(okResult(m === 32 ? 19 : m === 128 ? 15 : 12, { peakBytes: (50 + m) * MiB, stepSeconds: [0.1, 0.1, 0.1, 0.1] }));
+      },
+    };
+    const outcome = await searchKnobs({ baseline: { batch_size: 32 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [{ knob: "num_workers", values: [0, 1] }] }, runner, { capBytes: 2 ** 30, maxTrials: 8, maxTimeS: 1e6, now: () => calls });
+    expect(outcome.best?.knobs.batch_size).toBe(32);
+    expect(outcome.best?.samplesPerSecond).toBe(19);
+  });
+
   it("samples per step must follow the micro-batch (the sequence-first bug)", () => {
     const base = { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 32 * 240 }) };
     expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 32 * 240 }) })).toMatch(/did not follow the micro-batch/);

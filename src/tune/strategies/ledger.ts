@@ -171,11 +171,14 @@ export class Ledger {
   /** Estimates of every configuration that ran as given with a measured throughput. */
   estimates(): ConfigEstimate[] {
     const byKey = new Map<string, ConfigEstimate & { sum: number }>();
+    // a configuration that ran to the end of its measurement is known by those trials alone
+    const measured = new Set(this.trials.filter((t) => ranAsGiven(t.result) && t.result.samplesPerSecond !== null).map((t) => knobsKey(t.knobs)));
     for (const t of this.trials) {
       const sps = t.result.samplesPerSecond;
       const slower = t.result.end === "slower";
       if ((!ranAsGiven(t.result) && !slower) || sps === null || !(sps > 0)) continue;
       const key = knobsKey(t.knobs);
+      if (slower && measured.has(key)) continue;
       const e = byKey.get(key) ?? { key, knobs: t.knobs, indices: [], mean: 0, count: 0, sum: 0 };
       if (slower) e.bounded = true;
       e.sum += sps;
