@@ -3,6 +3,8 @@
 // used, wall time, and the best measured throughput each reached (as a share of the grid's best).
 // Usage (after `npm run build`):
 //   node bench/tune-strategies.bench.mjs [--jobs oracle,ppo] [--out bench/results/tune-strategies.json]
+//   node bench/tune-strategies.bench.mjs --jobs readme   # the README's first command: wall time, and its
+//     winner's share of an exhaustive grid's best, the grid measuring the winner beside the others in one run
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -40,6 +42,54 @@ const JOBS = {
   },
 };
 
+// The README's first command as a user runs it, then a grid (micro-batch × loader workers) that also
+// measures the winner's configuration, so that the share compares numbers taken in the same run.
+const README = {
+  command: [python, join(repo, "examples/nbeats/train.py"), "--config", join(repo, "examples/nbeats/config.yaml")],
+  args: ["--max-trials", "6", "--steps", "8"],
+  grid: [32, 64, 128, 256, 512],
+  gridWorkers: [0, 1],
+};
+
+function run(argv) {
+  const started = Date.now();
+  const result = spawnSync(process.execPath, [join(repo, "bin", "brim.js"), ...argv], { encoding: "utf8", maxBuffer: 64 * MiB, cwd: repo });
+  return { result, wall_s: Number(((Date.now() - started) / 1000).toFixed(1)) };
+}
+
+function readmeJob() {
+  const store = mkdtempSync(join(tmpdir(), "brim-bench-readme-"));
+  const first = run(["tune", "--json", "--store", store, ...README.args, "--", ...README.command]);
+  if (first.result.status !== 0) throw new Error(`the README's command failed: ${first.result.stderr.slice(-600)}`);
+  const record = JSON.parse(first.result.stdout);
+  const winner = record.winner?.knobs ?? null;
+  const micro = [...new Set([...README.grid, ...(typeof winner?.batch_size === "number" ? [winner.batch_size] : [])])].sort((a, b) => a - b);
+  const grid = run(["tune", "--json", "--store", store, "--strategy", "grid", "--knob", `batch_size=${micro.join(",")}`, "--knob", `num_workers=${README.gridWorkers.join(",")}`, "--max-trials", String(micro.length * README.gridWorkers.length + 1), "--steps", "8", "--", ...README.command]);
+  rmSync(store, { recursive: true, force: true });
+  if (grid.result.status !== 0) throw new Error(`the grid failed: ${grid.result.stderr.slice(-600)}`);
+  const gridRecord = JSON.parse(grid.result.stdout);
+  const ok = gridRecord.trials.filter((t) => t.end === "ok" && t.samples_per_s !== null && t.oom_recoveries === 0);
+  const key = (knobs) => JSON.stringify(["batch_size", "num_workers"].map((k) => knobs?.[k]));
+  const best = ok.length > 0 ? Math.max(...ok.map((t) => t.samples_per_s)) : null;
+  const atWinner = ok.filter((t) => key(t.knobs) === key(winner)).map((t) => t.samples_per_s);
+  // a winner the grid stopped early as clearly slower counts as its bound
+  const bounded = gridRecord.trials.filter((t) => t.end === "slower" && key(t.knobs) === key(winner)).map((t) => t.samples_per_s ?? 0);
+  const winnerRate = atWinner.length > 0 ? Math.max(...atWinner) : bounded.length > 0 ? Math.max(...bounded) : null;
+  return {
+    command: `node bin/brim.js tune ${README.args.join(" ")} -- /usr/bin/python3 examples/nbeats/train.py --config examples/nbeats/config.yaml`,
+    wall_s: first.wall_s,
+    within_3_minutes: first.wall_s <= 180,
+    trials: record.trials.length,
+    winner_knobs: winner,
+    winner_speedup: record.winner?.speedup ?? null,
+    stop_reason: record.stop_reason,
+    fixed_cost_s: record.trials.map((t) => t.fixed_cost_s ?? null),
+    grid: { micro_batches: micro, num_workers: README.gridWorkers, trials: gridRecord.trials.length, wall_s: grid.wall_s, best_samples_per_s: best },
+    winner_in_grid_samples_per_s: winnerRate,
+    winner_share_of_grid_best: best && winnerRate ? Number((winnerRate / best).toFixed(3)) : null,
+  };
+}
+
 function tune(job, strategy) {
   const store = mkdtempSync(join(tmpdir(), "brim-bench-tune-"));
   const extra = strategy === "grid" ? ["--knob", `batch_size=${job.grid.join(",")}`, "--max-trials", String(job.grid.length + 1)] : ["--max-trials", "16"];
@@ -63,8 +113,14 @@ function tune(job, strategy) {
 }
 
 const jobs = option("jobs", "oracle,ppo").split(",");
+const wantsReadme = jobs.includes("readme");
 const report = { command: `node bench/tune-strategies.bench.mjs ${args.join(" ")}`.trim(), machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version, gpu: "none (CPU mode, RAM cap)" }, jobs: {} };
-for (const name of jobs) {
+if (wantsReadme) {
+  const r = readmeJob();
+  report.readme = r;
+  console.log(`readme: ${r.wall_s} s (${r.within_3_minutes ? "within" : "over"} 3 minutes), ${r.trials} trials, winner ${JSON.stringify(r.winner_knobs)}, ${r.winner_share_of_grid_best} of the grid's best (grid ${r.grid.trials} trials, ${r.grid.wall_s} s)`);
+}
+for (const name of jobs.filter((j) => j !== "readme")) {
   const job = JOBS[name];
   if (!job) throw new Error(`unknown job ${name}; known: ${Object.keys(JOBS).join(", ")}`);
   const results = ["brim", "doubling-bisection", "grid"].map((strategy) => tune(job, strategy));

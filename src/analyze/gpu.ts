@@ -1,3 +1,4 @@
+import { gpuCapabilities } from "../devices/gpu-facts.ts";
 import { findGpu, type GpuArchitecture } from "../plan/catalog.ts";
 
 /**
@@ -19,21 +20,9 @@ export interface GpuFacts {
   bf16: boolean | null;
 }
 
-const ARCH_ORDER: readonly GpuArchitecture[] = ["pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell"];
-
-const NAME_HINTS: readonly [RegExp, GpuArchitecture][] = [
-  [/\b(B100|B200|GB200|RTX 50\d\d|RTX PRO 6000)\b/i, "blackwell"],
-  [/\b(H100|H200|H800|GH200)\b/i, "hopper"],
-  [/\b(L4|L40S?|RTX 40\d\d|RTX \d000 Ada)\b/i, "ada"],
-  [/\b(A100|A800|A10G?|A30|A40|A16|A2|RTX 30\d\d|RTX A\d000)\b/i, "ampere"],
-  [/\b(T4|RTX 20\d\d|TITAN RTX|Quadro RTX \d000)\b/i, "turing"],
-  [/\b(V100|TITAN V)\b/i, "volta"],
-  [/\b(P100|P40|P4|GTX 10\d\d|TITAN X)\b/i, "pascal"],
-];
-
 /**
  * Facts about a GPU from the name the driver gives: its architecture from brim's catalog (or a
- * name pattern), whether it has tensor cores and fast bf16.
+ * name pattern), whether it has tensor cores and fast bf16 (src/devices/gpu-facts.ts decides).
  *
  * @example
  * ```ts
@@ -41,11 +30,7 @@ const NAME_HINTS: readonly [RegExp, GpuArchitecture][] = [
  * gpuFacts("NVIDIA GeForce GTX 1660", null).tensor_cores;      // false (Turing without tensor cores)
  * ```
  */
-export function gpuFacts(name: string, totalBytes: number | null): GpuFacts {
-  const architecture = findGpu(name)?.architecture ?? NAME_HINTS.find(([pattern]) => pattern.test(name))?.[1] ?? null;
-  const gtx16 = /\bGTX 16\d\d\b/i.test(name);
-  let tensor: boolean | null = architecture === null ? null : ARCH_ORDER.indexOf(architecture) >= ARCH_ORDER.indexOf("volta");
-  if (gtx16) tensor = false;
-  const bf16 = gtx16 ? false : architecture === null ? null : ARCH_ORDER.indexOf(architecture) >= ARCH_ORDER.indexOf("ampere");
-  return { name, total_bytes: totalBytes, architecture: gtx16 ? "turing" : architecture, tensor_cores: tensor, bf16 };
+export function gpuFacts(name: string, totalBytes: number | null, computeCapability: string | null = null): GpuFacts {
+  const facts = gpuCapabilities({ name, computeCapability, knownArchitecture: findGpu(name)?.architecture ?? null });
+  return { name, total_bytes: totalBytes, architecture: facts.architecture, tensor_cores: facts.tensorCores, bf16: facts.bf16 };
 }

@@ -1,7 +1,7 @@
 import { formatBytes } from "../bytes.ts";
 import type { TuneRecord } from "../record/types.ts";
 import type { ApplyTuneResult } from "../tune/apply.ts";
-import type { Knobs, TrialResult } from "../tune/search.ts";
+import type { Knobs, TrialResult } from "../tune/types.ts";
 
 /**
  * Knob values that differ from the baseline, as `name=value` pairs (all of them for the baseline).
@@ -31,18 +31,73 @@ export function progressBar(done: number, total: number, width: number): string 
 }
 
 /**
- * One line for a finished trial.
+ * Bytes in human units, also below one KiB ("1.2 B", not "1.2105400934595054 B").
  *
  * @example
  * ```ts
- * renderTrialLine(2, 12, "batch_size=64", result, "3.1 GiB cap"); // "trial 2/12 batch_size=64 → 412 samples/s, peak 1.20 GiB, ok"
+ * humanBytes(1.2105400934595054); // "1.2 B"
+ * humanBytes(3 * 2 ** 20); // "3.00 MiB"
+ * ```
+ */
+export function humanBytes(bytes: number): string {
+  if (Math.abs(bytes) >= 1024) return formatBytes(bytes);
+  const value = Math.abs(bytes) >= 10 ? bytes.toFixed(0) : bytes.toFixed(1);
+  return `${value} B`;
+}
+
+function rateText(samplesPerSecond: number): string {
+  return samplesPerSecond >= 100 ? samplesPerSecond.toFixed(0) : samplesPerSecond.toPrecision(3);
+}
+
+/**
+ * One line for a finished trial; a trial that failed gets its cause and the last lines of its output
+ * after it, indented, so that the reason is on screen and not only in output.log.
+ *
+ * @example
+ * ```ts
+ * renderTrialLine(2, 12, "batch_size=64", result); // "trial 2/12 batch_size=64 → 412 samples/s (stable, 5 steps in 4.1 s; start-up 2.3 s), peak 1.20 GiB"
  * ```
  */
 export function renderTrialLine(index: number, planned: number, knobs: string, result: TrialResult): string {
-  const rate = result.samplesPerSecond !== null ? `${result.samplesPerSecond.toPrecision(4)} samples/s` : "no throughput";
+  const head = `trial ${index}/${planned} ${knobs} →`;
   const peak = result.peakBytes !== null ? `, peak ${formatBytes(result.peakBytes)}` : "";
-  const recovered = result.oomRecoveries > 0 ? `, ${result.oomRecoveries} OOM split(s): did not fit as given` : "";
-  return `trial ${index}/${planned} ${knobs} → ${rate}${peak}, ${result.end}${recovered}`;
+  const startup = result.fixedCostS != null ? `start-up ${result.fixedCostS.toFixed(1)} s` : null;
+  if (result.end === "ok" && result.samplesPerSecond !== null) {
+    const how = [
+      `${result.stoppedBy ?? "ended"}, ${result.stepSeconds.length} steps in ${(result.measuredS ?? 0).toFixed(1)} s`,
+      startup,
+      result.dataWaitShare != null && result.dataWaitShare >= 0.05 ? `waits for data ${(result.dataWaitShare * 100).toFixed(0)} %` : null,
+      result.gpuUtilMean != null ? `GPU ${result.gpuUtilMean.toFixed(0)} %` : null,
+    ].filter((part): part is string => part !== null);
+    const recovered = result.oomRecoveries > 0 ? `, ${result.oomRecoveries} OOM split(s): did not fit as given` : "";
+    return `${head} ${rateText(result.samplesPerSecond)} samples/s (${how.join("; ")})${peak}${recovered}`;
+  }
+  const failure = result.failure;
+  const what = failure === null || failure === undefined ? result.end : `${failureLabel(failure.kind)}: ${failure.cause}`;
+  const lines = [`${head} ${what}${peak}${startup === null ? "" : ` (${startup})`}`];
+  const tail = result.tail ?? [];
+  if (tail.length > 0) {
+    lines.push("  last lines of its output:");
+    for (const line of tail) lines.push(`  | ${line.length > 200 ? `${line.slice(0, 199)}…` : line}`);
+  }
+  return lines.join("\n");
+}
+
+function failureLabel(kind: string): string {
+  switch (kind) {
+    case "memory":
+      return "out of memory";
+    case "cap":
+      return "over the cap";
+    case "time_limit":
+      return "time limit (slow, not a memory failure)";
+    case "slower":
+      return "stopped early, clearly slower";
+    case "crash":
+      return "crashed (not out of memory)";
+    default:
+      return kind.replace("_", " ");
+  }
 }
 
 function pad(text: string, width: number): string {
@@ -50,45 +105,91 @@ function pad(text: string, width: number): string {
   return text + " ".repeat(width - text.length);
 }
 
+function endCell(trial: TuneRecord["trials"][number]): string {
+  if (trial.end === "ok") return trial.oom_recoveries > 0 ? "ok (split)" : trial.stopped_by ? `ok, ${trial.stopped_by}` : "ok";
+  const kind = trial.failure?.kind;
+  return kind === "memory" ? "out of memory" : kind === "crash" ? "crashed" : trial.end.replace("_", " ");
+}
+
 /**
- * The table of all trials and the winner, as printed at the end of `brim tune`.
+ * The table of all trials and the winner, as printed at the end of `brim tune`, fitted to `width`
+ * columns (the purpose column takes what is left, then the knobs column gives way).
  *
  * @example
  * ```ts
- * process.stderr.write(renderTuneTable(record));
+ * process.stdout.write(renderTuneTable(record, 100));
  * ```
  */
-export function renderTuneTable(record: TuneRecord): string {
+export function renderTuneTable(record: TuneRecord, width = 100): string {
   const baseline = record.trials.find((trial) => trial.index === 0)?.knobs ?? {};
   const rows = [...record.trials]
     .sort((a, b) => a.index - b.index)
     .map((trial) => [
       `${trial.index === record.winner?.index ? "*" : " "}${trial.index}`,
       trial.index === 0 ? `${knobDelta(trial.knobs, {})} (before)` : knobDelta(trial.knobs, baseline),
-      trial.samples_per_s !== null ? trial.samples_per_s.toPrecision(4) : "–",
+      trial.samples_per_s !== null ? `${trial.end === "slower" ? "≤" : ""}${rateText(trial.samples_per_s)}` : "–",
       trial.peak_bytes !== null ? formatBytes(trial.peak_bytes) : "–",
-      trial.end + (trial.oom_recoveries > 0 ? " (split)" : ""),
+      endCell(trial),
       trial.purpose,
     ]);
   const header = ["#", "knobs", "samples/s", `peak ${record.cap_scope === "gpu" ? "GPU" : "RAM"}`, "end", "why"];
-  const limits = [4, 48, 10, 10, 16, 72];
-  const widths = header.map((title, column) => Math.min(limits[column] ?? 60, Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length))));
+  const natural = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)));
+  const limits = [4, 40, 10, 10, 16, 200];
+  const widths = natural.map((w, column) => Math.min(w, limits[column] ?? 60));
+  const gap = 2 * (widths.length - 1);
+  const fixed = (ws: number[]): number => ws.slice(0, 5).reduce((a, b) => a + b, 0) + gap;
+  const avail = Math.max(40, width - 1);
+  // the purpose column takes what is left; below 24 columns for it, the knobs column gives some back
+  let purpose = avail - fixed(widths);
+  if (purpose < 24) {
+    const give = Math.min(24 - purpose, Math.max(0, (widths[1] ?? 0) - 16));
+    widths[1] = (widths[1] ?? 0) - give;
+    purpose += give;
+  }
+  widths[5] = Math.max(10, Math.min(natural[5] ?? 0, purpose));
   const line = (cells: string[]): string => cells.map((cell, column) => pad(cell, widths[column] ?? 0)).join("  ").trimEnd();
-  const out = [line(header), line(widths.map((width) => "─".repeat(width))), ...rows.map(line)];
+  const out = [line(header), line(widths.map((w) => "─".repeat(w))), ...rows.map(line)];
   const winner = record.winner;
   const before = record.trials.find((trial) => trial.index === 0);
+  out.push("");
   if (winner) {
+    const same = winner.index === 0 || knobDelta(winner.knobs, before?.knobs ?? {}) === "(your configuration)";
     const speedup = winner.speedup !== null ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration` : "speedup unknown (trial 0 measured no throughput)";
-    out.push("", `winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`);
+    out.push(same ? `winner: your configuration as it is — nothing found beats it beyond the measured noise${record.noise !== undefined ? ` (±${(record.noise * 100).toFixed(1)} % a trial)` : ""}` : `winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`);
+  } else if (record.no_winner) {
+    out.push(`no winner: ${record.no_winner.reason}`, `next: ${record.no_winner.next}`);
   } else {
-    out.push("", "no winner: no trial finished under the cap with a measured throughput");
+    out.push("no winner: no trial finished under the cap with a measured throughput");
   }
+  if (record.effective_batch_policy) out.push(record.effective_batch_policy.text);
   if (record.memory_line) {
-    const line = record.memory_line;
-    out.push(`memory line: peak ≈ ${formatBytes(line.intercept_bytes)} + ${formatBytes(line.bytes_per_sample)} × micro-batch (margin ${formatBytes(line.margin_bytes)}); largest micro-batch under the cap ≈ ${line.predicted_max_micro_batch}`);
+    const m = record.memory_line;
+    const slope = m.bytes_per_sample >= 1024 ? `${humanBytes(m.bytes_per_sample)} × micro-batch` : `${humanBytes(m.bytes_per_sample)} × micro-batch (no measurable growth)`;
+    out.push(`memory line: peak ≈ ${formatBytes(m.intercept_bytes)} + ${slope}, margin ${formatBytes(m.margin_bytes)}; largest micro-batch under the cap ≈ ${m.predicted_max_micro_batch}`);
   }
-  out.push(`cap ${formatBytes(record.cap_bytes)} ${record.cap_scope === "gpu" ? "GPU" : "RAM"} · ${record.trials.length} trials · stopped: ${record.stop_reason ?? "?"} · tune ${record.id}`);
-  return `${out.join("\n")}\n`;
+  const costs = record.trials.map((trial) => trial.fixed_cost_s).filter((value): value is number => typeof value === "number");
+  if (costs.length > 0) {
+    const sorted = [...costs].sort((a, b) => a - b);
+    const total = record.trials.reduce((a, trial) => a + trial.duration_s, 0);
+    out.push(`time: ${total.toFixed(0)} s in trials; start-up before the first step (imports, device, data) ${(sorted[Math.floor(sorted.length / 2)] ?? 0).toFixed(1)} s a trial (median)`);
+  }
+  const budget = record.budget ? ` of ${record.budget.max_trials}` : "";
+  out.push(`cap ${formatBytes(record.cap_bytes)} ${record.cap_scope === "gpu" ? "GPU" : "RAM"} · ${record.trials.length}${budget} trials · stopped: ${record.stop_reason ?? "?"} · tune ${record.id}`);
+  return `${out.map((text) => (text.length > avail + 1 && !text.startsWith("─") ? wrap(text, avail) : text)).join("\n")}\n`;
+}
+
+function wrap(text: string, width: number): string {
+  const words = text.split(" ");
+  const lines: string[] = [];
+  let current = "";
+  for (const word of words) {
+    if (current !== "" && current.length + 1 + word.length > width) {
+      lines.push(current);
+      current = `  ${word}`;
+    } else current = current === "" ? word : `${current} ${word}`;
+  }
+  if (current !== "") lines.push(current);
+  return lines.join("\n");
 }
 
 /**

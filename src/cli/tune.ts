@@ -1,12 +1,12 @@
 import { Option, type Command } from "commander";
 import { parseByteSize } from "../bytes.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
-import { UsageError } from "../errors/index.ts";
+import { ERROR_CODES, UsageError } from "../errors/index.ts";
 import { renderLiveView } from "../guard/view.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { applyTune, type ApplyTuneResult } from "../tune/apply.ts";
 import { parseBinding, type KnobBinding } from "../tune/knobs.ts";
-import type { KnobValue } from "../tune/search.ts";
+import type { KnobValue } from "../tune/types.ts";
 import { tune, TUNE_STRATEGIES, type TuneResult, type TuneStrategy } from "../tune/tune.ts";
 import type { Output } from "./output.ts";
 import { knobDelta, progressBar, renderApply, renderTrialLine, renderTuneTable } from "./render-tune.ts";
@@ -24,6 +24,7 @@ export interface TuneCommandOptions {
   maxTime: number;
   warmup: number;
   steps: number;
+  window: number;
   trialTime: number;
   maxBatch?: number;
   strategy: TuneStrategy;
@@ -124,6 +125,7 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
       maxTimeS: options.maxTime,
       warmupSteps: options.warmup,
       measureSteps: options.steps,
+      windowS: options.window,
       trialTimeLimitS: options.trialTime,
       maxMicroBatch: options.maxBatch,
       strategy: options.strategy,
@@ -192,9 +194,10 @@ export function registerTune(program: Command, out: Output, setExitCode: (code: 
     .option("--fix <knob>", "do not tune this knob; repeatable", collect, [])
     .addOption(new Option("--max-trials <n>", "stop after n trials").default(16).argParser(integerAtLeast("--max-trials", 1)))
     .addOption(new Option("--max-time <duration>", "stop starting trials after this long (90s, 15m, 1h)").default(20 * 60, "20m").argParser(parseDuration))
-    .addOption(new Option("--warmup <steps>", "steps per trial left out of the measurement").default(3).argParser(integerAtLeast("--warmup", 0)))
-    .addOption(new Option("--steps <n>", "measured steps per trial").default(20).argParser(integerAtLeast("--steps", 2)))
-    .addOption(new Option("--trial-time <duration>", "longest a single trial may run").default(300, "5m").argParser(parseDuration))
+    .addOption(new Option("--warmup <steps>", "steps per trial always left out of the measurement (slower leading steps are found and left out too)").default(1).argParser(integerAtLeast("--warmup", 0)))
+    .addOption(new Option("--steps <n>", "measured steps per trial at most (a trial stops sooner once its throughput is stable)").default(20).argParser(integerAtLeast("--steps", 2)))
+    .addOption(new Option("--window <duration>", "measured seconds per trial at most").default(10, "10s").argParser(parseDuration))
+    .addOption(new Option("--trial-time <duration>", "longest a single trial may run, start-up included").default(300, "5m").argParser(parseDuration))
     .option("--max-batch <n>", "largest micro-batch to try (e.g. the dataset size)", integerAtLeast("--max-batch", 1))
     .addOption(new Option("--strategy <name>", "the search (the other two are there to compare with)").choices(TUNE_STRATEGIES).default("brim"))
     .option("--apply", "write the winner into the config file(s) at the end (with a backup)")
@@ -212,20 +215,25 @@ Examples:
   brim tune --bind batch_size=conf/data.toml:loader.batch_size -- python train.py
   brim tune --knob num_workers=0,2,4,8 --fix precision -- python train.py --config config.yaml
 
-Search: a memory line (peak = a + b × micro-batch) is fitted from the trials and predicts the largest
-micro-batch under cap × (1 − margin), the margin from the fit's measured spread; throughput is measured
-at a few micro-batches up to it (the fastest wins, not the largest); then precision and loader
-settings by coordinate descent. An out-of-memory trial is a result, not a failure of the tune.
+Trials: each leaves out its warm-up, then measures until its throughput is stable (±2 %), --steps
+steps or --window seconds, and stops early when clearly slower than the best so far. Search: a memory
+line (peak = a + b × micro-batch) predicts the largest micro-batch under the cap; throughput is
+measured at a few micro-batches up to it (the fastest wins, not the largest); then precision and
+loader settings, in the order the trials' evidence (data wait, GPU use) says pays most. Only
+out-of-memory and cap failures move the memory line; a crash or a slow trial does not. A winner
+must beat your configuration by more than the measured noise. Exit status 3 when there is no
+winner (the reason and what to try next are printed).
 Results land in .brim/tunes/<id>/tune.json; write the winner later with: brim apply <id>`,
     )
     .action(async (command: string[], options: TuneCommandOptions) => {
       const { tune: result, applied } = await tuneCommand(command, options, out);
       if (result.record.stop_reason === "interrupted") setExitCode(130);
+      else if (result.record.winner === null) setExitCode(ERROR_CODES.E_NO_TRIAL_FIT);
       if (options.json) {
         out.stdout(`${JSON.stringify(result.record, null, 2)}\n`);
         return;
       }
-      out.stdout(renderTuneTable(result.record));
+      out.stdout(renderTuneTable(result.record, out.columns ?? 100));
       if (applied) out.stdout(renderApply(applied, false));
       else if (result.record.winner) out.stdout(`apply with: brim apply ${result.record.id}${options.store ? ` --store ${options.store}` : ""}\n`);
     });

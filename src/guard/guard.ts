@@ -52,7 +52,17 @@ export interface GuardOptions {
   /** Run the job on a pseudo-terminal of this size (see JobOptions.pty). */
   pty?: PtySize | null;
   onState?: (state: LiveState, now: number) => void;
-  onStart?: (info: { runId: string; pid: number; dir: string }) => void;
+  onStart?: (info: { runId: string; pid: number; dir: string; control: RunControl }) => void;
+  /** Every SDK message as it arrives (the tuner measures its trials from the steps). */
+  onMessage?: (message: ChannelMessage) => void;
+}
+
+/** What a caller may do to a running job (the tuner ends its trials with it). */
+export interface RunControl {
+  /** Asks the job to end at its next step boundary (the SDK stops the loop). */
+  requestStop(reason: string): void;
+  /** Ends the job now: SIGTERM to its process group, SIGKILL after `graceS`. */
+  stop(detail: string, graceS?: number): void;
 }
 
 /** What the guard needs from outside. */
@@ -274,6 +284,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
         const entry = timelineEntryOf(message);
         if (entry) writer.append(entry);
         live.message(message);
+        options.onMessage?.(message);
       }),
       onOutput: guarded((stream: 1 | 2, line: string) => {
         writer.appendOutput(stream, line);
@@ -295,7 +306,14 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   };
   writer.onFailure((loss) => job.stop("store_failed", loss.error.message, 2));
   writer.append({ t: job.startedAt, kind: "start", pid: job.pid });
-  guarded(() => options.onStart?.({ runId: writer.id, pid: job.pid, dir: writer.dir }))();
+  guarded(() =>
+    options.onStart?.({
+      runId: writer.id,
+      pid: job.pid,
+      dir: writer.dir,
+      control: { requestStop: (reason) => void job.requestStop(reason), stop: (detail, graceS) => job.stop("hung", detail, graceS) },
+    }),
+  )();
   started = job;
   (early as (() => void) | null)?.();
 

@@ -85,6 +85,17 @@ export interface TuneTrialRecord {
   data_wait_share: number | null;
   duration_s: number;
   oom_recoveries: number;
+  /** Why the trial gave no throughput: kind (memory, cap, crash, time_limit, hung, slower, ...) and the one-line cause. */
+  failure?: { kind: string; cause: string } | null;
+  /** The last lines of a failed trial's output. */
+  tail?: string[];
+  /** Seconds from the start of the process to its first step (start-up, imports, device and data set-up). */
+  fixed_cost_s?: number | null;
+  /** Seconds of steady steps measured, and why the measurement ended (stable, window, steps, slower). */
+  measured_s?: number | null;
+  stopped_by?: string | null;
+  samples_per_step?: number | null;
+  sm_activity_mean?: number | null;
 }
 
 /** Where a knob reaches the job. */
@@ -117,4 +128,10 @@ export interface TuneRecord {
   strategy?: string;
   memory_line: { intercept_bytes: number; bytes_per_sample: number; margin_bytes: number; predicted_max_micro_batch: number } | null;
   notes: string[];
+  /** The budget stated up front: trials and seconds at most. */
+  budget?: { max_trials: number; max_time_s: number };
+  /** The effective-batch policy in force ("held" / "free" / "none") and what the winner does to it. */
+  effective_batch_policy?: { kind: string; before: number | null; after: number | null; text: string };
+  /** With no winner: why, and the next thing to try. */
+  no_winner?: { reason: string; next: string } | null;
 }

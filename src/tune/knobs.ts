@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { extname, resolve } from "node:path";
 import type { ConfigDocument } from "../configs/index.ts";
 import { InputError, UsageError } from "../errors/index.ts";
-import type { KnobValue, Knobs } from "./search.ts";
+import type { KnobValue, Knobs } from "./types.ts";
 
 /** How a knob's value reaches the job. */
 export type KnobBinding =

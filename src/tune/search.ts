@@ -20,112 +20,17 @@ import { formatBytes } from "../bytes.ts";
 import { InputError } from "../errors/index.ts";
 import { MARGIN_FLOOR, peakSigma, predictPeak, t99 } from "./memory-line.ts";
 import { knobsKey } from "./strategies/axis.ts";
-import { tuneOthers } from "./strategies/coordinate.ts";
+import { EVIDENCE_FIRST, evidenceOf, rankByEvidence, type RankedKnob } from "./evidence.ts";
+import { tuneKnob, tuneOthers } from "./strategies/coordinate.ts";
 import { didNotFit, peakOf, ranAsGiven, type ConfigEstimate, type Ledger } from "./strategies/ledger.ts";
 import type { MemoryBook } from "./strategies/memory-book.ts";
 import { exploreMicroBatch } from "./strategies/micro-batch.ts";
+import { compareThroughput, noiseThreshold } from "./strategies/noise.ts";
 import { checkOptions, describeKnobs, newSearcher, pct, rate, type Searcher } from "./strategies/searcher.ts";
+import type { Knobs, MemoryLineReport, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 
 export { doublingBisection, exhaustiveGrid } from "./strategies/baselines.ts";
-
-/** A knob's value as the job reads it. */
-export type KnobValue = number | string | boolean;
-/** A configuration: knob name → value. */
-export type Knobs = Record<string, KnobValue>;
-/** How a trial ended (the job runner's classification). */
-export type TrialEnd = "ok" | "gpu_oom" | "host_oom" | "cap_exceeded" | "crashed" | "hung" | "interrupted" | "gpu_fault" | "no_steps";
-
-/** What one trial measured. */
-export interface TrialResult {
-  end: TrialEnd;
-  /** steady-state throughput from SDK step reports (null when no steady steps) */
-  samplesPerSecond: number | null;
-  /** durations of the steady steps (wait + compute), for noise estimates */
-  stepSeconds: number[];
-  /** peak of the capped memory (GPU of the process tree, or RSS of the tree in CPU mode) */
-  peakBytes: number | null;
-  /** the framework's own peak (SDK mem.peak), when known */
-  frameworkPeakBytes: number | null;
-  /** wall time the trial took */
-  durationS: number;
-  /** the SDK split the batch this many times (the knob value did not fit as given) */
-  oomRecoveries: number;
-  /** mean GPU utilization over the steady steps, when measured (for the record; the search does not use it) */
-  gpuUtilMean?: number | null;
-  /** share of step time waiting for data, when measured (for the record) */
-  dataWaitShare?: number | null;
-}
-
-/** Runs one trial of the job with the given knobs. */
-export interface TrialRunner {
-  run(knobs: Knobs, purpose: string): Promise<TrialResult>;
-}
-
-/** What may be tuned, starting from where. */
-export interface TuneSpace {
-  /** the user's current configuration = trial 0, always run first */
-  baseline: Knobs;
-  microBatch?: { knob: string; min?: number; max?: number };
-  accumulation?: { knob: string };
-  /** micro × accumulation must equal this (micro then only takes divisors) */
-  effectiveBatch?: number;
-  /** precision, num_workers, pin_memory, persistent_workers, prefetch_factor, user knobs; in priority order */
-  others: { knob: string; values: KnobValue[] }[];
-}
-
-/** Budgets, the cap, the clock, and what the plan predicted. */
-export interface SearchOptions {
-  /** never exceeded on purpose */
-  capBytes: number;
-  maxTrials: number;
-  maxTimeS: number;
-  /** seconds, injected clock */
-  now(): number;
-  /** from brim plan when available */
-  prior?: { fixedBytes: number; bytesPerSample: number; maxMicroBatch?: number };
-  /** before and after each trial, for live progress */
-  onTrial?(event: { index: number; knobs: Knobs; purpose: string; result?: TrialResult; bestIndex: number | null; plannedTotal: number }): void;
-}
-
-/** One trial of a search. */
-export interface SearchTrial {
-  index: number;
-  knobs: Knobs;
-  purpose: string;
-  result: TrialResult;
-  /** the peak the search expected when it chose the trial (memory line, or a worst-case bound); null when it had no expectation */
-  predictedPeakBytes?: number | null;
-}
-
-/** Why a search ended. */
-export type StopReason = "converged" | "max_trials" | "max_time" | "interrupted";
-
-/** The memory line of the winner's configuration. */
-export interface MemoryLineReport {
-  interceptBytes: number;
-  bytesPerSample: number;
-  marginBytes: number;
-  /** largest micro-batch with line + margin ≤ cap (at most the knob's max) */
-  predictedMaxMicroBatch: number;
-  /** trials the line rests on */
-  points: number;
-  /** residual standard deviation of the fit; null with two trials */
-  residualSigmaBytes: number | null;
-}
-
-/** What a search found. */
-export interface SearchOutcome {
-  trials: SearchTrial[];
-  bestIndex: number | null;
-  stopReason: StopReason;
-  memoryLine: MemoryLineReport | null;
-  /** human-readable reasoning */
-  notes: string[];
-  /** the winner's configuration with its mean throughput over all its trials */
-  best: { knobs: Knobs; samplesPerSecond: number; measurements: number } | null;
-  /** relative noise of one trial's throughput, as the search estimated it */
-  noise: number;
-}
+export type { KnobValue, Knobs, MemoryLineReport, SearchOptions, SearchOutcome, SearchTrial, StopReason, TrialEnd, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 
 /**
  * Searches the tune space for the fastest configuration under the cap (see the module doc and
@@ -162,14 +67,38 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
     }
   }
 
+  // the baseline's evidence first: a knob that promises more than the micro-batch phase is tried before it
+  const done = new Set<string>();
+  if (ranAsGiven(base.result) && base.result.samplesPerSecond !== null && space.others.length > 0) {
+    const { ranked, skipped } = rankByEvidence(space.others, evidenceOf(base.result, space.baseline, options.capBytes), space.baseline);
+    const early = ranked.filter((r) => r.gain >= EVIDENCE_FIRST);
+    if (early.length > 0) s.notes.push(`evidence of the baseline: ${early.map((r) => `${r.knob} first (${r.why})`).join("; ")}`);
+    for (const r of skipped) {
+      s.notes.push(`${r.knob} not tried: ${r.why}`);
+      done.add(r.knob);
+    }
+    const estimate = ledger.estimate(space.baseline);
+    if (estimate !== undefined && early.length > 0) {
+      s.incumbent = estimate;
+      for (const r of early) {
+        if (ledger.stopReason !== null) break;
+        await tuneKnob(s, r.knob, r.values, r.why);
+        done.add(r.knob);
+      }
+    }
+  }
+  const kept = s.incumbent === null ? baseContext : axis.contextOf(s.incumbent.knobs);
+  const keptFamily = s.memory.familyOf(kept) ?? family;
   if (axis.knob !== undefined) {
-    s.explored.add(knobsKey(baseContext));
-    await exploreMicroBatch(s, baseContext, family, true);
-    noteMicroPhase(s, baseContext, family);
+    if (!s.explored.has(knobsKey(kept))) {
+      s.explored.add(knobsKey(kept));
+      await exploreMicroBatch(s, kept, keptFamily, keptFamily === family);
+    }
+    noteMicroPhase(s, kept, keptFamily);
   } else if (!ranAsGiven(base.result)) {
     s.notes.push("the baseline did not fit under the cap and there is no micro-batch knob to make it smaller");
   }
-  const start = s.fastest(s.inContext(baseContext));
+  const start = s.fastest(s.inContext(kept));
   if (start === null) {
     if (axis.knob !== undefined) {
       const lowest = axis.lowest();
@@ -184,9 +113,51 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
     }
     return outcomeOf(s, null, family);
   }
-  const winner = space.others.length > 0 ? await tuneOthers(s, start) : start;
+  // then the rest, in the order the evidence of the best so far gives
+  const rest = space.others.filter((o) => !done.has(o.knob));
+  let order: RankedKnob[] = [];
+  const startTrial = ledger.trials[start.indices.at(-1) ?? 0];
+  if (rest.length > 0 && startTrial !== undefined) {
+    const { ranked, skipped } = rankByEvidence(rest, evidenceOf(startTrial.result, start.knobs, options.capBytes), start.knobs);
+    for (const r of skipped) s.notes.push(`${r.knob} not tried: ${r.why} (at ${describeKnobs(start.knobs)})`);
+    order = ranked;
+  }
+  const found = order.length > 0 ? await tuneOthers(s, start, order) : start;
+  const winner = await confirmAgainstBaseline(s, found);
   s.incumbent = winner;
   return outcomeOf(s, winner, s.memory.familyOf(axis.contextOf(winner.knobs)) ?? family);
+}
+
+/**
+ * A winner must beat the baseline by more than the measured noise. Finalists measured once, and not
+ * clearly apart, are measured again (budget allowing); a winner still within noise of the baseline
+ * gives way to it: the baseline is already as good.
+ */
+async function confirmAgainstBaseline(s: Searcher, found: ConfigEstimate): Promise<ConfigEstimate> {
+  const base = s.ledger.estimate(s.space.baseline);
+  if (base === undefined || base.key === found.key || s.eligible([base]).length === 0) return found;
+  const clearly = (): boolean => {
+    const w = s.ledger.estimate(found.knobs) ?? found;
+    const b = s.ledger.estimate(base.knobs) ?? base;
+    return w.mean / b.mean - 1 > 2 * noiseThreshold(w, b, s.ledger.noise());
+  };
+  if (!clearly()) {
+    for (const e of [found, base]) {
+      if ((s.ledger.estimate(e.knobs)?.count ?? 0) >= 2 || s.ledger.stopReason !== null) continue;
+      const who = e.key === base.key ? "your configuration" : describeKnobs(e.knobs);
+      if ((await s.ledger.run(e.knobs, `re-measure finalist: ${who}, to compare the winner with the baseline beyond noise`, null)) === null) break;
+    }
+  }
+  const w = s.ledger.estimate(found.knobs) ?? found;
+  const b = s.ledger.estimate(base.knobs) ?? base;
+  const noise = s.ledger.noise();
+  if (compareThroughput(w, b, noise) === "better") return w;
+  // another configuration clearly faster than the baseline keeps the search's pick (it is within noise of it)
+  if (s.eligible(s.ledger.estimates()).some((e) => compareThroughput(e, b, noise) === "better")) return w;
+  s.notes.push(
+    `the baseline is already as good: the best found (${describeKnobs(w.knobs)}, ${rate(w.mean)} over ${w.count}) is within the measured noise (±${pct(noiseThreshold(w, b, noise))}) of your configuration (${rate(b.mean)} over ${b.count})`,
+  );
+  return b;
 }
 
 function noteBaseline(s: Searcher, result: TrialResult, m0: number | null): void {
@@ -231,7 +202,7 @@ function noteMicroPhase(s: Searcher, context: Knobs, family: number): void {
     .sort((a, b) => a.m - b.m);
   if (curve.length > 0) {
     const best = s.fastest(curve.map((c) => c.e));
-    const list = curve.map((c) => `${c.m}: ${rate(c.e.mean)}${c.e.count > 1 ? ` (×${c.e.count})` : ""}`).join(", ");
+    const list = curve.map((c) => `${c.m}: ${c.e.bounded === true ? "≤ " : ""}${rate(c.e.mean)}${c.e.count > 1 ? ` (×${c.e.count})` : ""}`).join(", ");
     const bestM = best === null ? null : axis.microOf(best.knobs);
     const largest = curve[curve.length - 1]?.m;
     s.notes.push(

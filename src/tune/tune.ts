@@ -1,31 +1,35 @@
-import { rmSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
-import { readConfig, writeFileAtomic, editConfigText, type ConfigDocument } from "../configs/index.ts";
+/**
+ * `brim tune`: the order of a tune. Bindings (bindings.ts) say how knobs reach the job, the space
+ * (space.ts) what may change, trials (trial.ts) run and measure one configuration each, the search
+ * (search.ts, strategies/) picks the next, and the record (record.ts) keeps all of it.
+ *
+ * @example
+ * ```ts
+ * const result = await tune({ command: ["python", "train.py", "--config", "config.yaml"], cwd, maxTrials: 12, maxTimeS: 600,
+ *   warmupSteps: 1, measureSteps: 20, trialTimeLimitS: 120 }, { devices: openDevices(), store });
+ * ```
+ * @module
+ */
+import { dirname } from "node:path";
+import type { ConfigDocument } from "../configs/index.ts";
 import type { Devices } from "../devices/index.ts";
-import { BrimError, UsageError } from "../errors/index.ts";
-import { guardRun, type GuardResult } from "../guard/guard.ts";
+import { UsageError } from "../errors/index.ts";
 import type { LiveState } from "../guard/live.ts";
-import { findGpu } from "../plan/catalog.ts";
+import { formatBytes } from "../bytes.ts";
 import { newRecordId, type RunStore } from "../record/store.ts";
-import { mainProcessSteps } from "../record/summary.ts";
-import type { KnobBindingRecord, TuneRecord, TuneTrialRecord } from "../record/types.ts";
-import {
-  asKnobValue,
-  candidateValues,
-  configBaseline,
-  configFilesInCommand,
-  detectKnobKeys,
-  fillTemplate,
-  KNOWN_KNOBS,
-  templateKnobs,
-  type CandidateContext,
-  type KnobBinding,
-} from "./knobs.ts";
-import { doublingBisection, exhaustiveGrid, searchKnobs, type KnobValue, type Knobs, type SearchOutcome, type TrialResult, type TuneSpace } from "./search.ts";
+import type { TuneRecord } from "../record/types.ts";
+import { resolveBindings } from "./bindings.ts";
+import { configBaseline, configFilesInCommand, fillTemplate, KNOWN_KNOBS, type KnobBinding } from "./knobs.ts";
+import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./record.ts";
+import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
+import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
+import { planPrior } from "./plan-prior.ts";
+import { withinTrialNoise } from "./strategies/noise.ts";
+import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
+import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
 
-/** Knob names that are the micro-batch and the gradient accumulation. */
-export const MICRO_BATCH_KNOB = "batch_size";
-export const ACCUMULATION_KNOB = "accumulation";
+export { resolveBindings } from "./bindings.ts";
+export { ACCUMULATION_KNOB, buildSpace, MICRO_BATCH_KNOB } from "./space.ts";
 
 /** Everything `brim tune` is asked. */
 export interface TuneOptions {
@@ -43,8 +47,14 @@ export interface TuneOptions {
   fixed?: string[];
   maxTrials: number;
   maxTimeS: number;
+  /** steps always left out of a trial's measurement (more are found in the step times) */
   warmupSteps: number;
+  /** measured steps per trial at most */
   measureSteps: number;
+  /** seconds of measured steps per trial at most (default 10) */
+  windowS?: number;
+  /** a trial stops once its throughput is stable within this share (default 0.02) */
+  stableWithin?: number;
   trialTimeLimitS: number;
   maxMicroBatch?: number;
   /**
@@ -74,13 +84,14 @@ export interface TrialProgress {
   knobs: Knobs;
   purpose: string;
   bestIndex: number | null;
+  /** the trial budget stated up front: it does not change during the tune */
   plannedTotal: number;
 }
 
 /** What `brim tune` produced. */
 export interface TuneResult {
   record: TuneRecord;
-  outcome: SearchOutcome;
+  outcome: SearchOutcome | null;
   bindings: KnobBinding[];
   /** The command with the winner's template knobs filled in. */
   winnerCommand: string[] | null;
@@ -93,93 +104,12 @@ export interface TuneDeps {
   now?: () => number;
 }
 
-/**
- * How each knob reaches the job: `{name}` templates in the command, explicit `--bind`s, and known knob
- * names found in a config file named in the command. Every knob also reaches the SDK through the
- * environment (`brim.knob`).
- *
- * @example
- * ```ts
- * const { bindings, documents, notes } = await resolveBindings(["python", "train.py", "--config", "config.yaml"], "/proj", []);
- * ```
- */
-export async function resolveBindings(
-  command: readonly string[],
-  cwd: string,
-  explicit: readonly KnobBinding[],
-): Promise<{ bindings: KnobBinding[]; documents: Map<string, ConfigDocument>; notes: string[] }> {
-  const bindings: KnobBinding[] = [];
-  const notes: string[] = [];
-  const documents = new Map<string, ConfigDocument>();
-  const bound = (knob: string): boolean => bindings.some((binding) => binding.knob === knob);
-  for (const knob of templateKnobs(command)) bindings.push({ knob, via: "template" });
-  for (const binding of explicit) {
-    if (bound(binding.knob)) throw new UsageError(`knob ${binding.knob} is bound twice (a {${binding.knob}} template and --bind)`);
-    bindings.push(binding);
-  }
-  for (const binding of bindings) {
-    if (binding.via === "config" && !documents.has(binding.file)) documents.set(binding.file, await readConfig(binding.file));
-  }
-  const configs = configFilesInCommand(command, cwd);
-  const first = configs[0];
-  if (first !== undefined) {
-    const document = documents.get(first.path) ?? (await readConfig(first.path));
-    documents.set(first.path, document);
-    const detected = detectKnobKeys(document.data);
-    for (const found of detected.found) {
-      if (bound(found.knob)) continue;
-      bindings.push({ knob: found.knob, via: "config", file: first.path, key: found.key });
-    }
-    notes.push(...detected.notes);
-    if (configs.length > 1) notes.push(`several config files in the command; knobs were looked for in ${first.arg} only (bind others with --bind)`);
-  }
-  return { bindings, documents, notes };
-}
-
-function contextFor(devices: Devices): CandidateContext {
-  const inventory = devices.inventory();
-  const gpu = inventory.gpus[0];
-  const spec = gpu ? findGpu(gpu.name) : undefined;
-  const architecture = spec?.architecture;
-  const modern = architecture !== undefined && !["pascal", "maxwell", "kepler"].includes(architecture);
-  const bf16 = architecture !== undefined && !["pascal", "maxwell", "kepler", "volta", "turing"].includes(architecture);
-  return { backend: inventory.backend, bf16, tensorCores: modern, cpus: inventory.host.cpus };
-}
-
-function defaultCap(devices: Devices): { capBytes: number; scope: "gpu" | "ram"; why: string } {
-  const inventory = devices.inventory();
-  const gpu = inventory.gpus[0];
-  if (inventory.backend !== "cpu" && gpu !== undefined) {
-    return { capBytes: Math.floor(gpu.totalBytes * 0.9), scope: "gpu", why: `90% of ${gpu.name}'s memory (set --cap to change)` };
-  }
-  return { capBytes: Math.floor(inventory.host.memTotalBytes * 0.5), scope: "ram", why: "half of this machine's RAM, CPU mode (set --cap to change)" };
-}
-
-const finite = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
-
-function trialResultOf(run: GuardResult, capScope: "gpu" | "ram"): TrialResult {
-  const cause = run.meta.end?.cause ?? "crashed";
-  // A trial whose guard or store failed counts as crashed for the search.
-  const end = cause === "store_failed" || cause === "supervisor_lost" ? "crashed" : cause;
-  const steady = mainProcessSteps(run.timeline).filter((step) => step.warmup !== true);
-  const stepSeconds = steady.map((step) => (finite(step.wait_s) ? step.wait_s : 0) + (finite(step.compute_s) ? step.compute_s : 0));
-  const summary = run.summary;
-  return {
-    end: end === "ok" && steady.length === 0 ? "no_steps" : end,
-    samplesPerSecond: summary.samples_per_s,
-    stepSeconds,
-    peakBytes: capScope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes,
-    frameworkPeakBytes: summary.framework_peak_allocated_bytes,
-    durationS: summary.duration_s,
-    oomRecoveries: summary.oom_recoveries,
-    gpuUtilMean: summary.gpu_util_mean,
-    dataWaitShare: summary.data_wait_share,
-  };
-}
-
-function trialFileName(file: string, tuneId: string, index: number): string {
-  return join(dirname(file), `.${basename(file)}.brim-trial-${tuneId}-${index}${file.slice(file.lastIndexOf("."))}`);
-}
+/** Seconds of steady steps a trial measures at most, by default. */
+export const DEFAULT_WINDOW_S = 10;
+/** A trial stops once its throughput is stable within this share, by default. */
+export const DEFAULT_STABLE_WITHIN = 0.02;
+/** A micro-batch change whose samples per step move by a share further than this from it is not trusted. */
+export const SAMPLES_TOLERANCE = 0.15;
 
 /**
  * `brim tune`: runs the user's job on short trials through the guard and searches for the fastest
@@ -190,7 +120,7 @@ function trialFileName(file: string, tuneId: string, index: number): string {
  * @example
  * ```ts
  * const result = await tune({ command: ["python", "train.py", "--config", "config.yaml"], cwd, maxTrials: 12, maxTimeS: 600,
- *   warmupSteps: 3, measureSteps: 12, trialTimeLimitS: 120 }, { devices: openDevices(), store });
+ *   warmupSteps: 1, measureSteps: 20, trialTimeLimitS: 120 }, { devices: openDevices(), store });
  * console.log(result.record.winner);
  * ```
  */
@@ -200,16 +130,20 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   const note = (line: string): void => options.onNote?.(line);
   const { bindings, documents, notes: bindingNotes } = await resolveBindings(options.command, options.cwd, options.bindings ?? []);
   bindingNotes.forEach(note);
-  const cap = options.capBytes !== undefined ? { capBytes: options.capBytes, scope: devicesScope(deps.devices), why: "--cap" } : defaultCap(deps.devices);
-  note(`cap ${(cap.capBytes / 2 ** 30).toFixed(2)} GiB ${cap.scope === "gpu" ? "GPU" : "RAM"}: ${cap.why}`);
+  const cap = options.capBytes !== undefined ? { capBytes: options.capBytes, scope: deps.devices.inventory().backend === "cpu" ? ("ram" as const) : ("gpu" as const), why: "--cap" } : defaultCap(deps.devices);
+  note(`cap ${formatBytes(cap.capBytes)} ${cap.scope === "gpu" ? "GPU" : "RAM"}: ${cap.why}`);
 
   const baseline: Knobs = configBaseline(bindings, documents);
   for (const [knob, values] of Object.entries(options.knobValues ?? {})) {
     if (baseline[knob] === undefined && values[0] !== undefined) baseline[knob] = values[0];
   }
+  const windowS = options.windowS ?? DEFAULT_WINDOW_S;
+  const stableWithin = options.stableWithin ?? DEFAULT_STABLE_WITHIN;
+  note(
+    `budget: ${options.maxTrials} trials or ${Math.round(options.maxTimeS)} s, whichever ends first; each trial leaves out its warm-up, ` +
+      `then measures until throughput is stable within ±${(stableWithin * 100).toFixed(0)} %, ${options.measureSteps} steps or ${windowS} s, and stops early when clearly slower than the best`,
+  );
   const id = newRecordId();
-  const startedAt = new Date();
-  const tuneStartedAt = now();
   const record: TuneRecord = {
     schema: "brim.tune/v1",
     id,
@@ -219,7 +153,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
     cap_bytes: cap.capBytes,
     cap_scope: cap.scope,
     effective_batch: options.effectiveBatch ?? null,
-    started_at: startedAt.toISOString(),
+    started_at: new Date().toISOString(),
     ended_at: null,
     trials: [],
     winner: null,
@@ -227,10 +161,26 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
     strategy: options.strategy ?? "brim",
     memory_line: null,
     notes: [...bindingNotes],
+    budget: { max_trials: options.maxTrials, max_time_s: options.maxTimeS },
   };
   await deps.store.writeTune(record);
+  const settings: TrialSettings = {
+    command: options.command,
+    cwd: options.cwd,
+    tuneId: id,
+    bindings,
+    documents,
+    namedInCommand: configFilesInCommand(options.command, options.cwd),
+    capBytes: cap.capBytes,
+    capScope: cap.scope,
+    window: { warmupSteps: options.warmupSteps, maxSteps: options.measureSteps, minSteps: 3, windowS, stableWithin },
+    timeLimitS: options.trialTimeLimitS,
+    hz: options.hz,
+    forwardSignals: options.forwardSignals,
+    onState: options.onState,
+  };
   try {
-    return await runTune(options, deps, { record, id, bindings, documents, baseline, cap, note, now, tuneStartedAt });
+    return await runTune(options, deps, { record, bindings, documents, baseline, settings, note, now, tuneStartedAt: now() });
   } finally {
     // an error or Ctrl-C mid-tune still leaves a finished record of what was measured
     if (record.ended_at === null) {
@@ -243,99 +193,68 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
 
 interface TuneState {
   record: TuneRecord;
-  id: string;
   bindings: KnobBinding[];
   documents: Map<string, ConfigDocument>;
   baseline: Knobs;
-  cap: { capBytes: number; scope: "gpu" | "ram"; why: string };
+  settings: TrialSettings;
   note: (line: string) => void;
   now: () => number;
   tuneStartedAt: number;
 }
 
 async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): Promise<TuneResult> {
-  const { record, id, bindings, documents, baseline, cap, note, now, tuneStartedAt } = state;
-  const namedInCommand = configFilesInCommand(options.command, options.cwd);
+  const { record, bindings, baseline, settings, note, now, tuneStartedAt } = state;
   for (const binding of bindings) {
-    if (binding.via === "config" && !namedInCommand.some((entry) => entry.path === binding.file)) {
+    if (binding.via === "config" && !settings.namedInCommand.some((entry) => entry.path === binding.file)) {
       note(`${binding.file} is not named in the command: trials pass ${binding.knob} through the environment only (brim.knob), and apply writes it to the file`);
     }
   }
-  const knobsRead = new Map<string, KnobValue>();
+  const planned = options.maxTrials;
   let interrupted = false;
-  let trialIndex = 0;
-  const runTrial = async (knobs: Knobs): Promise<{ result: TrialResult; runId: string | null }> => {
-    const index = trialIndex++;
-    if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null };
-    const trialFiles: string[] = [];
-    try {
-      const command = fillTemplate(options.command, knobs);
-      const byFile = new Map<string, { key: string; value: KnobValue }[]>();
-      for (const binding of bindings) {
-        const value = knobs[binding.knob];
-        if (binding.via !== "config" || value === undefined) continue;
-        byFile.set(binding.file, [...(byFile.get(binding.file) ?? []), { key: binding.key, value }]);
-      }
-      for (const [file, edits] of byFile) {
-        const document = documents.get(file);
-        if (!document) continue;
-        const { text } = editConfigText(document, edits);
-        const copy = trialFileName(file, id, index);
-        const places = namedInCommand.filter((entry) => entry.path === file);
-        if (places.length === 0) continue;
-        await writeFileAtomic(copy, text);
-        trialFiles.push(copy);
-        for (const place of places) command[place.index] = (command[place.index] ?? "").replace(place.arg, copy);
-      }
-      const run = await guardRun(
-        {
-          command,
-          cwd: options.cwd,
-          kind: "trial",
-          tuneId: id,
-          capBytes: cap.capBytes,
-          shrink: false,
-          knobs,
-          stepBudget: options.warmupSteps + options.measureSteps,
-          warmupSteps: options.warmupSteps,
-          hz: options.hz ?? 10,
-          hungAfterS: Math.max(30, options.trialTimeLimitS / 2),
-          timeLimitS: options.trialTimeLimitS,
-          killGraceS: 5,
-          forwardSignals: options.forwardSignals,
-          onState: options.onState,
-        },
-        { devices: deps.devices, store: deps.store },
-      );
-      for (const entry of run.timeline) {
-        if (entry.kind !== "event" || entry.event !== "knob_read") continue;
-        const details = entry.details as { name?: unknown; default?: unknown } | undefined;
-        const value = asKnobValue(details?.default);
-        if (typeof details?.name === "string" && value !== undefined && !knobsRead.has(details.name)) knobsRead.set(details.name, value);
-      }
-      const result = trialResultOf(run, cap.scope);
-      if (result.end === "interrupted") interrupted = true;
-      if (result.end === "crashed" && index === 0) {
-        throw new BrimError("E_JOB_START", `trial 0 (your configuration as it is) failed: ${run.meta.end?.message ?? "crashed"}; output.log of run ${run.meta.id} has the details`);
-      }
-      return { result, runId: run.meta.id };
-    } finally {
-      for (const file of trialFiles) rmSync(file, { force: true });
+  let untrusted: string | null = null;
+  const measured: { knobs: Knobs; result: TrialResult }[] = [];
+  const best = (): number | null => {
+    const rates = measured.filter((m) => m.result.end === "ok" && m.result.oomRecoveries === 0).map((m) => m.result.samplesPerSecond ?? 0);
+    return rates.length > 0 ? Math.max(...rates) : null;
+  };
+  const trial = async (knobs: Knobs, index: number): Promise<{ result: TrialResult; runId: string | null; knobsRead: Map<string, KnobValue> }> => {
+    if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null, knobsRead: new Map() };
+    // a configuration measured before is being re-measured: it runs to the end of its window
+    const again = measured.some((m) => canonicalKnobs(m.knobs) === canonicalKnobs(knobs));
+    const outcome = await runTrial(settings, knobs, index === 0 || again ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, knobs, best()), deps, index);
+    if (outcome.result.end === "interrupted") interrupted = true;
+    const first = measured[0];
+    measured.push({ knobs, result: outcome.result });
+    if (first !== undefined && untrusted === null) {
+      untrusted = samplesMismatch(first, { knobs, result: outcome.result });
+      if (untrusted !== null) note(untrusted);
     }
+    return outcome;
   };
 
-  note("trial 0 runs your configuration as it is (the \"before\")");
-  options.onTrialStart?.({ index: 0, knobs: baseline, purpose: "baseline", bestIndex: null, plannedTotal: options.maxTrials });
-  const first = await runTrial(baseline);
-  options.onTrialEnd?.({ index: 0, knobs: baseline, purpose: "baseline", bestIndex: null, plannedTotal: options.maxTrials, ...first });
+  note('trial 0 runs your configuration as it is (the "before")');
+  options.onTrialStart?.({ index: 0, knobs: baseline, purpose: "baseline", bestIndex: null, plannedTotal: planned });
+  const first = await trial(baseline, 0);
+  options.onTrialEnd?.({ index: 0, knobs: baseline, purpose: "baseline", bestIndex: null, plannedTotal: planned, result: first.result, runId: first.runId });
   await recordTrial(record, deps.store, 0, baseline, "baseline", first.result, first.runId);
+  if (first.result.end !== "ok" && first.result.failure?.kind !== "memory" && first.result.failure?.kind !== "cap" && first.result.oomRecoveries === 0) {
+    // a job that does not run as configured for another reason than memory cannot be tuned
+    return finish(options, deps, state, null, first.result.end === "interrupted" ? "interrupted" : "converged");
+  }
 
   // Knobs the job read through brim.knob join the baseline when brim knows how to tune them or the user named them.
-  for (const [knob, value] of knobsRead) {
+  for (const [knob, value] of first.knobsRead) {
     if (baseline[knob] === undefined && (knob in KNOWN_KNOBS || options.knobValues?.[knob] !== undefined)) baseline[knob] = value;
   }
-  const space = buildSpace(baseline, options, [...bindings.map((b) => b.knob), ...knobsRead.keys(), ...Object.keys(options.knobValues ?? {})], contextFor(deps.devices), note);
+  const context = contextOfDevices(deps.devices);
+  const space = buildSpace(baseline, options, [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})], context, note);
   record.effective_batch = space.effectiveBatch ?? null;
+  const policy = effectiveBatchPolicy(space, options);
+  record.effective_batch_policy = { kind: policy.kind, before: policy.value, after: null, text: policy.text };
+  const configFile = settings.namedInCommand[0]?.path;
+  const inventory = deps.devices.inventory();
+  const prior = configFile === undefined ? null : await planPrior(state.documents.get(configFile)?.data, dirname(configFile), inventory, settings.capBytes, baseline.precision);
+  if (prior !== null) note(`the plan seeds the first memory probe: ${prior.source} gives ${formatBytes(prior.bytesPerSample)} per sample over ${formatBytes(prior.fixedBytes)}, largest micro-batch ${prior.maxMicroBatch ?? "?"}`);
   const runIds = new Map<number, string | null>([[0, first.runId]]);
   let searchIndex = 0;
   const strategy = options.strategy ?? "brim";
@@ -352,128 +271,135 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     {
       run: async (knobs, purpose) => {
         const index = searchIndex++;
-        // The search's first trial is the baseline by contract: trial 0 already ran it (the knobs the
-        // job read with their defaults were added to the baseline since, which is the same configuration).
+        // The search's first trial is the baseline by contract: trial 0 already ran it.
         if (index === 0) return first.result;
-        const { result, runId } = await runTrial(knobs);
+        const { result, runId } = await trial(knobs, index);
         runIds.set(index, runId);
         await recordTrial(record, deps.store, index, knobs, purpose, result, runId);
         return result;
       },
     },
     {
-      capBytes: cap.capBytes,
+      capBytes: settings.capBytes,
+      ...(prior !== null ? { prior: { fixedBytes: prior.fixedBytes, bytesPerSample: prior.bytesPerSample, ...(prior.maxMicroBatch !== undefined ? { maxMicroBatch: prior.maxMicroBatch } : {}) } } : {}),
       maxTrials: options.maxTrials,
+      maxStepS: settings.window.windowS,
       maxTimeS: Math.max(1, options.maxTimeS - (now() - tuneStartedAt)),
       now,
+      stopWhen: () => (untrusted !== null ? "untrusted" : null),
       onTrial: (event) => {
         if (event.index === 0) return;
-        if (event.result === undefined) options.onTrialStart?.(event);
-        else options.onTrialEnd?.({ ...event, result: event.result, runId: runIds.get(event.index) ?? null });
+        const progress = { ...event, plannedTotal: planned };
+        if (event.result === undefined) options.onTrialStart?.(progress);
+        else options.onTrialEnd?.({ ...progress, result: event.result, runId: runIds.get(event.index) ?? null });
       },
     },
   );
+  record.trials = outcome.trials.map((t) => trialRecord(t.index, t.knobs, t.purpose, t.result, runIds.get(t.index) ?? null));
+  return finish(options, deps, state, outcome, outcome.stopReason);
+}
 
-  record.trials = outcome.trials.map((trial) => trialRecord(trial.index, trial.knobs, trial.purpose, trial.result, runIds.get(trial.index) ?? null));
+async function finish(options: TuneOptions, deps: TuneDeps, state: TuneState, outcome: SearchOutcome | null, stopReason: StopReason): Promise<TuneResult> {
+  const { record } = state;
+  const trials = outcome?.trials ?? [];
   // the "before" is the mean of every measurement of the baseline configuration, as the winner's is
-  const baselineKey = canonicalKnobs(outcome.trials[0]?.knobs ?? {});
-  const baselineRates = outcome.trials
-    .filter((trial) => canonicalKnobs(trial.knobs) === baselineKey && trial.result.end === "ok" && trial.result.samplesPerSecond !== null)
-    .map((trial) => trial.result.samplesPerSecond as number);
+  const baselineKey = canonicalKnobs(trials[0]?.knobs ?? state.baseline);
+  const baselineRates = trials
+    .filter((t) => canonicalKnobs(t.knobs) === baselineKey && t.result.end === "ok" && t.result.samplesPerSecond !== null)
+    .map((t) => t.result.samplesPerSecond as number);
   const baselineRate = baselineRates.length > 0 ? baselineRates.reduce((a, b) => a + b, 0) / baselineRates.length : null;
-  const best = outcome.bestIndex !== null ? outcome.trials[outcome.bestIndex] : undefined;
-  const bestRate = outcome.best?.samplesPerSecond ?? best?.result.samplesPerSecond ?? null;
-  record.winner = best ? { index: best.index, knobs: outcome.best?.knobs ?? best.knobs, speedup: baselineRate && bestRate ? bestRate / baselineRate : null } : null;
-  record.stop_reason = outcome.stopReason;
-  record.noise = outcome.noise;
-  record.memory_line = outcome.memoryLine
-    ? {
-        intercept_bytes: outcome.memoryLine.interceptBytes,
-        bytes_per_sample: outcome.memoryLine.bytesPerSample,
-        margin_bytes: outcome.memoryLine.marginBytes,
-        predicted_max_micro_batch: outcome.memoryLine.predictedMaxMicroBatch,
-      }
-    : null;
-  record.notes = [...record.notes, ...outcome.notes];
+  const trusted = stopReason !== "untrusted";
+  const best = trusted && outcome !== null && outcome.bestIndex !== null ? outcome.trials[outcome.bestIndex] : undefined;
+  const bestRate = outcome?.best?.samplesPerSecond ?? best?.result.samplesPerSecond ?? null;
+  record.winner = best ? { index: best.index, knobs: outcome?.best?.knobs ?? best.knobs, speedup: baselineRate && bestRate ? bestRate / baselineRate : null } : null;
+  record.stop_reason = stopReason;
+  if (outcome !== null) {
+    record.noise = outcome.noise;
+    record.memory_line = outcome.memoryLine
+      ? {
+          intercept_bytes: outcome.memoryLine.interceptBytes,
+          bytes_per_sample: outcome.memoryLine.bytesPerSample,
+          margin_bytes: outcome.memoryLine.marginBytes,
+          predicted_max_micro_batch: outcome.memoryLine.predictedMaxMicroBatch,
+        }
+      : null;
+    record.notes = [...record.notes, ...outcome.notes];
+  }
+  const policy = record.effective_batch_policy;
+  if (policy !== undefined && record.winner !== null) {
+    const micro = record.winner.knobs[MICRO_BATCH_KNOB];
+    const acc = record.winner.knobs[ACCUMULATION_KNOB] ?? 1;
+    policy.after = typeof micro === "number" && typeof acc === "number" ? micro * acc : policy.before;
+    if (policy.kind === "free" && policy.before !== null && policy.after !== null && policy.after !== policy.before) {
+      policy.text = `effective batch free: the winner changes it from ${policy.before} to ${policy.after} (×${(policy.after / policy.before).toFixed(2)}); check the learning rate suits it, or tune again with --effective-batch ${policy.before} to hold it`;
+    } else if (policy.kind === "held") {
+      policy.text = `effective batch held at ${policy.before ?? "?"}: the winner keeps it (${String(micro)} × ${String(acc)})`;
+    } else if (policy.before !== null) {
+      policy.text = `effective batch: the winner keeps it at ${policy.before}`;
+    }
+  }
+  record.no_winner = record.winner === null && stopReason !== "interrupted" ? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)) : null;
   record.ended_at = new Date().toISOString();
   await deps.store.writeTune(record);
   const winnerCommand = record.winner ? fillTemplate(options.command, record.winner.knobs) : null;
-  return { record, outcome, bindings, winnerCommand };
+  return { record, outcome, bindings: state.bindings, winnerCommand };
+}
+
+/**
+ * When the micro-batch changes, the samples a step reports must change with it; a job that counts
+ * something else as samples (a sequence-first batch counting time steps) makes samples/s meaningless.
+ * Returns the one-line finding, or null when they follow (or cannot be compared).
+ *
+ * @example
+ * ```ts
+ * samplesMismatch({ knobs: { batch_size: 32 }, result: { samplesPerStep: 7680, ... } }, { knobs: { batch_size: 128 }, result: { samplesPerStep: 7680, ... } });
+ * // "samples per step did not follow the micro-batch: ..."
+ * ```
+ */
+export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, other: { knobs: Knobs; result: TrialResult }): string | null {
+  const m0 = base.knobs[MICRO_BATCH_KNOB];
+  const m = other.knobs[MICRO_BATCH_KNOB];
+  const s0 = base.result.samplesPerStep;
+  const s = other.result.samplesPerStep;
+  if (typeof m0 !== "number" || typeof m !== "number" || m0 === m || s0 == null || s == null || s0 <= 0) return null;
+  const expected = m / m0;
+  const actual = s / s0;
+  if (Math.abs(actual / expected - 1) <= SAMPLES_TOLERANCE) return null;
+  return (
+    `samples per step did not follow the micro-batch: ${MICRO_BATCH_KNOB} ${m0} → ${m} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
+    "the job counts something else as samples (e.g. a sequence-first batch counting time steps), so samples/s cannot be compared: no winner is picked on these numbers"
+  );
+}
+
+/** The best so far, and what earlier first steps say about this trial's first step (see window.ts). */
+function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], knobs: Knobs, best: number | null): TrialContext {
+  const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0);
+  // how far apart two trials of one configuration may land: the step-to-step noise of the trials so far
+  const within = ok.map((m) => withinTrialNoise(m.result.stepSeconds)).filter((v): v is number => v !== null).sort((a, b) => a - b);
+  const noise = Math.max(DEFAULT_STABLE_WITHIN, within[Math.floor(within.length / 2)] ?? 0);
+  const context: TrialContext = { best, noise };
+  const costs = ok.map((m) => m.result.fixedCostS).filter((v): v is number => typeof v === "number");
+  const factors = ok
+    .map((m) => {
+      const sorted = [...m.result.stepSeconds].sort((a, b) => a - b);
+      const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
+      return m.result.firstStepS != null && median > 0 ? m.result.firstStepS / median : null;
+    })
+    .filter((v): v is number => v !== null);
+  const base = ok[0];
+  const m = knobs[MICRO_BATCH_KNOB];
+  const m0 = base?.knobs[MICRO_BATCH_KNOB];
+  const perStep = base?.result.samplesPerStep;
+  const samples = typeof m === "number" && typeof m0 === "number" && perStep != null ? (perStep * m) / m0 : typeof m === "number" ? m : null;
+  // start-up varies between trials (a shared machine): take the longest seen, with room to spare
+  if (costs.length > 0 && factors.length > 0 && samples !== null) context.first = { fixedCostS: 1.5 * Math.max(...costs), samples, stepFactor: Math.max(1, ...factors) };
+  return context;
 }
 
 function canonicalKnobs(knobs: Knobs): string {
   return JSON.stringify(Object.entries(knobs).sort(([a], [b]) => a.localeCompare(b)));
 }
 
-function devicesScope(devices: Devices): "gpu" | "ram" {
-  return devices.inventory().backend === "cpu" ? "ram" : "gpu";
-}
-
 function interruptedResult(): TrialResult {
-  return { end: "interrupted", samplesPerSecond: null, stepSeconds: [], peakBytes: null, frameworkPeakBytes: null, durationS: 0, oomRecoveries: 0 };
-}
-
-function bindingRecord(binding: KnobBinding, documents: ReadonlyMap<string, ConfigDocument>): KnobBindingRecord {
-  if (binding.via !== "config") return { knob: binding.knob, via: binding.via };
-  return { knob: binding.knob, via: "config", file: binding.file, key: binding.key, file_sha256: documents.get(binding.file)?.sha256 ?? "" };
-}
-
-function trialRecord(index: number, knobs: Knobs, purpose: string, result: TrialResult, runId: string | null): TuneTrialRecord {
-  return {
-    index,
-    run_id: runId,
-    knobs,
-    purpose,
-    end: result.end,
-    samples_per_s: result.samplesPerSecond,
-    peak_bytes: result.peakBytes,
-    framework_peak_bytes: result.frameworkPeakBytes,
-    gpu_util_mean: result.gpuUtilMean ?? null,
-    data_wait_share: result.dataWaitShare ?? null,
-    duration_s: result.durationS,
-    oom_recoveries: result.oomRecoveries,
-  };
-}
-
-async function recordTrial(record: TuneRecord, store: RunStore, index: number, knobs: Knobs, purpose: string, result: TrialResult, runId: string | null): Promise<void> {
-  record.trials = [...record.trials.filter((trial) => trial.index !== index), trialRecord(index, knobs, purpose, result, runId)];
-  await store.writeTune(record);
-}
-
-/**
- * The search space from the baseline and what the job has: the micro-batch and accumulation knobs,
- * the effective batch to hold, and candidate values for the rest.
- *
- * @example
- * ```ts
- * buildSpace({ batch_size: 4, accumulation: 16, num_workers: 0 }, options, ["batch_size", "accumulation", "num_workers"], context, console.log);
- * // { microBatch: { knob: "batch_size" }, accumulation: { knob: "accumulation" }, effectiveBatch: 64, others: [...] }
- * ```
- */
-export function buildSpace(baseline: Knobs, options: Pick<TuneOptions, "effectiveBatch" | "freeBatch" | "knobValues" | "fixed" | "maxMicroBatch">, known: readonly string[], context: CandidateContext, note: (line: string) => void): TuneSpace {
-  const fixed = new Set(options.fixed ?? []);
-  const has = (knob: string): boolean => known.includes(knob) && baseline[knob] !== undefined && !fixed.has(knob);
-  const space: TuneSpace = { baseline, others: [] };
-  if (has(MICRO_BATCH_KNOB)) space.microBatch = { knob: MICRO_BATCH_KNOB, min: 1, ...(options.maxMicroBatch !== undefined ? { max: options.maxMicroBatch } : {}) };
-  else note("the job has no batch_size knob (no config key found, not read through brim.knob): the micro-batch is not tuned");
-  if (has(ACCUMULATION_KNOB)) space.accumulation = { knob: ACCUMULATION_KNOB };
-  const micro = baseline[MICRO_BATCH_KNOB];
-  const accumulation = baseline[ACCUMULATION_KNOB];
-  if (options.effectiveBatch !== undefined) {
-    if (space.accumulation === undefined) throw new UsageError("--effective-batch needs an accumulation knob (a config key like accumulate_grad_batches, or brim.knob('accumulation'))");
-    space.effectiveBatch = options.effectiveBatch;
-    note(`effective batch held at ${options.effectiveBatch} (micro-batch × accumulation)`);
-  } else if (!options.freeBatch && space.accumulation !== undefined && typeof micro === "number" && typeof accumulation === "number" && accumulation > 1) {
-    space.effectiveBatch = micro * accumulation;
-    note(`effective batch held at ${micro} × ${accumulation} = ${micro * accumulation}, as your configuration has it (--free-batch lets it change)`);
-  } else if (space.microBatch !== undefined) {
-    note("the effective batch changes with the micro-batch (give --effective-batch N to hold it)");
-  }
-  const workers = baseline.num_workers;
-  const loaderExtra = (knob: string): boolean => knob === "persistent_workers" || knob === "prefetch_factor";
-  const tunable = known.filter((knob) => !fixed.has(knob) && (!loaderExtra(knob) || (typeof workers === "number" && workers > 0)));
-  const candidates = candidateValues(tunable, baseline, context);
-  const userLists = Object.entries(options.knobValues ?? {}).filter(([knob, values]) => values.length > 1 && knob !== MICRO_BATCH_KNOB);
-  space.others = [...userLists.map(([knob, values]) => ({ knob, values })), ...candidates.filter((candidate) => !userLists.some(([knob]) => knob === candidate.knob))];
-  return space;
+  return { end: "interrupted", samplesPerSecond: null, stepSeconds: [], peakBytes: null, frameworkPeakBytes: null, durationS: 0, oomRecoveries: 0, failure: { kind: "interrupted", cause: "interrupted" } };
 }

@@ -6,12 +6,17 @@ loop. Each step holds BASE + PER_SAMPLE x micro-batch bytes in a touched bytearr
 really grows) and sleeps for the step time below, so a tuner can be scored against the true best.
 The same formulas are in test/tune/oracle.ts (and ported into bench/search-sim.bench.mjs).
 
-    step time = (OVERHEAD + PER_SAMPLE_TIME x mb x precision time x (1 + PENALTY x max(0, mb - KNEE) / KNEE))
+    compute   = (OVERHEAD + PER_SAMPLE_TIME x mb x precision time x (1 + PENALTY x max(0, mb - KNEE) / KNEE))
                 x workers factor x pin factor  +  OPTIMIZER_TIME / accumulation
+    data wait = DATA_S x mb with no loader workers; max(0, DATA_S x mb / w - compute) with w workers
+    step time = compute + data wait
     memory    = BASE + precision extra + PER_SAMPLE x precision memory x mb + WORKER_BYTES x num_workers
     workers factor = 1 - WORKER_GAIN x min(w, WORKER_BEST) / WORKER_BEST + WORKER_COST x max(0, w - WORKER_BEST) / WORKER_BEST
 
-Every constant can be overridden with an ORACLE_* environment variable (ORACLE_KNEE=inf for no
+DATA_S > 0 is the data-starved mode: the batch is built in the loop (a sleep inside the iterator, so
+the SDK measures it as data wait) unless loader workers prepare it during the compute. The precision
+speed-up is PRECISIONS' `time` (bf16-mixed 0.7, fp16-mixed 0.75, tf32 0.9); the job reports the
+precision in force with each step. Every constant can be overridden with an ORACLE_* environment variable (ORACLE_KNEE=inf for no
 knee; ORACLE_PRECISIONS is a JSON object). `--describe` prints the constants (an infinite one as the
 string "inf"), the knobs in force and the exact step time, throughput and memory as JSON, and exits
 without training. ORACLE_OOM_BYTES:
@@ -44,6 +49,7 @@ DEFAULTS = {
     "WORKER_BYTES": 0,
     "PIN_GAIN": 0.03,
     "OOM_BYTES": None,
+    "DATA_S": 0.0,
 }
 
 PRECISIONS = {
@@ -82,7 +88,19 @@ def precision_of(c, name):
     return c["PRECISIONS"].get(name, {"memory": 1.0, "extra_bytes": 0, "time": 1.0})
 
 
+def data_wait_seconds(c, k):
+    fetch = c["DATA_S"] * k["batch_size"]
+    if fetch <= 0:
+        return 0.0
+    w = k["num_workers"]
+    return fetch if w <= 0 else max(0.0, fetch / w - compute_seconds(c, k))
+
+
 def step_seconds(c, k):
+    return compute_seconds(c, k) + data_wait_seconds(c, k)
+
+
+def compute_seconds(c, k):
     mb = k["batch_size"]
     p = precision_of(c, k["precision"])
     knee = c["KNEE"]
@@ -119,6 +137,7 @@ def main(argv):
             "constants": {name: (str(v) if isinstance(v, float) and not math.isfinite(v) else v) for name, v in c.items()},
             "knobs": k,
             "step_seconds": step_s,
+            "data_wait_seconds": data_wait_seconds(c, k),
             "optimizer_every": acc,
             "samples_per_second": mb / step_s,
             "memory_bytes": need,
@@ -128,11 +147,20 @@ def main(argv):
         raise MemoryError("oracle: a step needs %d bytes, more than ORACLE_OOM_BYTES=%d" % (need, c["OOM_BYTES"]))
     buf = bytearray(need)
     touch(buf)
-    # the optimizer's cost lands every `acc` micro-batches; its mean share is already in step_s
-    compute_s = step_s - c["OPTIMIZER_S"] / acc
+    # the optimizer's cost lands every `acc` micro-batches; its mean share is already in the compute
+    wait_s = data_wait_seconds(c, k)
+    compute_s = step_s - wait_s - c["OPTIMIZER_S"] / acc
     loss = 2.0
     steps = 0
-    for _ in brim.track(range(10**9), samples=mb):
+
+    def batches():
+        # the batch is built here, in the loop: the SDK counts this time as waiting for data
+        while True:
+            if wait_s > 0:
+                time.sleep(wait_s)
+            yield mb
+
+    for _ in brim.track(batches(), samples=mb):
         deadline = time.perf_counter() + compute_s + (c["OPTIMIZER_S"] if (steps + 1) % acc == 0 else 0.0)
         touch(buf)
         steps += 1
@@ -143,7 +171,7 @@ def main(argv):
         while time.perf_counter() < deadline:
             pass
         loss *= 0.97
-        brim.log(loss=loss, micro_batch=mb, accumulation=acc)
+        brim.log(loss=loss, micro_batch=mb, accumulation=acc, precision=k["precision"])
     print("oracle: %d steps of micro-batch %d (accumulation %d), %.1f ms each, %d bytes held" % (steps, mb, acc, step_s * 1000, need), file=sys.stderr)
     return 0
 

@@ -79,7 +79,7 @@ describe("knob bindings", () => {
     const notes: string[] = [];
     const held = buildSpace({ batch_size: 4, accumulation: 16 }, {}, ["batch_size", "accumulation"], context, (line) => notes.push(line));
     expect(held.effectiveBatch).toBe(64);
-    expect(notes.join("\n")).toMatch(/4 × 16 = 64/);
+    expect(notes.join("\n")).toMatch(/effective batch held at 64 .*4 × 16/);
     expect(buildSpace({ batch_size: 4, accumulation: 16 }, { freeBatch: true }, ["batch_size", "accumulation"], context, () => {}).effectiveBatch).toBeUndefined();
     expect(buildSpace({ batch_size: 4, accumulation: 16 }, { effectiveBatch: 256 }, ["batch_size", "accumulation"], context, () => {}).effectiveBatch).toBe(256);
     expect(() => buildSpace({ batch_size: 4 }, { effectiveBatch: 256 }, ["batch_size"], context, () => {})).toThrow(/--effective-batch needs an accumulation knob/);
@@ -158,10 +158,13 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
     expect(record.stop_reason).toBe("interrupted");
   });
 
-  it("one line and exit 1 when trial 0 (the configuration as it is) fails", () => {
+  it("no winner when trial 0 (the configuration as it is) crashes: exit 3, its cause and last output lines inline, the next thing to try", () => {
     const store = join(root, "store-fail");
-    const result = spawnSync(process.execPath, [join(REPO, "bin/brim.js"), "tune", "--store", store, "--quiet", "--", "sh", "-c", "echo broken >&2; exit 3"], { cwd: root, encoding: "utf8" });
-    expect(result.status).toBe(1);
-    expect(result.stderr.trim().split("\n").at(-1)).toMatch(/^brim: trial 0 \(your configuration as it is\) failed: the job failed with exit code 3/);
+    const result = spawnSync(process.execPath, [join(REPO, "bin/brim.js"), "tune", "--store", store, "--quiet", "--", "sh", "-c", "echo step one; echo 'ValueError: batch larger than the dataset' >&2; exit 3"], { cwd: root, encoding: "utf8" });
+    expect(result.status, result.stderr).toBe(3);
+    expect(result.stderr).toMatch(/trial 0\/16 .* crashed \(not out of memory\): ValueError: batch larger than the dataset/);
+    expect(result.stderr).toContain("  | step one");
+    expect(result.stdout).toMatch(/^no winner: your configuration \(trial 0\) crashed: ValueError: batch larger than the dataset$/m);
+    expect(result.stdout).toMatch(/^next: fix the job/m);
   });
 });

@@ -43,6 +43,8 @@ export interface OracleSpec {
   workerCost: number;
   workerBytes: number;
   pinGain: number;
+  /** seconds per sample to build a batch in the loop (the data-starved mode); loader workers hide it behind the compute */
+  dataS: number;
   precisions: Record<string, PrecisionEffect>;
   /** steady steps a trial measures, and wall time before them (start-up, warm-up) */
   steps: number;
@@ -63,6 +65,7 @@ export const DEFAULT_ORACLE: OracleSpec = {
   workerCost: 0.1,
   workerBytes: 0,
   pinGain: 0.03,
+  dataS: 0,
   precisions: {
     fp32: { memory: 1, extraBytes: 0, time: 1 },
     tf32: { memory: 1, extraBytes: 0, time: 0.9 },
@@ -107,6 +110,26 @@ function precisionOf(spec: OracleSpec, name: string): PrecisionEffect {
  * ```
  */
 export function stepSeconds(spec: OracleSpec, knobs: Knobs): number {
+  return computeSeconds(spec, knobs) + dataWaitSeconds(spec, knobs);
+}
+
+/**
+ * Seconds of a step spent waiting for the batch: dataS × m with no workers, else what the workers
+ * cannot hide behind the compute.
+ *
+ * @example
+ * ```ts
+ * dataWaitSeconds({ ...DEFAULT_ORACLE, dataS: 0.001 }, { batch_size: 16 }); // 0.016
+ * ```
+ */
+export function dataWaitSeconds(spec: OracleSpec, knobs: Knobs): number {
+  const k = readKnobs(knobs);
+  const fetch = spec.dataS * k.m;
+  if (fetch <= 0) return 0;
+  return k.workers <= 0 ? fetch : Math.max(0, fetch / k.workers - computeSeconds(spec, knobs));
+}
+
+function computeSeconds(spec: OracleSpec, knobs: Knobs): number {
   const k = readKnobs(knobs);
   const p = precisionOf(spec, k.precision);
   const slow = Number.isFinite(spec.knee) ? 1 + (spec.penalty * Math.max(0, k.m - spec.knee)) / spec.knee : 1;
@@ -274,6 +297,9 @@ export class SimulatedRunner implements TrialRunner {
       const peak = truePeak * (1 + (options.peakNoise ?? 0) * gaussian(this.random));
       result = {
         end: "ok",
+        // measured only in the data-starved mode: the worker factor of the other shapes is no data wait
+        dataWaitShare: spec.dataS > 0 ? dataWaitSeconds(spec, knobs) / stepSeconds(spec, knobs) : null,
+        precision: readKnobs(knobs).precision,
         samplesPerSecond: (m * steps.length) / total,
         stepSeconds: steps,
         peakBytes: Math.min(peak, options.capBytes),

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { Knobs } from "../../src/tune/search.ts";
-import { DEFAULT_ORACLE, peakBytes, stepSeconds, throughput } from "./oracle.ts";
+import { dataWaitSeconds, DEFAULT_ORACLE, peakBytes, stepSeconds, throughput } from "./oracle.ts";
 
 const python = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const job = "test/jobs/oracle_job.py";
@@ -34,6 +34,19 @@ describe.runIf(existsSync(python))("the oracle job (Python) and the oracle (Type
       expect(described.memory_bytes).toBe(Math.round(peakBytes(DEFAULT_ORACLE, knobs)));
     });
   }
+
+  it("the data-starved mode: ORACLE_DATA_S builds each batch in the loop; loader workers hide it behind the compute", () => {
+    const spec = { ...DEFAULT_ORACLE, dataS: 0.001 };
+    for (const knobs of [{ batch_size: 16 }, { batch_size: 16, num_workers: 1 }, { batch_size: 64, num_workers: 2, precision: "bf16-mixed" }] as Knobs[]) {
+      const r = runJob(knobs, ["--describe"], { ORACLE_DATA_S: "0.001" });
+      expect(r.status, r.stderr).toBe(0);
+      const described = JSON.parse(r.stdout) as { step_seconds: number; data_wait_seconds: number };
+      expect(described.step_seconds).toBeCloseTo(stepSeconds(spec, knobs), 12);
+      expect(described.data_wait_seconds).toBeCloseTo(dataWaitSeconds(spec, knobs), 12);
+    }
+    expect(dataWaitSeconds(spec, { batch_size: 16 })).toBeCloseTo(0.016, 12);
+    expect(dataWaitSeconds(spec, { batch_size: 16, num_workers: 1 })).toBeLessThan(0.002);
+  });
 
   it("constants come from ORACLE_* variables", () => {
     const r = runJob({ batch_size: 10 }, ["--describe"], { ORACLE_KNEE: "inf", ORACLE_PER_SAMPLE_BYTES: "1048576", ORACLE_OVERHEAD_S: "0.01" });

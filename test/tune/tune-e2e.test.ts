@@ -73,7 +73,8 @@ describe("brim tune on the bundled examples (CPU), with --apply", () => {
       const store = join(root, `store-${name}`);
       const result = brim(["tune", "--store", store, "--apply", "--quiet", "--cap", "6GiB", "--max-trials", "4", "--warmup", "1", "--steps", "4", "--max-batch", "128", "--", PYTHON, join(examples, name, "train.py"), "--config", config]);
       expect(result.status, result.stderr).toBe(0);
-      expect(result.stdout).toMatch(/winner: trial \d+/);
+      // the winner, or your configuration when nothing beats it beyond the noise
+      expect(result.stdout).toMatch(/winner: (trial \d+|your configuration as it is)/);
       const [id] = readdirSync(join(store, "tunes"));
       const record = JSON.parse(readFileSync(join(store, "tunes", id as string, "tune.json"), "utf8")) as TuneRecord;
       expect(record.trials.length).toBeGreaterThanOrEqual(2);

@@ -11,7 +11,7 @@
  * @module
  */
 import { InputError } from "../../errors/index.ts";
-import type { Knobs, TuneSpace } from "../search.ts";
+import type { Knobs, TuneSpace } from "../types.ts";
 
 /** The largest micro-batch any search considers without an explicit `max`. */
 export const MICRO_BATCH_CEILING = 2 ** 24;
@@ -32,8 +32,10 @@ export class MicroAxis {
   readonly effectiveBatch: number | undefined;
   readonly min: number;
   readonly max: number;
-  /** the allowed micro-batches when they are few (divisors of the effective batch), ascending */
+  /** the allowed micro-batches when they are few (an explicit list, divisors of the effective batch), ascending */
   readonly values: readonly number[] | undefined;
+  /** the user listed the micro-batches: try exactly those */
+  readonly explicit: boolean;
 
   constructor(space: TuneSpace) {
     this.knob = space.microBatch?.knob;
@@ -45,16 +47,21 @@ export class MicroAxis {
     if (!Number.isInteger(max) || max < min) throw new InputError(`must be an integer at least microBatch.min (${min}), got ${max}`, { field: "microBatch.max" });
     this.min = min;
     this.max = max;
+    const listed = space.microBatch?.values;
+    this.explicit = listed !== undefined;
+    let values: number[] | undefined = listed === undefined ? undefined : [...new Set(listed)].filter((m) => Number.isInteger(m) && m >= min && m <= max).sort((a, b) => a - b);
+    if (values !== undefined && values.length === 0) throw new InputError(`none of the listed micro-batches lies within ${min}..${max}`, { field: "microBatch.values" });
     const e = space.effectiveBatch;
     if (e !== undefined) {
       if (!Number.isInteger(e) || e < 1) throw new InputError(`must be a positive integer, got ${e}`, { field: "effectiveBatch" });
       if (this.knob === undefined) throw new InputError("a fixed effective batch needs a micro-batch knob", { field: "effectiveBatch" });
       if (this.accumulationKnob === undefined) throw new InputError("a fixed effective batch needs an accumulation knob to make up micro × accumulation", { field: "effectiveBatch" });
       const divisors: number[] = [];
-      for (let d = 1; d <= e; d++) if (e % d === 0 && d >= min && d <= max) divisors.push(d);
-      if (divisors.length === 0) throw new InputError(`no divisor of ${e} lies within micro-batch ${min}..${max}`, { field: "effectiveBatch" });
-      this.values = divisors;
+      for (let d = 1; d <= e; d++) if (e % d === 0 && d >= min && d <= max && (values === undefined || values.includes(d))) divisors.push(d);
+      if (divisors.length === 0) throw new InputError(`no divisor of ${e} lies within micro-batch ${min}..${max}${values === undefined ? "" : " among the listed values"}`, { field: "effectiveBatch" });
+      values = divisors;
     }
+    this.values = values;
     for (const other of space.others) {
       if (other.knob === this.knob || other.knob === this.accumulationKnob) {
         throw new InputError(`knob ${other.knob} is the micro-batch or accumulation knob; list it only there`, { field: "others" });
@@ -88,6 +95,7 @@ export class MicroAxis {
   /** Whether micro-batch `m` may be run. */
   allows(m: number): boolean {
     if (!Number.isInteger(m) || m < this.min || m > this.max) return false;
+    if (this.values !== undefined) return this.values.includes(m);
     return this.effectiveBatch === undefined || this.effectiveBatch % m === 0;
   }
 

@@ -11,7 +11,7 @@
  * @module
  */
 import { formatBytes } from "../../bytes.ts";
-import type { Knobs, SearchOptions, SearchOutcome, TrialRunner, TuneSpace } from "../search.ts";
+import type { Knobs, SearchOptions, SearchOutcome, TrialRunner, TuneSpace } from "../types.ts";
 import { knobsKey } from "./axis.ts";
 import { didNotFit, ranAsGiven, type ConfigEstimate } from "./ledger.ts";
 import { checkOptions, newSearcher, rate, type Searcher } from "./searcher.ts";

@@ -10,7 +10,7 @@
  * ```
  * @module
  */
-import type { Knobs, SearchOptions, SearchTrial, StopReason, TrialResult, TrialRunner } from "../search.ts";
+import type { Knobs, SearchOptions, SearchTrial, StopReason, TrialResult, TrialRunner } from "../types.ts";
 import { knobsKey, type MicroAxis } from "./axis.ts";
 import { trialNoise, withinTrialNoise, type Measured } from "./noise.ts";
 
@@ -20,6 +20,8 @@ export interface ConfigEstimate extends Measured {
   knobs: Knobs;
   /** indices of the trials that ran and fit */
   indices: number[];
+  /** a trial of it was stopped early as clearly slower: the mean is an upper bound, and it may not win */
+  bounded?: boolean;
 }
 
 /** Trial ends that mean "does not fit": the memory ran out or the cap was hit. */
@@ -100,6 +102,11 @@ export class Ledger {
     if (this.stopReason !== null) return null;
     const index = this.trials.length;
     if (index > 0) {
+      const asked = this.options.stopWhen?.() ?? null;
+      if (asked !== null) {
+        this.stopReason = asked;
+        return null;
+      }
       if (index >= this.options.maxTrials) {
         this.stopReason = "max_trials";
         return null;
@@ -156,24 +163,31 @@ export class Ledger {
     }
     if (perSample === null) return longest;
     const step = m === null ? perSample : perSample * m;
-    return 1.1 * (overhead + steps * step);
+    // a trial measures for at most its window, plus the warm-up step and the step in flight
+    const window = this.options.maxStepS;
+    return 1.1 * (overhead + Math.min(steps * step, window === undefined ? Infinity : window + 2 * step));
   }
 
   /** Estimates of every configuration that ran as given with a measured throughput. */
   estimates(): ConfigEstimate[] {
     const byKey = new Map<string, ConfigEstimate & { sum: number }>();
+    // a configuration that ran to the end of its measurement is known by those trials alone
+    const measured = new Set(this.trials.filter((t) => ranAsGiven(t.result) && t.result.samplesPerSecond !== null).map((t) => knobsKey(t.knobs)));
     for (const t of this.trials) {
       const sps = t.result.samplesPerSecond;
-      if (!ranAsGiven(t.result) || sps === null || !(sps > 0)) continue;
+      const slower = t.result.end === "slower";
+      if ((!ranAsGiven(t.result) && !slower) || sps === null || !(sps > 0)) continue;
       const key = knobsKey(t.knobs);
+      if (slower && measured.has(key)) continue;
       const e = byKey.get(key) ?? { key, knobs: t.knobs, indices: [], mean: 0, count: 0, sum: 0 };
+      if (slower) e.bounded = true;
       e.sum += sps;
       e.count++;
       e.mean = e.sum / e.count;
       e.indices.push(t.index);
       byKey.set(key, e);
     }
-    return [...byKey.values()].map(({ key, knobs, indices, mean, count }) => ({ key, knobs, indices, mean, count }));
+    return [...byKey.values()].map(({ key, knobs, indices, mean, count, bounded }) => ({ key, knobs, indices, mean, count, ...(bounded === true ? { bounded } : {}) }));
   }
 
   /** The estimate of the configuration `knobs`, if it ran as given. */

@@ -12,7 +12,7 @@
  * @module
  */
 import { fitMemoryLine, largestUnder, marginAt, predictPeak, type LineLimit, type MemoryLineFit, type MemoryPoint } from "../memory-line.ts";
-import type { Knobs, SearchTrial } from "../search.ts";
+import type { Knobs, SearchTrial } from "../types.ts";
 import { knobsKey, type MicroAxis } from "./axis.ts";
 import { didNotFit, peakOf, ranAsGiven, type Ledger } from "./ledger.ts";
 

@@ -12,7 +12,7 @@
  */
 import { formatBytes } from "../../bytes.ts";
 import { MARGIN_FLOOR, MARGIN_SINGLE } from "../memory-line.ts";
-import type { Knobs, SearchTrial } from "../search.ts";
+import type { Knobs, SearchTrial } from "../types.ts";
 import { knobsKey } from "./axis.ts";
 import { didNotFit, peakOf, ranAsGiven } from "./ledger.ts";
 import { compareThroughput, gapBound, type CurvePoint } from "./noise.ts";
@@ -43,6 +43,7 @@ interface Probe {
  * ```
  */
 export async function exploreMicroBatch(s: Searcher, context: Knobs, family: number, first: boolean): Promise<void> {
+  if (s.axis.explicit) return tryListed(s, context);
   let remeasured = false;
   for (;;) {
     if (s.ledger.stopReason !== null) return;
@@ -61,6 +62,23 @@ export async function exploreMicroBatch(s: Searcher, context: Knobs, family: num
   }
 }
 
+/** `--knob batch_size=a,b,c`: every listed micro-batch in `context`, ascending, none at or above one that failed. */
+async function tryListed(s: Searcher, context: Knobs): Promise<void> {
+  const listed = s.axis.values ?? [];
+  for (const m of listed) {
+    if (s.ledger.stopReason !== null) return;
+    const here = trialsIn(s, context);
+    if (here.some((t) => s.axis.microOf(t.knobs) === m)) continue;
+    const failed = here.filter((t) => !ranAsGiven(t.result) && t.result.end !== "interrupted" && (s.axis.microOf(t.knobs) ?? Infinity) < m);
+    if (failed.length > 0) {
+      const f = failed[0] as SearchTrial;
+      s.notes.push(`listed micro-batch ${m} not tried: micro-batch ${s.axis.microOf(f.knobs)} already ${didNotFit(f.result) ? "did not fit" : `ended ${f.result.end}`}`);
+      continue;
+    }
+    if ((await s.ledger.run(s.axis.knobsAt(context, m), `listed: micro-batch ${m} (--knob ${s.axis.knob ?? "batch_size"})`, s.memory.predict(s.memory.familyOf(context) ?? 0, m)?.peakBytes ?? null)) === null) return;
+  }
+}
+
 /** The trials of `context` that carry a micro-batch. */
 function trialsIn(s: Searcher, context: Knobs): SearchTrial[] {
   const key = knobsKey(context);
@@ -74,7 +92,8 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
   const tried = new Set(here.map((t) => axis.microOf(t.knobs) ?? 0));
   const memFails = memory.memoryFailures(family);
   // a crash or hang at a micro-batch is taken as "too big" for this context too: nothing says it is not
-  const otherFails = here.filter((t) => !ranAsGiven(t.result) && !didNotFit(t.result) && t.result.end !== "interrupted");
+  // a slower trial is a measured point of the curve, not a failure
+  const otherFails = here.filter((t) => !ranAsGiven(t.result) && !didNotFit(t.result) && t.result.end !== "interrupted" && t.result.end !== "slower");
   const minFail = Math.min(...[...memFails, ...otherFails].map((t) => axis.microOf(t.knobs) ?? Infinity));
   const hard = Math.min(axis.max, minFail - 1);
   const limit = memory.limit(family);
@@ -143,7 +162,16 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
   // memory: bisect toward it instead of walking down from it one by one
   const crashedAbove = otherFails.some((t) => (axis.microOf(t.knobs) ?? 0) > top.x);
   if ((surprised || crashedAbove) && Number.isFinite(minFail)) reachTarget = Math.min(reachTarget, (top.x + minFail) / 2);
-  const reach = axis.atMost(Math.min(edge, reachTarget));
+  // a micro-batch whose single step would outlast the measurement window cannot be measured in it
+  const maxStep = options.maxStepS;
+  const topSteps = here.filter((t) => axis.microOf(t.knobs) === top.x && ranAsGiven(t.result)).flatMap((t) => t.result.stepSeconds);
+  const topStep = topSteps.length > 0 ? [...topSteps].sort((a, b) => a - b)[Math.floor(topSteps.length / 2)] ?? null : null;
+  const stepLimit = maxStep !== undefined && topStep !== null && topStep > 0 ? Math.floor((top.x * maxStep) / topStep) : Infinity;
+  if (Number.isFinite(stepLimit) && stepLimit < Math.min(edge, reachTarget) && !s.stepCapped.has(family)) {
+    s.stepCapped.add(family);
+    s.notes.push(`micro-batches above ${Math.max(stepLimit, top.x)} not tried: a step there would take more than the ${maxStep} s measurement window (micro-batch ${top.x} took ${topStep?.toFixed(1)} s a step; raise --window to go further)`);
+  }
+  const reach = axis.atMost(Math.min(edge, reachTarget, stepLimit));
 
   const noise = s.ledger.noise();
   // the bound comes from noisy means, so a gain smaller than one trial's noise is not worth a trial
@@ -154,7 +182,9 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
     const towardEdge = reach === axis.atMost(edge);
     let purpose: string;
     if (crashedAbove && reach < minFail - 1) {
-      purpose = `bisect: micro-batch ${reach}, between ${top.x} that ran and ${minFail} that failed`;
+      const above = otherFails.find((t) => axis.microOf(t.knobs) === minFail)?.result;
+      const how = above === undefined ? "failed" : above.end === "time_limit" ? "ran past the trial time (slow, not out of memory)" : `ended ${above.end}${above.failure ? ` (${above.failure.cause})` : ""}, not for lack of memory`;
+      purpose = `bisect: micro-batch ${reach}, between ${top.x} that ran and ${minFail} that ${how}`;
     } else if (basis === "plan") {
       purpose = `memory probe: micro-batch ${reach} (the plan's ${formatBytes(prior?.bytesPerSample ?? 0)} per sample predicts ${formatBytes(edgePeak(reach) ?? 0)})`;
     } else if (basis === "worst case") {
@@ -190,8 +220,11 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
     }
   }
   // outward first: a probe above the largest also bounds the gaps below it
+  // a trial above the largest costs its steps ×(reach / top) longer: an extrapolated promise must pay for that
   const [upward] = probes;
-  if (upward !== undefined && upward.m > top.x && upward.gain > threshold) return upward;
+  const upThreshold = upward === undefined ? threshold : Math.max(threshold, 2 * GAIN_MIN * (upward.m / top.x));
+  if (upward !== undefined && upward.m > top.x && upward.gain > upThreshold) return upward;
+  if (upward !== undefined && upward.m > top.x && upward.gain <= upThreshold) probes.shift();
   let chosen: Probe | null = null;
   for (const p of probes) if (p.gain > threshold && (chosen === null || p.gain > chosen.gain)) chosen = p;
   return chosen;

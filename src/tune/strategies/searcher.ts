@@ -12,7 +12,7 @@
 import { formatBytes } from "../../bytes.ts";
 import { InputError } from "../../errors/index.ts";
 import { MARGIN_FLOOR } from "../memory-line.ts";
-import type { Knobs, SearchOptions, TrialRunner, TuneSpace } from "../search.ts";
+import type { Knobs, SearchOptions, TrialRunner, TuneSpace } from "../types.ts";
 import { knobsKey, MicroAxis } from "./axis.ts";
 import { Ledger, peakOf, type ConfigEstimate } from "./ledger.ts";
 import { MemoryBook } from "./memory-book.ts";
@@ -34,6 +34,8 @@ export interface Searcher {
   ownLines: Set<string>;
   /** contexts (by key) whose micro-batch phase has run */
   explored: Set<string>;
+  /** memory families whose upward probes the measurement window has capped, already noted */
+  stepCapped: Set<number>;
   /** estimates that may win: ran as given, and left {@link MARGIN_FLOOR} of the cap free or lie within the memory line's limit */
   eligible(estimates: readonly ConfigEstimate[]): ConfigEstimate[];
   /** the winner among `estimates` by the noise rule, of the eligible ones */
@@ -65,9 +67,11 @@ export function newSearcher(space: TuneSpace, runner: TrialRunner, options: Sear
     tooClose: new Set(),
     ownLines: new Set(),
     explored: new Set(),
+    stepCapped: new Set(),
     eligible(estimates) {
       const limit = options.capBytes * (1 - MARGIN_FLOOR);
       return estimates.filter((e) => {
+        if (e.bounded === true) return false;
         const peaks = e.indices.map((i) => (ledger.trials[i] === undefined ? null : peakOf(ledger.trials[i].result)));
         const highest = Math.max(...peaks.map((p) => p ?? 0));
         if (highest <= limit) return true;

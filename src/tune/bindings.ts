@@ -1,0 +1,56 @@
+/**
+ * How each knob reaches the job: `{name}` templates in the command, explicit `--bind`s, and known
+ * knob names found in the first config file the command names.
+ *
+ * @example
+ * ```ts
+ * const { bindings } = await resolveBindings(["python", "train.py", "--config", "config.yaml"], "/proj", []);
+ * ```
+ * @module
+ */
+import { readConfig, type ConfigDocument } from "../configs/index.ts";
+import { UsageError } from "../errors/index.ts";
+import { configFilesInCommand, detectKnobKeys, templateKnobs, type KnobBinding } from "./knobs.ts";
+
+/**
+ * How each knob reaches the job: `{name}` templates in the command, explicit `--bind`s, and known knob
+ * names found in a config file named in the command. Every knob also reaches the SDK through the
+ * environment (`brim.knob`).
+ *
+ * @example
+ * ```ts
+ * const { bindings, documents, notes } = await resolveBindings(["python", "train.py", "--config", "config.yaml"], "/proj", []);
+ * ```
+ */
+export async function resolveBindings(
+  command: readonly string[],
+  cwd: string,
+  explicit: readonly KnobBinding[],
+): Promise<{ bindings: KnobBinding[]; documents: Map<string, ConfigDocument>; notes: string[] }> {
+  const bindings: KnobBinding[] = [];
+  const notes: string[] = [];
+  const documents = new Map<string, ConfigDocument>();
+  const bound = (knob: string): boolean => bindings.some((binding) => binding.knob === knob);
+  for (const knob of templateKnobs(command)) bindings.push({ knob, via: "template" });
+  for (const binding of explicit) {
+    if (bound(binding.knob)) throw new UsageError(`knob ${binding.knob} is bound twice (a {${binding.knob}} template and --bind)`);
+    bindings.push(binding);
+  }
+  for (const binding of bindings) {
+    if (binding.via === "config" && !documents.has(binding.file)) documents.set(binding.file, await readConfig(binding.file));
+  }
+  const configs = configFilesInCommand(command, cwd);
+  const first = configs[0];
+  if (first !== undefined) {
+    const document = documents.get(first.path) ?? (await readConfig(first.path));
+    documents.set(first.path, document);
+    const detected = detectKnobKeys(document.data);
+    for (const found of detected.found) {
+      if (bound(found.knob)) continue;
+      bindings.push({ knob: found.knob, via: "config", file: first.path, key: found.key });
+    }
+    notes.push(...detected.notes);
+    if (configs.length > 1) notes.push(`several config files in the command; knobs were looked for in ${first.arg} only (bind others with --bind)`);
+  }
+  return { bindings, documents, notes };
+}

@@ -1,0 +1,118 @@
+/**
+ * What a trial's measurements say about where the next trial should go: a loop that waits for data
+ * gains from loader workers (and pin_memory, prefetch, persistent workers), a job that runs fp32 on
+ * a GPU with tensor cores gains from bf16/fp16, and a knob the evidence says cannot pay is not worth
+ * a trial. Pure: a trial's result in, knobs ranked by expected gain out, each with the evidence
+ * that put it there (it becomes the trial's purpose line).
+ *
+ * @example
+ * ```ts
+ * const ranked = rankByEvidence(space.others, evidenceOf(result, knobs, capBytes), knobs);
+ * ranked[0]; // { knob: "num_workers", values: [0, 1, 2, 4], gain: 0.43, why: "the loop waits for data 43 % of step time" }
+ * ```
+ * @module
+ */
+import type { Knobs, KnobValue, TrialResult } from "./types.ts";
+
+/** The measurements of one trial the search reads. */
+export interface TrialEvidence {
+  /** share of step time spent waiting for the next batch */
+  dataWait: number | null;
+  /** NVML utilization, percent */
+  gpuUtil: number | null;
+  /** SM activity, percent */
+  smActivity: number | null;
+  /** the precision in force (reported by the job, else the knob) */
+  precision: string | null;
+  /** share of the cap the trial's peak used */
+  memoryUsed: number | null;
+  /** median step time, seconds */
+  stepS: number | null;
+}
+
+/** A knob with the gain its evidence promises and the evidence, in words. */
+export interface RankedKnob {
+  knob: string;
+  values: KnobValue[];
+  /** expected relative throughput gain, a rough share (0.4 = +40 %) */
+  gain: number;
+  why: string;
+}
+
+/** A knob whose expected gain is at least this is tried before the micro-batch phase. */
+export const EVIDENCE_FIRST = 0.15;
+/** Below this data-wait share, loader knobs are not worth a trial. */
+export const STARVED_MIN = 0.05;
+
+const LOADER = new Set(["num_workers", "prefetch_factor", "persistent_workers", "pin_memory"]);
+const LOW_PRECISION = /bf16|fp16|16-mixed|half/i;
+
+const pct = (share: number): string => `${(share * 100).toFixed(0)} %`;
+
+/**
+ * The evidence of a trial.
+ *
+ * @example
+ * ```ts
+ * evidenceOf(result, { precision: "fp32" }, 8 * 2 ** 30).dataWait; // 0.43
+ * ```
+ */
+export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number): TrialEvidence {
+  const sorted = [...result.stepSeconds].sort((a, b) => a - b);
+  const precision = result.precision ?? (typeof knobs.precision === "string" ? knobs.precision : null);
+  return {
+    dataWait: result.dataWaitShare ?? null,
+    gpuUtil: result.gpuUtilMean ?? null,
+    smActivity: result.smActivityMean ?? null,
+    precision,
+    memoryUsed: result.peakBytes !== null && capBytes > 0 ? result.peakBytes / capBytes : null,
+    stepS: sorted.length > 0 ? (sorted[Math.floor(sorted.length / 2)] ?? null) : null,
+  };
+}
+
+/**
+ * Ranks the knobs beside the micro-batch by the gain the evidence promises, most first; knobs the
+ * evidence rules out are returned in `skipped` with the reason.
+ *
+ * @example
+ * ```ts
+ * rankByEvidence([{ knob: "num_workers", values: [0, 1] }], { dataWait: 0.02, ... }, { num_workers: 0 }).skipped;
+ * // [{ knob: "num_workers", why: "the loop waits for data only 2 % of step time" }]
+ * ```
+ */
+export function rankByEvidence(others: readonly { knob: string; values: KnobValue[] }[], evidence: TrialEvidence, knobs: Knobs): { ranked: RankedKnob[]; skipped: { knob: string; why: string }[] } {
+  const ranked: RankedKnob[] = [];
+  const skipped: { knob: string; why: string }[] = [];
+  const wait = evidence.dataWait;
+  const busy = evidence.gpuUtil !== null ? `, GPU busy ${evidence.gpuUtil.toFixed(0)} %${evidence.smActivity !== null ? `, SM activity ${evidence.smActivity.toFixed(0)} %` : ""}` : "";
+  others.forEach(({ knob, values }, order) => {
+    // ties keep the given order
+    const tie = -order * 1e-6;
+    if (LOADER.has(knob)) {
+      if (wait !== null && wait < STARVED_MIN && knob !== "pin_memory") {
+        skipped.push({ knob, why: `the loop waits for data only ${pct(wait)} of step time` });
+        return;
+      }
+      const share = wait ?? 0.1;
+      const workers = typeof knobs.num_workers === "number" ? knobs.num_workers : 0;
+      const gain = knob === "num_workers" ? (workers === 0 ? share : share * 0.5) : knob === "pin_memory" ? 0.02 + share * 0.1 : share * 0.3;
+      const why = wait === null ? "loader setting (no data-wait measurement)" : `the loop waits for data ${pct(wait)} of step time${busy}`;
+      ranked.push({ knob, values, gain: gain + tie, why });
+      return;
+    }
+    if (knob === "precision") {
+      const current = evidence.precision ?? String(knobs.precision ?? "fp32");
+      const lower = values.some((v) => typeof v === "string" && LOW_PRECISION.test(v));
+      if (!LOW_PRECISION.test(current) && lower) {
+        const compute = 1 - (wait ?? 0);
+        ranked.push({ knob, values, gain: 0.5 * compute + tie, why: `runs ${current} on a GPU with tensor cores (16-bit runs there several times faster)${busy}` });
+      } else {
+        ranked.push({ knob, values, gain: 0.02 + tie, why: `already ${current}` });
+      }
+      return;
+    }
+    ranked.push({ knob, values, gain: 0.05 + tie, why: "no evidence either way" });
+  });
+  ranked.sort((a, b) => b.gain - a.gain);
+  return { ranked, skipped };
+}

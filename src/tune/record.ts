@@ -1,0 +1,99 @@
+/**
+ * tune.json as the tuner writes it: one record per trial, the bindings with the SHA-256 of each file
+ * as read, and the end of the tune (winner, effective batch, no-winner reason and what to try next).
+ *
+ * @example
+ * ```ts
+ * await recordTrial(record, store, 3, knobs, "memory probe", result, runId);
+ * ```
+ * @module
+ */
+import type { ConfigDocument } from "../configs/index.ts";
+import type { RunStore } from "../record/store.ts";
+import type { KnobBindingRecord, TuneRecord, TuneTrialRecord } from "../record/types.ts";
+import type { KnobBinding } from "./knobs.ts";
+import type { Knobs, TrialResult } from "./types.ts";
+
+/**
+ * A binding as tune.json keeps it.
+ *
+ * @example
+ * ```ts
+ * bindingRecord({ knob: "batch_size", via: "config", file: "/p/c.yaml", key: "data.batch_size" }, documents).file_sha256;
+ * ```
+ */
+export function bindingRecord(binding: KnobBinding, documents: ReadonlyMap<string, ConfigDocument>): KnobBindingRecord {
+  if (binding.via !== "config") return { knob: binding.knob, via: binding.via };
+  return { knob: binding.knob, via: "config", file: binding.file, key: binding.key, file_sha256: documents.get(binding.file)?.sha256 ?? "" };
+}
+
+/**
+ * A trial as tune.json keeps it.
+ *
+ * @example
+ * ```ts
+ * trialRecord(0, { batch_size: 32 }, "baseline", result, "20261122-…").samples_per_s;
+ * ```
+ */
+export function trialRecord(index: number, knobs: Knobs, purpose: string, result: TrialResult, runId: string | null): TuneTrialRecord {
+  return {
+    index,
+    run_id: runId,
+    knobs,
+    purpose,
+    end: result.end,
+    samples_per_s: result.samplesPerSecond,
+    peak_bytes: result.peakBytes,
+    framework_peak_bytes: result.frameworkPeakBytes,
+    gpu_util_mean: result.gpuUtilMean ?? null,
+    data_wait_share: result.dataWaitShare ?? null,
+    duration_s: result.durationS,
+    oom_recoveries: result.oomRecoveries,
+    failure: result.failure ?? null,
+    ...(result.tail !== undefined && result.tail.length > 0 ? { tail: result.tail } : {}),
+    fixed_cost_s: result.fixedCostS ?? null,
+    measured_s: result.measuredS ?? null,
+    stopped_by: result.stoppedBy ?? null,
+    samples_per_step: result.samplesPerStep ?? null,
+    sm_activity_mean: result.smActivityMean ?? null,
+  };
+}
+
+/**
+ * Adds (or replaces) trial `index` in the record and writes it.
+ *
+ * @example
+ * ```ts
+ * await recordTrial(record, store, 0, baseline, "baseline", result, runId);
+ * ```
+ */
+export async function recordTrial(record: TuneRecord, store: RunStore, index: number, knobs: Knobs, purpose: string, result: TrialResult, runId: string | null): Promise<void> {
+  record.trials = [...record.trials.filter((trial) => trial.index !== index), trialRecord(index, knobs, purpose, result, runId)];
+  await store.writeTune(record);
+}
+
+/**
+ * Why a tune has no winner and what to try next, from how its trials ended.
+ *
+ * @example
+ * ```ts
+ * noWinnerAdvice(record.trials, "converged"); // { reason: "every trial crashed: ValueError: ...", next: "fix the job so that it runs as configured, then tune again" }
+ * ```
+ */
+export function noWinnerAdvice(trials: readonly TuneTrialRecord[], stopReason: string | null, capText: string): { reason: string; next: string } {
+  const baseline = trials.find((trial) => trial.index === 0);
+  if (stopReason === "untrusted") {
+    return { reason: "the samples the job reports per step do not follow the micro-batch, so samples/s cannot be compared between trials", next: "report the samples of a step yourself (brim.track(loader, samples=lambda batch: batch[0].shape[BATCH_DIM])), or tune with --fix batch_size" };
+  }
+  if (baseline === undefined) return { reason: "no trial ran", next: "check the command runs on its own, then tune again" };
+  const kind = baseline.failure?.kind;
+  if (kind === "crash") return { reason: `your configuration (trial 0) crashed: ${baseline.failure?.cause ?? "see its output"}`, next: "fix the job so that it runs as configured, then tune again" };
+  if (kind === "time_limit") return { reason: "trial 0 made no two steady steps within the trial time", next: "raise --trial-time (e.g. --trial-time 10m), or lower the work per step" };
+  if (kind === "no_steps") return { reason: "no trial reported steps with samples", next: "instrument the loop (brim.track(loader)) or make the job print its progress, then tune again" };
+  const memory = trials.filter((trial) => trial.failure?.kind === "memory" || trial.failure?.kind === "cap" || trial.oom_recoveries > 0);
+  if (memory.length > 0 && memory.length === trials.filter((trial) => trial.end !== "interrupted").length) {
+    return { reason: `nothing ran under the cap ${capText}`, next: "raise --cap, or lower the memory per sample (a lower precision, gradient checkpointing), or allow a smaller micro-batch (--knob batch_size=1,2,4)" };
+  }
+  if (stopReason === "max_time" || stopReason === "max_trials") return { reason: `the budget ran out (${stopReason === "max_time" ? "--max-time" : "--max-trials"}) before a configuration was measured`, next: "raise --max-time / --max-trials" };
+  return { reason: "no trial finished under the cap with a measured throughput", next: "look at each trial's end and cause in the table above, fix what they name, and tune again" };
+}

@@ -1,0 +1,328 @@
+/**
+ * One trial of a tune: the user's command with the trial's knob values (config copies next to the
+ * originals, removed after), run through the guard, measured over a time window (window.ts) and
+ * ended from brim's side once the measurement is in, then classified: what it measured, or why it
+ * measured nothing (out of memory, the cap, a crash with its cause, the time limit).
+ *
+ * @example
+ * ```ts
+ * const trial = await runTrial(settings, { batch_size: 64 }, { best: 900, noise: 0.02 }, { devices, store });
+ * trial.result.samplesPerSecond; trial.result.failure?.cause;
+ * ```
+ * @module
+ */
+import { rmSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { editConfigText, writeFileAtomic, type ConfigDocument } from "../configs/index.ts";
+import type { Devices } from "../devices/index.ts";
+import { guardRun, type GuardResult, type RunControl } from "../guard/guard.ts";
+import type { LiveState } from "../guard/live.ts";
+import type { ChannelMessage } from "../job/channel.ts";
+import type { RunStore } from "../record/store.ts";
+import { mainProcessSteps } from "../record/summary.ts";
+import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
+import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
+import { rateOf, splitWarmup, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";
+
+/** Everything every trial of one tune shares. */
+export interface TrialSettings {
+  command: string[];
+  cwd: string;
+  tuneId: string;
+  bindings: readonly KnobBinding[];
+  documents: ReadonlyMap<string, ConfigDocument>;
+  /** config files named in the command: where the trial copy replaces the original */
+  namedInCommand: readonly { index: number; path: string; arg: string }[];
+  capBytes: number;
+  capScope: "gpu" | "ram";
+  window: WindowOptions;
+  /** the longest a trial may run, start-up included */
+  timeLimitS: number;
+  hz?: number;
+  forwardSignals?: boolean;
+  onState?: (state: LiveState, now: number) => void;
+}
+
+/** What a trial produced. */
+export interface TrialOutcome {
+  result: TrialResult;
+  runId: string | null;
+  /** knobs the job read through brim.knob, with the defaults it gave */
+  knobsRead: Map<string, KnobValue>;
+}
+
+/** What a trial is told about the others: the best so far and, for a first step still running, what earlier first steps took. */
+export interface TrialContext {
+  best: number | null;
+  noise: number;
+  first?: { fixedCostS: number; samples: number; stepFactor: number };
+}
+
+/** Lines of output kept with a failed trial. */
+export const TAIL_KEPT = 12;
+/** Seconds a measured trial is given to stop at its next step boundary before brim ends it. */
+const STOP_WAIT_S = 1.5;
+/** Steps the SDK may run beyond the measured ones, for warm-up found in the step times. */
+const EXTRA_STEPS = 3;
+
+/**
+ * Runs one trial and classifies it (see the module doc).
+ *
+ * @example
+ * ```ts
+ * const { result } = await runTrial(settings, knobs, { best: null, noise: 0.005 }, { devices, store });
+ * ```
+ */
+export async function runTrial(settings: TrialSettings, knobs: Knobs, context: TrialContext, deps: { devices: Devices; store: RunStore }, index: number): Promise<TrialOutcome> {
+  const trialFiles: string[] = [];
+  try {
+    const command = fillTemplate(settings.command, knobs);
+    const byFile = new Map<string, { key: string; value: KnobValue }[]>();
+    for (const binding of settings.bindings) {
+      const value = knobs[binding.knob];
+      if (binding.via !== "config" || value === undefined) continue;
+      byFile.set(binding.file, [...(byFile.get(binding.file) ?? []), { key: binding.key, value }]);
+    }
+    for (const [file, edits] of byFile) {
+      const document = settings.documents.get(file);
+      const places = settings.namedInCommand.filter((entry) => entry.path === file);
+      if (!document || places.length === 0) continue;
+      const { text } = editConfigText(document, edits);
+      const copy = trialFileName(file, settings.tuneId, index);
+      await writeFileAtomic(copy, text);
+      trialFiles.push(copy);
+      for (const place of places) command[place.index] = (command[place.index] ?? "").replace(place.arg, copy);
+    }
+    const watch = new TrialWatch(settings, context);
+    const run = await guardRun(
+      {
+        command,
+        cwd: settings.cwd,
+        kind: "trial",
+        tuneId: settings.tuneId,
+        capBytes: settings.capBytes,
+        shrink: false,
+        knobs,
+        stepBudget: settings.window.warmupSteps + settings.window.maxSteps + EXTRA_STEPS,
+        warmupSteps: settings.window.warmupSteps,
+        hz: settings.hz ?? 10,
+        // slow is not hung: the trial's own time limit ends a trial that takes too long
+        hungAfterS: null,
+        timeLimitS: null,
+        killGraceS: 5,
+        forwardSignals: settings.forwardSignals,
+        onState: settings.onState,
+        onStart: (info) => watch.start(info.pid, info.control),
+        onMessage: (message) => watch.message(message),
+      },
+      deps,
+    ).finally(() => watch.end());
+    const knobsRead = new Map<string, KnobValue>();
+    for (const entry of run.timeline) {
+      if (entry.kind !== "event" || entry.event !== "knob_read") continue;
+      const details = entry.details as { name?: unknown; default?: unknown } | undefined;
+      const value = asKnobValue(details?.default);
+      if (typeof details?.name === "string" && value !== undefined && !knobsRead.has(details.name)) knobsRead.set(details.name, value);
+    }
+    return { result: classifyTrial(run, settings, watch.verdict, watch.timedOut), runId: run.meta.id, knobsRead };
+  } finally {
+    for (const file of trialFiles) rmSync(file, { force: true });
+  }
+}
+
+/** Follows a running trial's steps and ends it once the window says so, or at the time limit. */
+class TrialWatch {
+  verdict: { stop: WindowStop; detail: string; bound?: number } | null = null;
+  timedOut = false;
+  readonly #settings: TrialSettings;
+  readonly #trialContext: TrialContext;
+  #context: WindowContext;
+  readonly #steps = new Map<number, StepTime[]>();
+  #pid: number | null = null;
+  #control: RunControl | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #limit: NodeJS.Timeout | null = null;
+  #backstop: NodeJS.Timeout | null = null;
+
+  constructor(settings: TrialSettings, context: TrialContext) {
+    this.#settings = settings;
+    this.#trialContext = context;
+    this.#context = { best: context.best, noise: context.noise };
+  }
+
+  start(pid: number, control: RunControl): void {
+    const first = this.#trialContext.first;
+    if (first !== undefined) this.#context = { ...this.#context, first: { ...first, startedAt: Date.now() / 1000 } };
+    this.#pid = pid;
+    this.#control = control;
+    this.#timer = setInterval(() => this.#check(), 250);
+    this.#limit = setTimeout(() => this.#timeLimit(), this.#settings.timeLimitS * 1000);
+  }
+
+  message(message: ChannelMessage): void {
+    if (message.type !== "step") return;
+    const seconds = (typeof message.wait_s === "number" ? message.wait_s : 0) + (typeof message.compute_s === "number" ? message.compute_s : 0);
+    const step: StepTime = { t: message.t, samples: typeof message.samples === "number" ? message.samples : null, seconds, warmup: message.warmup === true };
+    this.#steps.set(message.pid, [...(this.#steps.get(message.pid) ?? []), step]);
+    this.#check();
+  }
+
+  end(): void {
+    for (const timer of [this.#timer, this.#limit, this.#backstop]) if (timer !== null) clearTimeout(timer);
+  }
+
+  /** The main process's steps: the started process's when it reports, else the busiest reporter's. */
+  #main(): StepTime[] {
+    if (this.#pid !== null && this.#steps.has(this.#pid)) return this.#steps.get(this.#pid) ?? [];
+    let best: StepTime[] = [];
+    for (const steps of this.#steps.values()) if (steps.length > best.length) best = steps;
+    return best;
+  }
+
+  #check(): void {
+    if (this.verdict !== null || this.#control === null) return;
+    const verdict = windowVerdict(this.#main(), Date.now() / 1000, this.#settings.window, this.#context);
+    if (verdict === null) return;
+    this.verdict = verdict;
+    if (verdict.stop === "slower") {
+      this.#control.stop(`brim tune stopped the trial early: ${verdict.detail}`, 2);
+      return;
+    }
+    this.#control.requestStop(`brim tune measured enough: ${verdict.detail}`);
+    // the measurement is in: a step in flight that does not end within a moment is not waited for
+    this.#backstop = setTimeout(() => this.#control?.stop(`brim tune ended the trial once measured (${verdict.detail})`, 2), STOP_WAIT_S * 1000);
+  }
+
+  #timeLimit(): void {
+    if (this.#control === null) return;
+    const steady = splitWarmup(this.#main(), this.#settings.window.warmupSteps).steady;
+    if (this.verdict === null && steady.length >= 2) {
+      this.verdict = { stop: "window", detail: `the trial time limit of ${this.#settings.timeLimitS} s (${steady.length} steps)` };
+    } else {
+      this.timedOut = true;
+    }
+    this.#control.stop(`brim tune ended the trial at its time limit of ${this.#settings.timeLimitS} s`, 2);
+  }
+}
+
+const finite = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
+
+/**
+ * What a guarded trial run measured, and how it ended in the tuner's terms: a trial brim stopped
+ * once measured is `ok` whatever signal ended the process; `slower` when stopped as clearly slower;
+ * `time_limit` when it ran out of time before two steady steps.
+ *
+ * @example
+ * ```ts
+ * classifyTrial(run, settings, { stop: "stable", detail: "..." }, false).end; // "ok"
+ * ```
+ */
+export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "capScope" | "window" | "timeLimitS">, verdict: { stop: WindowStop; detail: string; bound?: number } | null, timedOut: boolean): TrialResult {
+  const steps = mainProcessSteps(run.timeline);
+  const times: StepTime[] = steps.map((step) => ({
+    t: step.t,
+    samples: finite(step.samples) ? step.samples : null,
+    seconds: (finite(step.wait_s) ? step.wait_s : 0) + (finite(step.compute_s) ? step.compute_s : 0),
+    warmup: step.warmup === true,
+  }));
+  const { warmup, steady } = splitWarmup(times, settings.window.warmupSteps);
+  const steadyEntries = steps.slice(warmup);
+  const summary = run.summary;
+  const recorded = run.meta.end?.cause ?? "crashed";
+  // a trial whose guard or store failed counts as crashed for the search
+  const cause = recorded === "store_failed" || recorded === "supervisor_lost" ? "crashed" : recorded;
+  const measuredByBrim = verdict !== null && steady.length >= (verdict.stop === "window" ? 1 : 2);
+  let end: TrialEnd;
+  if (cause === "interrupted") end = "interrupted";
+  else if (verdict?.stop === "slower") end = "slower";
+  // how the process ended after brim asked it to stop does not matter, unless it ran out of memory
+  else if (measuredByBrim && (cause === "ok" || cause === "hung" || cause === "crashed")) end = "ok";
+  else if (timedOut) end = "time_limit";
+  else if (cause === "ok") end = steady.length === 0 ? "no_steps" : "ok";
+  else end = cause;
+  const waits = steadyEntries.map((s) => (finite(s.wait_s) ? s.wait_s : 0));
+  const busy = steady.reduce((a, s) => a + s.seconds, 0);
+  const start = run.timeline.find((entry) => entry.kind === "start");
+  const first = times[0];
+  const fixedCostS = start !== undefined && first !== undefined ? Math.max(0, first.t - first.seconds - start.t) : null;
+  const samples = steady.map((s) => s.samples).filter(finite).sort((a, b) => a - b);
+  const precision = [...run.timeline].reverse().find((entry) => entry.kind === "step" && typeof entry.precision === "string")?.precision;
+  const result: TrialResult = {
+    end,
+    // a trial stopped as slower keeps what it measured, or the bound that stopped it: an upper bound
+    samplesPerSecond: end === "ok" ? rateOf(steady) : end === "slower" ? (rateOf(steady) ?? verdict?.bound ?? null) : null,
+    stepSeconds: steady.map((s) => s.seconds),
+    peakBytes: settings.capScope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes,
+    frameworkPeakBytes: summary.framework_peak_allocated_bytes,
+    durationS: summary.duration_s,
+    oomRecoveries: summary.oom_recoveries,
+    gpuUtilMean: summary.gpu_util_mean,
+    smActivityMean: summary.sm_activity_mean,
+    dataWaitShare: busy > 0 ? waits.reduce((a, b) => a + b, 0) / busy : summary.data_wait_share,
+    fixedCostS,
+    measuredS: busy > 0 ? busy : null,
+    stoppedBy: verdict?.stop ?? null,
+    samplesPerStep: samples.length > 0 ? (samples[Math.floor(samples.length / 2)]) : null,
+    warmupSteps: warmup,
+    firstStepS: first?.seconds ?? null,
+    precision: typeof precision === "string" ? precision : null,
+    failure: null,
+  };
+  if (end === "ok" && result.samplesPerSecond === null) result.end = "no_steps";
+  if (result.end !== "ok") {
+    result.failure = failureOf(result.end, run, verdict, settings.timeLimitS);
+    if (result.end !== "slower" && result.end !== "interrupted") result.tail = lastLines(run.job.tail, TAIL_KEPT);
+  }
+  return result;
+}
+
+/**
+ * The failure of a trial that gave no throughput, in one line.
+ *
+ * @example
+ * ```ts
+ * failureOf("crashed", run, null, 120); // { kind: "crash", cause: "ValueError: batch_size 4096 is larger than the dataset (3000)" }
+ * ```
+ */
+export function failureOf(end: TrialEnd, run: Pick<GuardResult, "meta" | "job">, verdict: { detail: string } | null, timeLimitS: number): TrialFailure {
+  const message = run.meta.end?.message ?? "";
+  switch (end) {
+    case "gpu_oom":
+    case "host_oom":
+      return { kind: "memory", cause: errorLine(run.job.tail) ?? message };
+    case "cap_exceeded":
+      return { kind: "cap", cause: message.split(";")[0] ?? message };
+    case "time_limit":
+      return { kind: "time_limit", cause: `no two steady steps within the trial time limit of ${timeLimitS} s (slow, not out of memory; raise --trial-time to measure it)` };
+    case "slower":
+      return { kind: "slower", cause: verdict?.detail ?? "clearly slower than the best so far" };
+    case "hung":
+      return { kind: "hung", cause: message };
+    case "interrupted":
+      return { kind: "interrupted", cause: "interrupted" };
+    case "no_steps":
+      return { kind: "no_steps", cause: "the job ran but reported no steady step with samples (is the loop instrumented, or its progress printed?)" };
+    case "gpu_fault":
+      return { kind: "gpu_fault", cause: message };
+    default:
+      return { kind: "crash", cause: errorLine(run.job.tail) ?? message };
+  }
+}
+
+/** The line of the output that names the error: the last "SomethingError: …" line, else the last non-empty one. */
+function errorLine(tail: readonly string[]): string | null {
+  const lines = tail.map((line) => line.trim()).filter((line) => line !== "");
+  const error = [...lines].reverse().find((line) => /^([\w.]+(Error|Exception|Interrupt)|RuntimeError|SystemExit)\b|^[\w.]+: .*(error|Error)/.test(line));
+  const chosen = error ?? lines[lines.length - 1] ?? null;
+  return chosen === null ? null : chosen.length > 200 ? `${chosen.slice(0, 197)}...` : chosen;
+}
+
+function lastLines(tail: readonly string[], n: number): string[] {
+  const lines = [...tail];
+  while (lines.length > 0 && (lines[lines.length - 1] ?? "").trim() === "") lines.pop();
+  return lines.slice(-n);
+}
+
+function trialFileName(file: string, tuneId: string, index: number): string {
+  return join(dirname(file), `.${basename(file)}.brim-trial-${tuneId}-${index}${file.slice(file.lastIndexOf("."))}`);
+}

@@ -1,0 +1,178 @@
+/**
+ * How long a trial measures: over a time window rather than a fixed step count. The warm-up is
+ * found in the step times (the steps the SDK flags, then leading steps much slower than the rest),
+ * the trial stops once its throughput is stable, once the window or the step budget is spent, or
+ * as soon as it is clearly slower than the best so far (while a step is still running, the samples
+ * it can add bound the throughput from above). Pure: steps and the clock come in, a verdict comes out.
+ *
+ * @example
+ * ```ts
+ * const v = windowVerdict(steps, now, { warmupSteps: 1, maxSteps: 20, minSteps: 3, windowS: 10, stableWithin: 0.02 }, { best: 900, noise: 0.02 });
+ * if (v !== null) control.requestStop(v.detail);
+ * ```
+ * @module
+ */
+
+/** One step of the job's main process as the trial sees it. */
+export interface StepTime {
+  /** when the step was reported (its end), seconds */
+  t: number;
+  samples: number | null;
+  /** wait + compute */
+  seconds: number;
+  /** the SDK flagged it as warm-up */
+  warmup: boolean;
+}
+
+/** The measurement window of a trial. */
+export interface WindowOptions {
+  /** leading steps always left out (the SDK flags them too) */
+  warmupSteps: number;
+  /** steady steps at most */
+  maxSteps: number;
+  /** steady steps at least before throughput may count as stable */
+  minSteps: number;
+  /** seconds of steady steps at most */
+  windowS: number;
+  /** stable: both halves of the steady steps within this share of each other, and the standard error under half of it */
+  stableWithin: number;
+}
+
+/** What the trial knows of the other trials. */
+export interface WindowContext {
+  /** mean samples/s of the best configuration so far, null before there is one */
+  best: number | null;
+  /** relative noise of one trial's throughput */
+  noise: number;
+  /**
+   * Before the first step ends: when the process started, how long start-up took in earlier trials
+   * (1.5 × the most seen), the samples the first step will carry, and how many steady steps' time a first
+   * step took in earlier trials (the most seen). With all four, a first step still running bounds the
+   * throughput too.
+   */
+  first?: { startedAt: number; fixedCostS: number; samples: number; stepFactor: number };
+}
+
+/** Why a trial's measurement ended. */
+export type WindowStop = "stable" | "window" | "steps" | "slower";
+
+/** The default share of the best a trial must fall under to be stopped as clearly slower. */
+export const SLOWER_MARGIN = 0.2;
+/** At most this many steps after the flagged warm-up may be found to be warm-up too. */
+const EXTRA_WARMUP_MAX = 3;
+/** A leading step this many times slower than the median of the steps after it is warm-up. */
+const WARMUP_RATIO = 1.5;
+
+const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/**
+ * Splits steps into warm-up and steady: the first `warmupSteps` and the SDK's flagged ones, then up to
+ * three leading steps slower than 1.5 × the median of the steps after them (lazy initialisation,
+ * allocator growth, compilation). At least two steps stay steady when there are two.
+ *
+ * @example
+ * ```ts
+ * splitWarmup([{ seconds: 3 }, { seconds: 1.9 }, { seconds: 1 }, { seconds: 1.02 }, { seconds: 0.98 }].map((s, i) => ({ t: i, samples: 8, warmup: false, ...s })), 1).warmup; // 2
+ * ```
+ */
+export function splitWarmup(steps: readonly StepTime[], warmupSteps: number): { warmup: number; steady: StepTime[] } {
+  let start = 0;
+  while (start < steps.length && (start < warmupSteps || steps[start]?.warmup === true)) start++;
+  let extra = 0;
+  while (extra < EXTRA_WARMUP_MAX && steps.length - (start + 1) >= 2) {
+    const rest = steps.slice(start + 1).map((s) => s.seconds);
+    if ((steps[start]?.seconds ?? 0) <= WARMUP_RATIO * median(rest)) break;
+    start++;
+    extra++;
+  }
+  return { warmup: start, steady: steps.slice(start) };
+}
+
+/**
+ * Samples per second over steady steps: Σ samples / Σ seconds; null without samples or time.
+ *
+ * @example
+ * ```ts
+ * rateOf([{ t: 1, samples: 32, seconds: 0.5, warmup: false }]); // 64
+ * ```
+ */
+export function rateOf(steps: readonly StepTime[]): number | null {
+  const samples = sum(steps.map((s) => s.samples ?? 0));
+  const seconds = sum(steps.map((s) => s.seconds));
+  return samples > 0 && seconds > 0 ? samples / seconds : null;
+}
+
+/**
+ * Whether steady steps give a stable throughput: at least `minSteps`, the two halves within
+ * `stableWithin` of each other, and the standard error of the mean per-sample time under half of it.
+ *
+ * @example
+ * ```ts
+ * isStable(steadySteps, 3, 0.02); // true for steps within ±1 % of each other
+ * ```
+ */
+export function isStable(steady: readonly StepTime[], minSteps: number, stableWithin: number): boolean {
+  if (steady.length < Math.max(2, minSteps)) return false;
+  const half = Math.floor(steady.length / 2);
+  const a = rateOf(steady.slice(0, half));
+  const b = rateOf(steady.slice(steady.length - half));
+  if (a === null || b === null || Math.abs(a / b - 1) > stableWithin) return false;
+  const perSample = steady.map((s) => s.seconds / Math.max(1, s.samples ?? 1));
+  const mean = sum(perSample) / perSample.length;
+  const sd = Math.sqrt(sum(perSample.map((x) => (x - mean) ** 2)) / (perSample.length - 1));
+  return mean > 0 && sd / mean / Math.sqrt(perSample.length) <= stableWithin / 2;
+}
+
+/**
+ * Whether the trial should stop now, and why; null to keep measuring.
+ *
+ * @example
+ * ```ts
+ * windowVerdict(steps, now, options, { best: null, noise: 0.01 }); // { stop: "stable", detail: "throughput stable within ±2 % over 4 steps" }
+ * ```
+ */
+export function windowVerdict(steps: readonly StepTime[], now: number, options: WindowOptions, context: WindowContext): { stop: WindowStop; detail: string; bound?: number } | null {
+  const { steady } = splitWarmup(steps, options.warmupSteps);
+  const rate = rateOf(steady);
+  const pctOf = (share: number): string => `${(share * 100).toFixed(0)} %`;
+  if (steady.length >= options.maxSteps) return { stop: "steps", detail: `${steady.length} measured steps (the step budget)` };
+  if (isStable(steady, options.minSteps, options.stableWithin)) return { stop: "stable", detail: `throughput stable within ±${pctOf(options.stableWithin)} over ${steady.length} steps` };
+  const first = steady[0];
+  const measured = first === undefined ? 0 : now - (first.t - first.seconds);
+  if (steady.length >= 2 && measured >= options.windowS) return { stop: "window", detail: `the ${options.windowS} s measurement window ended (${steady.length} steps)` };
+  // one steady step longer than the whole window is all the window can afford
+  if (steady.length === 1 && first !== undefined && first.seconds >= options.windowS) return { stop: "window", detail: `one steady step of ${first.seconds.toFixed(1)} s, longer than the ${options.windowS} s window` };
+  if (context.best !== null && context.best > 0 && (steps.length >= Math.max(1, options.warmupSteps) || steps.length === 0)) {
+    const margin = Math.max(SLOWER_MARGIN, 4 * context.noise);
+    const limit = context.best * (1 - margin);
+    if (steady.length >= 2 && rate !== null && rate < limit) {
+      return { stop: "slower", detail: `${rate.toFixed(1)} samples/s over ${steady.length} steps, more than ${pctOf(margin)} below the best so far (${context.best.toFixed(1)})` };
+    }
+    const first = context.first;
+    if (steps.length === 0 && first !== undefined && first.samples > 0 && first.stepFactor > 0) {
+      // the first step takes about stepFactor steady steps: its time so far bounds a steady step's from below
+      const running = now - first.startedAt - first.fixedCostS;
+      const bound = (first.samples * first.stepFactor) / running;
+      if (running > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
+        return { stop: "slower", bound, detail: `at most ${bound.toFixed(1)} samples/s (its first step of ${first.samples} samples still running after ${running.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})` };
+      }
+    }
+    // a step in flight can add at most the samples of the last one: the throughput cannot end above this
+    const last = steps[steps.length - 1];
+    const perStep = last?.samples ?? null;
+    if (last !== undefined && perStep !== null && perStep > 0) {
+      const inFlight = now - last.t;
+      const bound = (sum(steady.map((s) => s.samples ?? 0)) + perStep) / (sum(steady.map((s) => s.seconds)) + inFlight);
+      if (inFlight > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
+        return { stop: "slower", bound, detail: `at most ${bound.toFixed(1)} samples/s (a step of ${perStep} samples still running after ${inFlight.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})` };
+      }
+    }
+  }
+  return null;
+}

@@ -1,0 +1,163 @@
+import { describe, expect, it } from "vitest";
+import { humanBytes, renderTrialLine, renderTuneTable } from "../../src/cli/render-tune.ts";
+import type { TuneRecord } from "../../src/record/types.ts";
+import { searchKnobs, type Knobs, type TrialResult, type TrialRunner } from "../../src/tune/search.ts";
+import { samplesMismatch } from "../../src/tune/tune.ts";
+import { isStable, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
+import { DEFAULT_ORACLE, FakeClock, SimulatedRunner, stepSeconds } from "./oracle.ts";
+
+const MiB = 2 ** 20;
+const steps = (seconds: number[], samples = 32, t0 = 100): StepTime[] => {
+  let t = t0;
+  return seconds.map((s) => ({ t: (t += s), samples, seconds: s, warmup: false }));
+};
+const okResult = (sps: number, extra: Partial<TrialResult> = {}): TrialResult => ({ end: "ok", samplesPerSecond: sps, stepSeconds: [0.1, 0.1, 0.1], peakBytes: 10 * MiB, frameworkPeakBytes: null, durationS: 2, oomRecoveries: 0, ...extra });
+
+describe("the measurement window", () => {
+  const options = { warmupSteps: 1, maxSteps: 20, minSteps: 3, windowS: 10, stableWithin: 0.02 };
+
+  it("leaves out the flagged warm-up and slower leading steps", () => {
+    expect(splitWarmup(steps([3, 1.9, 1, 1.01, 0.99, 1]), 1).warmup).toBe(2);
+    expect(splitWarmup(steps([3, 1, 1.01, 0.99]), 1).warmup).toBe(1);
+    expect(splitWarmup(steps([1, 1, 1]), 0).warmup).toBe(0);
+  });
+
+  it("stops once stable, not before; noisy steps run to the window", () => {
+    expect(isStable(steps([1, 1.005, 0.995, 1.0]), 3, 0.02)).toBe(true);
+    expect(isStable(steps([1, 1.3, 0.8, 1.2]), 3, 0.02)).toBe(false);
+    const stable = steps([2, 1, 1.002, 0.998, 1.001]);
+    expect(windowVerdict(stable, (stable.at(-1) as StepTime).t, options, { best: null, noise: 0.01 })?.stop).toBe("stable");
+    const noisy = steps([2, 1, 1.4, 0.7, 1.3, 0.8, 1.2, 0.9, 1.5, 0.6, 1.2, 0.9]);
+    expect(windowVerdict(noisy.slice(0, 5), (noisy[4] as StepTime).t, options, { best: null, noise: 0.01 })).toBeNull();
+    expect(windowVerdict(noisy, (noisy.at(-1) as StepTime).t, options, { best: null, noise: 0.01 })?.stop).toBe("window");
+  });
+
+  it("stops a trial clearly slower than the best, even mid-step (a bound from the samples in flight)", () => {
+    const measured = steps([2, 1, 1.3, 0.8]);
+    expect(windowVerdict(measured, (measured.at(-1) as StepTime).t, options, { best: 100, noise: 0.01 })?.stop).toBe("slower");
+    const warm = steps([5], 2048);
+    // 2048 samples cannot reach 60 % of 100 samples/s once a step has run 40 s
+    expect(windowVerdict(warm, (warm[0] as StepTime).t + 10, options, { best: 100, noise: 0.01 })).toBeNull();
+    expect(windowVerdict(warm, (warm[0] as StepTime).t + 40, options, { best: 100, noise: 0.01 })?.stop).toBe("slower");
+  });
+});
+
+describe("trust", () => {
+  it("--knob batch_size=32,64,128 tries exactly those micro-batches", async () => {
+    const clock = new FakeClock();
+    const runner = new SimulatedRunner(DEFAULT_ORACLE, { capBytes: 2 ** 30, clock });
+    const outcome = await searchKnobs({ baseline: { batch_size: 8 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [] }, runner, { capBytes: 2 ** 30, maxTrials: 10, maxTimeS: 1e6, now: clock.now });
+    const tried = [...new Set(runner.calls.map((c) => c.knobs.batch_size))];
+    expect(tried.sort((a, b) => Number(a) - Number(b))).toEqual([8, 32, 64, 128]);
+    expect(outcome.best).not.toBeNull();
+  });
+
+  it("no upward probe whose step would outlast the measurement window", async () => {
+    const clock = new FakeClock();
+    const spec = { ...DEFAULT_ORACLE, knee: Infinity };
+    const runner = new SimulatedRunner(spec, { capBytes: 2 ** 30, clock });
+    // micro-batch 16 steps in ~16 ms; without the window the curve (no knee) would take it to the cap
+    const outcome = await searchKnobs({ baseline: { batch_size: 16 }, microBatch: { knob: "batch_size" }, others: [] }, runner, { capBytes: 2 ** 30, maxTrials: 10, maxTimeS: 1e6, now: clock.now, maxStepS: 0.05 });
+    for (const call of runner.calls) expect(stepSeconds(spec, call.knobs)).toBeLessThanOrEqual(0.05);
+    expect(outcome.notes.join("\n")).toMatch(/not tried: a step there would take more than the 0.05 s measurement window/);
+  });
+
+  it("a crash is not a memory ceiling: the memory line keeps its margin and the purpose says why", async () => {
+    const calls: { knobs: Knobs; purpose: string }[] = [];
+    const runner: TrialRunner = {
+      run(knobs, purpose) {
+        calls.push({ knobs, purpose });
+        const m = Number(knobs.batch_size);
+        if (m > 1000) return Promise.resolve({ ...okResult(0), end: "crashed", samplesPerSecond: null, failure: { kind: "crash", cause: "ValueError: batch larger than the dataset" } });
+        return Promise.resolve(okResult(100 * Math.log2(m), { peakBytes: (50 + m / 100) * MiB, stepSeconds: [0.1, 0.1, 0.1] }));
+      },
+    };
+    const now = (): number => calls.length;
+    const outcome = await searchKnobs({ baseline: { batch_size: 32 }, microBatch: { knob: "batch_size" }, others: [] }, runner, { capBytes: 8 * 2 ** 30, maxTrials: 12, maxTimeS: 1e6, now });
+    const bisect = calls.find((c) => c.purpose.startsWith("bisect"));
+    expect(bisect?.purpose).toMatch(/crashed|not for lack of memory/);
+    // a memory failure at the crash's micro-batch would have pulled the line's limit under it
+    expect(outcome.memoryLine?.predictedMaxMicroBatch ?? 0).toBeGreaterThan(1024);
+  });
+
+  it("a winner within noise of the baseline gives way to it", async () => {
+    let i = 0;
+    const rates: Record<number, number[]> = { 32: [1000, 1010, 995], 64: [1012, 990, 1003], 128: [1005, 998, 1001] };
+    const runner: TrialRunner = {
+      run(knobs) {
+        const m = Number(knobs.batch_size);
+        const list = rates[m] ?? [900];
+        const sps = list[i++ % list.length] as number;
+        return Promise.resolve(okResult(sps, { peakBytes: (50 + m) * MiB, stepSeconds: [0.1, 0.102, 0.098, 0.1] }));
+      },
+    };
+    const outcome = await searchKnobs({ baseline: { batch_size: 32 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [] }, runner, { capBytes: 2 ** 30, maxTrials: 10, maxTimeS: 1e6, now: () => i });
+    expect(outcome.best?.knobs.batch_size).toBe(32);
+    expect(outcome.notes.join("\n")).toMatch(/the baseline is already as good/);
+  });
+
+  it("a re-measure stopped as slower does not make a measured configuration ineligible, and the winner is never slower than the baseline", async () => {
+    let calls = 0;
+    const runner: TrialRunner = {
+      run(knobs) {
+        calls++;
+        const m = Number(knobs.batch_size);
+        // the baseline's second trial is cut short as slower (a noisy moment); 128 is slower than the baseline
+        if (m === 32 && calls > 1) return Promise.resolve({ ...okResult(13), end: "slower", failure: { kind: "slower", cause: "noise" } });
+        return Promise.resolve(okResult(m === 32 ? 19 : m === 128 ? 15 : 12, { peakBytes: (50 + m) * MiB, stepSeconds: [0.1, 0.1, 0.1, 0.1] }));
+      },
+    };
+    const outcome = await searchKnobs({ baseline: { batch_size: 32 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [{ knob: "num_workers", values: [0, 1] }] }, runner, { capBytes: 2 ** 30, maxTrials: 8, maxTimeS: 1e6, now: () => calls });
+    expect(outcome.best?.knobs.batch_size).toBe(32);
+    expect(outcome.best?.samplesPerSecond).toBe(19);
+  });
+
+  it("samples per step must follow the micro-batch (the sequence-first bug)", () => {
+    const base = { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 32 * 240 }) };
+    expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 32 * 240 }) })).toMatch(/did not follow the micro-batch/);
+    expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 128 * 240 }) })).toBeNull();
+    expect(samplesMismatch(base, { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 1 }) })).toBeNull();
+  });
+
+  it("a stop asked by the tune ends the search as untrusted", async () => {
+    const clock = new FakeClock();
+    const runner = new SimulatedRunner(DEFAULT_ORACLE, { capBytes: 2 ** 30, clock });
+    const outcome = await searchKnobs({ baseline: { batch_size: 8 }, microBatch: { knob: "batch_size" }, others: [] }, runner, {
+      capBytes: 2 ** 30, maxTrials: 10, maxTimeS: 1e6, now: clock.now, stopWhen: () => (runner.calls.length >= 2 ? "untrusted" : null),
+    });
+    expect(outcome.stopReason).toBe("untrusted");
+    expect(runner.calls.length).toBe(2);
+  });
+});
+
+describe("what the terminal shows", () => {
+  const record: TuneRecord = {
+    schema: "brim.tune/v1", id: "20261122-000000-abcd", command: ["python", "train.py"], cwd: "/p", bindings: [], cap_bytes: 6 * 2 ** 30, cap_scope: "ram", effective_batch: null,
+    started_at: "", ended_at: "", stop_reason: "converged", strategy: "brim", notes: [], budget: { max_trials: 6, max_time_s: 1200 },
+    memory_line: { intercept_bytes: 400 * MiB, bytes_per_sample: 1.2105400934595054, margin_bytes: 120 * MiB, predicted_max_micro_batch: 4096 },
+    trials: [0, 1, 2].map((index) => ({
+      index, run_id: null, knobs: { batch_size: 32 * 2 ** index, num_workers: 0, pin_memory: false, persistent_workers: false, precision: "fp32" },
+      purpose: "memory probe: micro-batch 128 (×4.0 the largest that ran; at most 4.11 GiB even if all memory grew with the micro-batch) and more words to make it long",
+      end: "ok", samples_per_s: 40 + index, peak_bytes: 500 * MiB, framework_peak_bytes: null, gpu_util_mean: null, data_wait_share: null, duration_s: 12, oom_recoveries: 0, fixed_cost_s: 2.5,
+    })),
+    winner: { index: 2, knobs: { batch_size: 128, num_workers: 0, pin_memory: false, persistent_workers: false, precision: "fp32" }, speedup: 1.05 },
+    effective_batch_policy: { kind: "free", before: 32, after: 128, text: "effective batch free: the winner changes it from 32 to 128 (×4.00)" },
+  };
+
+  it("fits the table to the terminal width and says bytes in human units", () => {
+    for (const width of [80, 120, 160]) {
+      const text = renderTuneTable(record, width);
+      for (const line of text.split("\n")) expect(line.length, line).toBeLessThanOrEqual(width);
+      expect(text).toContain("1.2 B × micro-batch");
+      expect(text).not.toContain("1.2105400934595054");
+      expect(text).toContain("effective batch free: the winner changes it from 32 to 128");
+    }
+    expect(humanBytes(3 * MiB)).toBe("3.00 MiB");
+  });
+
+  it("a failed trial's line carries its cause and last output lines", () => {
+    const line = renderTrialLine(3, 6, "batch_size=4096", { ...okResult(0), end: "crashed", samplesPerSecond: null, failure: { kind: "crash", cause: "ValueError: batch larger than the dataset" }, tail: ["loading", "ValueError: batch larger than the dataset"] });
+    expect(line).toMatch(/^trial 3\/6 batch_size=4096 → crashed \(not out of memory\): ValueError: batch larger than the dataset/);
+    expect(line.split("\n").slice(-2)).toEqual(["  | loading", "  | ValueError: batch larger than the dataset"]);
+  });
+});
