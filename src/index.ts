@@ -38,6 +38,6 @@ export { tune, type TuneOptions, type TuneResult } from "./tune/tune.ts";
 export { applyTune, type ApplyTuneResult } from "./tune/apply.ts";
 export { searchKnobs, doublingBisection, exhaustiveGrid, type Knobs, type KnobValue, type TrialResult, type TrialRunner, type TuneSpace, type SearchOutcome } from "./tune/search.ts";
 export { readConfig, editConfigText, applyConfigEdits, writeFileAtomic, unifiedDiff, type ConfigDocument, type ConfigEdit } from "./configs/index.ts";
-export { diagnose, type DoctorReport } from "./analyze/doctor.ts";
+export { diagnose, type DoctorReport } from "./analyze/doctor/index.ts";
 export { writeReport } from "./report/write.ts";
 export { startDashboard } from "./dashboard/server.ts";

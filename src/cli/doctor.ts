@@ -1,7 +1,8 @@
 import type { Command } from "commander";
-import { diagnose, type DoctorReport } from "../analyze/doctor.ts";
+import { diagnose, type DoctorReport } from "../analyze/doctor/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
+import { loadRun } from "../record/load.ts";
 import type { Output } from "./output.ts";
 import { renderDoctorMarkdown, renderDoctorText } from "./render-doctor.ts";
 
@@ -30,7 +31,7 @@ export interface DoctorCommandOptions {
  */
 export async function doctorCommand(ref: string, options: DoctorCommandOptions, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Promise<DoctorReport> {
   const store = new RunStore(storeRoot(options.store, env, cwd));
-  const { meta, timeline } = await store.readRun(await store.resolveRun(ref));
+  const { meta, timeline } = await loadRun(store, await store.resolveRun(ref));
   return diagnose(meta, timeline);
 }
 

@@ -1,4 +1,4 @@
-import type { DoctorReport, Finding } from "../analyze/doctor.ts";
+import type { DoctorReport, Finding } from "../analyze/doctor/index.ts";
 import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
 import { doctorMarkdown } from "../report/markdown.ts";
 

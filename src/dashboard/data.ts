@@ -5,19 +5,18 @@
  * @module
  */
 import { stat } from "node:fs/promises";
-import { join } from "node:path";
 import { measureRun } from "../analyze/measure.ts";
 import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
-import { mainSteps, readTimeline, type Timeline } from "../analyze/timeline.ts";
 import { formatBytes } from "../bytes.ts";
 import { BrimError } from "../errors/index.ts";
+import { loadTune, timelinePath } from "../record/load.ts";
 import { isRecordId, type RunStore } from "../record/store.ts";
-import type { RunMeta, TimelineEntry, TuneRecord } from "../record/types.ts";
+import { isGpuRun, loadTimelineSpread, mainSteps, stepSeconds, type Timeline } from "../record/timeline.ts";
+import type { RunMeta, TuneRecord } from "../record/types.ts";
 import { runCharts } from "../report/charts.ts";
-import { measureRows, runReport, tuneReport, type NumberRow, type RecordedRun, type RunReportModel, type TuneReportModel } from "../report/model.ts";
+import { measureRows, runReport, tuneReport, type NumberRow, type RunReportModel, type TuneReportModel } from "../report/model.ts";
 import { progressCharts } from "../report/progress.ts";
 import type { ChartSpec } from "../report/svg.ts";
-import { readTimelineFrom } from "./tail.ts";
 
 /**
  * A run without an end whose timeline has not grown for this long is "unfinished", not running.
@@ -28,6 +27,17 @@ import { readTimelineFrom } from "./tail.ts";
  * ```
  */
 export const STALE_AFTER_S = 120;
+
+/**
+ * A run page reads a timeline whole up to this size; past it, evenly spread parts of this total
+ * size (the charts and findings are then drawn from those parts, the numbers from run.json).
+ *
+ * @example
+ * ```ts
+ * const sampled = timelineBytes > PAGE_READ_BYTES;
+ * ```
+ */
+export const PAGE_READ_BYTES = 24 * 2 ** 20;
 
 /**
  * One row of the run list.
@@ -92,7 +102,7 @@ export interface RunView {
   offset: number;
   tiles: NumberRow[];
   /** the timeline the page was built from (the progress charts read it) */
-  entries: TimelineEntry[];
+  timeline: Timeline;
 }
 
 /**
@@ -108,10 +118,6 @@ export interface TuneView {
   model: TuneReportModel;
   tune: TuneRecord;
   running: boolean;
-}
-
-function timelinePath(store: RunStore, id: string): string {
-  return join(store.runDir(id), "timeline.ndjson");
 }
 
 /**
@@ -136,7 +142,7 @@ export async function runStatus(store: RunStore, meta: RunMeta, nowS: number): P
 }
 
 function device(meta: RunMeta): string {
-  return meta.device.backend === "cpu" || meta.device.gpus.length === 0 ? `CPU (${meta.device.host.cpus} cores)` : meta.device.gpus.map((g) => g.name).join(", ");
+  return !isGpuRun(meta) ? `CPU (${meta.device.host.cpus} cores)` : meta.device.gpus.map((g) => g.name).join(", ");
 }
 
 /**
@@ -162,8 +168,8 @@ export async function listRuns(store: RunStore, limit = 500, now = Date.now()): 
     const s = meta.summary;
     let measured: { samples_per_s: number | null; data_wait_share: number | null; gpu_util_mean: number | null; peak: number | null; duration: number | null } | null = s === null ? null : { samples_per_s: s.samples_per_s, data_wait_share: s.data_wait_share, gpu_util_mean: s.gpu_util_mean, peak: s.peak_tree_gpu_bytes ?? s.peak_tree_rss_bytes, duration: s.duration_s };
     if (measured === null && live) {
-      const { entries } = await readTimelineFrom(timelinePath(store, id), 0);
-      const m = measureRun(meta, readTimeline(entries));
+      const { timeline } = await loadTimelineSpread(timelinePath(store, id), { budgetBytes: PAGE_READ_BYTES / 4 });
+      const m = measureRun(meta, timeline);
       measured = { samples_per_s: m.samples_per_s, data_wait_share: m.data_wait_share, gpu_util_mean: m.gpu_util_mean, peak: m.peak_tree_gpu_bytes ?? m.peak_tree_rss_bytes, duration: null };
     }
     items.push({
@@ -231,9 +237,9 @@ export async function listTunes(store: RunStore, limit = 200): Promise<TuneListI
 export async function runView(store: RunStore, id: string, now = Date.now()): Promise<RunView> {
   if (!isRecordId(id)) throw new BrimError("E_NOT_FOUND", `no run '${id}'`);
   const meta = await store.readRunMeta(id);
-  const { entries, offset } = await readTimelineFrom(timelinePath(store, id), 0);
+  const { timeline, offset } = await loadTimelineSpread(timelinePath(store, id), { budgetBytes: PAGE_READ_BYTES });
   const { status, live } = await runStatus(store, meta, now / 1000);
-  return { model: runReport({ meta, timeline: entries }), meta, live, status, offset, tiles: liveTiles(meta, readTimeline(entries)), entries };
+  return { model: runReport({ meta, timeline }), meta, live, status, offset, tiles: liveTiles(meta, timeline), timeline };
 }
 
 /**
@@ -246,16 +252,7 @@ export async function runView(store: RunStore, id: string, now = Date.now()): Pr
  */
 export async function tuneView(store: RunStore, id: string): Promise<TuneView> {
   if (!isRecordId(id)) throw new BrimError("E_NOT_FOUND", `no tune '${id}'`);
-  const tune = await store.readTune(id);
-  const runs = new Map<number, RecordedRun>();
-  for (const t of tune.trials) {
-    if (t.run_id === null || !isRecordId(t.run_id)) continue;
-    try {
-      runs.set(t.index, await store.readRun(t.run_id));
-    } catch (error) {
-      if (!(error instanceof BrimError)) throw error;
-    }
-  }
+  const { tune, runs } = await loadTune(store, id);
   return { model: tuneReport(tune, runs), tune, running: tune.ended_at === null };
 }
 
@@ -265,17 +262,12 @@ export async function tuneView(store: RunStore, id: string): Promise<TuneView> {
  *
  * @example
  * ```ts
- * liveCharts(meta, entries).charts.length; // 6: the four run charts, loss and throughput by step
+ * liveCharts(meta, fold.timeline()).charts.length; // 6: the four run charts, loss and throughput by step
  * ```
  */
-export function liveCharts(meta: RunMeta, entries: readonly TimelineEntry[]): { charts: ChartSpec[]; numbers: NumberRow[]; tiles: NumberRow[] } {
-  const tl = readTimeline(entries);
+export function liveCharts(meta: RunMeta, tl: Timeline): { charts: ChartSpec[]; numbers: NumberRow[]; tiles: NumberRow[] } {
   const m = measureRun(meta, tl);
-  return { charts: [...runCharts(meta, tl, m), ...progressCharts([{ label: "this run", meta, entries }], "step")], numbers: measureRows(m, isGpuRun(meta)), tiles: liveTiles(meta, tl) };
-}
-
-function isGpuRun(meta: RunMeta): boolean {
-  return meta.device.backend !== "cpu" && meta.device.gpus.length > 0;
+  return { charts: [...runCharts(meta, tl, m), ...progressCharts([{ label: "this run", meta, timeline: tl }], "step")], numbers: measureRows(m, isGpuRun(meta)), tiles: liveTiles(meta, tl) };
 }
 
 /**
@@ -283,23 +275,24 @@ function isGpuRun(meta: RunMeta): boolean {
  *
  * @example
  * ```ts
- * liveTiles(meta, readTimeline(entries)).map((t) => t.label); // ["step", "samples/s", "data wait", ...]
+ * liveTiles(meta, timeline).map((t) => t.label); // ["step", "samples/s", "data wait", ...]
  * ```
  */
 export function liveTiles(meta: RunMeta, tl: Timeline): NumberRow[] {
   const steps = mainSteps(tl);
   const step = steps[steps.length - 1];
   const sample = tl.samples[tl.samples.length - 1];
-  const busy = step === undefined ? 0 : step.wait_s + step.compute_s;
+  const busy = step === undefined ? 0 : (stepSeconds(step) ?? 0);
   const gpu = isGpuRun(meta);
-  const util = sample?.gpus.map((g) => g.util).find((u) => u !== null) ?? null;
+  const utils = (sample?.gpus ?? []).filter((g) => tl.measured.gpu_indexes.includes(g.index) && g.util !== null).map((g) => g.util as number);
+  const util = utils.length === 0 ? null : utils.reduce((a, b) => a + b, 0) / utils.length;
   const memory = gpu ? (sample?.tree.gpu_bytes ?? null) : (sample?.tree.rss_bytes ?? null);
   const last = Math.max(tl.samples[tl.samples.length - 1]?.t ?? 0, step?.t ?? 0);
   const start = tl.start?.t ?? Date.parse(meta.started_at) / 1000;
   return [
     { label: "step", value: step === undefined ? "–" : `${step.step}${step.warmup ? " (warm-up)" : ""}` },
-    { label: "samples/s", value: step === undefined || busy <= 0 ? "–" : formatRate(step.samples / busy) },
-    { label: "data wait", value: step === undefined || busy <= 0 ? "–" : formatShare(step.wait_s / busy) },
+    { label: "samples/s", value: step === undefined || busy <= 0 || step.samples === null ? "–" : formatRate(step.samples / busy) },
+    { label: "data wait", value: step === undefined || busy <= 0 ? "–" : formatShare((step.wait_s ?? 0) / busy) },
     gpu ? { label: "GPU utilization", value: formatPercent(util) } : { label: "CPU of the job", value: formatPercent(sample?.tree.cpu_percent ?? null) },
     { label: gpu ? "GPU memory" : "RSS", value: `${formatMaybeBytes(memory)}${meta.cap_bytes !== null ? ` of ${formatBytes(meta.cap_bytes)}` : ""}` },
     { label: "elapsed", value: last > 0 ? formatSeconds(Math.max(0, last - start)) : "–" },

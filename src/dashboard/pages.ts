@@ -9,7 +9,8 @@ import { chartsHtml, doctorHtml, factsHtml, htmlPage, trialsHtml } from "../repo
 import type { NumberRow } from "../report/model.ts";
 import { knobDifferences, progressCharts, type ProgressAxis, type ProgressRun } from "../report/progress.ts";
 import { escapeXml as esc, renderChart } from "../report/svg.ts";
-import type { RunMeta, TimelineEntry } from "../record/types.ts";
+import type { Timeline } from "../record/timeline.ts";
+import type { RunMeta } from "../record/types.ts";
 import { HOME_SCRIPT, LIVE_SCRIPT } from "./client.ts";
 import type { RunListItem, RunView, TuneListItem, TuneView } from "./data.ts";
 
@@ -120,12 +121,12 @@ function tiles(rows: readonly NumberRow[]): string {
  *
  * @example
  * ```ts
- * const options: RunPageOptions = { axis: "time", vs: { meta: other.meta, entries: other.timeline } };
+ * const options: RunPageOptions = { axis: "time", vs: { meta: other.meta, timeline: other.timeline } };
  * ```
  */
 export interface RunPageOptions {
   axis?: ProgressAxis;
-  vs?: { meta: RunMeta; entries: readonly TimelineEntry[] } | null;
+  vs?: { meta: RunMeta; timeline: Timeline } | null;
 }
 
 /**
@@ -140,7 +141,7 @@ export function runPage(view: RunView, storeRoot: string, nonce: string, options
   const { model, meta } = view;
   const axis = options.axis ?? "step";
   const vs = options.vs ?? null;
-  const progressRuns: ProgressRun[] = [{ label: vs === null ? "this run" : meta.id, meta, entries: view.entries }, ...(vs === null ? [] : [{ label: `vs ${vs.meta.id}`, meta: vs.meta, entries: vs.entries }])];
+  const progressRuns: ProgressRun[] = [{ label: vs === null ? "this run" : meta.id, meta, timeline: view.timeline }, ...(vs === null ? [] : [{ label: `vs ${vs.meta.id}`, meta: vs.meta, timeline: vs.timeline }])];
   // the live stream redraws the single-run, step-axis charts; an overlay or a time axis stays as loaded
   const fixed = vs !== null || axis !== "step";
   const query = (next: { x?: ProgressAxis }): string => {

@@ -12,12 +12,12 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { diagnose } from "../analyze/doctor.ts";
+import { diagnose } from "../analyze/doctor/index.ts";
 import { measureRun } from "../analyze/measure.ts";
-import { readTimeline } from "../analyze/timeline.ts";
 import { BrimError } from "../errors/index.ts";
 import { isRecordId, type RunStore } from "../record/store.ts";
-import type { TimelineEntry } from "../record/types.ts";
+import { loadRun } from "../record/load.ts";
+import { TimelineFold } from "../record/timeline.ts";
 import { renderChart } from "../report/svg.ts";
 import { listRuns, listTunes, liveCharts, runStatus, runView, tuneView } from "./data.ts";
 import { errorPage, indexPage, runPage, tunePage } from "./pages.ts";
@@ -196,7 +196,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       if (!idOk(b)) return notFound(`'${b ?? ""}' is not a run id`);
       const vsId = url.searchParams.get("vs");
       if (vsId !== null && !isRecordId(vsId)) return notFound(`?vs=${vsId}: not a run id`);
-      const vs = vsId === null ? null : await store.readRun(vsId).then(({ meta, timeline }) => ({ meta, entries: timeline }));
+      const vs = vsId === null ? null : await loadRun(store, vsId);
       return { status: 200, type: "text/html; charset=utf-8", body: runPage(await runView(store, b), store.root, nonce, { axis: url.searchParams.get("x") === "time" ? "time" : "step", vs }) };
     }
     if (a === "tunes" && segments.length === 2) {
@@ -207,11 +207,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       if (segments.length === 2) return json(200, await listRuns(store));
       if (!idOk(c)) return notFound(`'${c ?? ""}' is not a run id`);
       if (segments.length === 3) {
-        const { meta, timeline } = await store.readRun(c);
-        return json(200, { meta, ...(await runStatus(store, meta, Date.now() / 1000)), measures: measureRun(meta, readTimeline(timeline)) });
+        const { meta, timeline } = await loadRun(store, c);
+        return json(200, { meta, ...(await runStatus(store, meta, Date.now() / 1000)), measures: measureRun(meta, timeline) });
       }
       if (segments.length === 4 && d === "doctor") {
-        const { meta, timeline } = await store.readRun(c);
+        const { meta, timeline } = await loadRun(store, c);
         return json(200, diagnose(meta, timeline));
       }
       if (segments.length === 4 && d === "events") {
@@ -242,8 +242,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     const path = join(store.runDir(id), "timeline.ndjson");
     const asked = Number(req.headers["last-event-id"] ?? url.searchParams.get("from") ?? 0);
     const from = Number.isSafeInteger(asked) && asked >= 0 ? asked : 0;
-    const history = await readTimelineFrom(path, 0, from);
-    const entries: TimelineEntry[] = history.entries;
+    const fold = new TimelineFold();
+    const history = await readTimelineFrom(path, 0, from, (entry) => fold.add(entry));
     const tail = new TimelineTail(path, history.offset);
     if (gone || res.destroyed) return;
     res.writeHead(200, { ...securityHeaders("none"), "Content-Type": "text/event-stream; charset=utf-8", Connection: "keep-alive", "X-Accel-Buffering": "no" });
@@ -282,13 +282,13 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       try {
         const fresh = await tail.poll();
         if (fresh.length > 0) {
-          entries.push(...fresh);
+          for (const entry of fresh) fold.add(entry);
           send("entries", fresh, tail.offset);
           dirty = true;
         }
         const end = fresh.find((e) => e.kind === "end");
         if (dirty && (end !== undefined || Date.now() - lastCharts >= chartEveryMs)) {
-          const live = liveCharts(meta, entries);
+          const live = liveCharts(meta, fold.timeline());
           send("charts", { charts: Object.fromEntries(live.charts.map((c) => [c.id, renderChart(c)])), numbers: live.numbers, tiles: live.tiles });
           dirty = false;
           lastCharts = Date.now();
@@ -310,7 +310,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       handle.close();
       return;
     }
-    if (meta.end !== null && entries.some((e) => e.kind === "end")) {
+    if (meta.end !== null && fold.timeline().end !== null) {
       await tick();
       if (!closed) await finish(meta.end.cause);
       return;

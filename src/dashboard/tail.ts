@@ -1,11 +1,11 @@
 /**
  * Reading a timeline.ndjson that is still being written: whole lines only, from a byte offset, so a
- * follower sees each entry once and never half of one.
+ * follower sees each entry once and never half of one. Streamed: memory stays bounded however long
+ * the run.
  *
  * @module
  */
-import { open } from "node:fs/promises";
-import { parseTimeline } from "../record/store.ts";
+import { timelineEntries } from "../record/timeline.ts";
 import type { TimelineEntry } from "../record/types.ts";
 
 /**
@@ -21,11 +21,10 @@ export interface TimelineChunk {
   offset: number;
 }
 
-const MAX_CHUNK = 64 * 2 ** 20;
-
 /**
- * Reads the whole lines of a timeline file from `offset` on (up to `until`, when given). A missing
- * file reads as nothing.
+ * Reads the whole lines of a timeline file from `offset` on (up to `until`, when given), each passed
+ * to `each` when given (then `entries` stays empty: nothing is held), else collected. A missing file
+ * reads as nothing.
  *
  * @example
  * ```ts
@@ -33,33 +32,14 @@ const MAX_CHUNK = 64 * 2 ** 20;
  * const next = await readTimelineFrom(path, first.offset); // only what was appended since
  * ```
  */
-export async function readTimelineFrom(path: string, offset: number, until = Infinity): Promise<TimelineChunk> {
-  let handle;
-  try {
-    handle = await open(path, "r");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { entries: [], offset };
-    throw error;
+export async function readTimelineFrom(path: string, offset: number, until = Infinity, each?: (entry: TimelineEntry) => void): Promise<TimelineChunk> {
+  const entries: TimelineEntry[] = [];
+  let at = offset;
+  for await (const entry of timelineEntries(path, { from: offset, until, onOffset: (o) => (at = o) })) {
+    if (each !== undefined) each(entry);
+    else entries.push(entry);
   }
-  try {
-    const size = Math.min((await handle.stat()).size, until);
-    if (size <= offset) return { entries: [], offset: Math.min(offset, size) };
-    const entries: TimelineEntry[] = [];
-    let at = offset;
-    while (at < size) {
-      const length = Math.min(size - at, MAX_CHUNK);
-      const buffer = Buffer.alloc(length);
-      const { bytesRead } = await handle.read(buffer, 0, length, at);
-      const end = buffer.lastIndexOf(0x0a, bytesRead - 1);
-      if (end < 0) break;
-      entries.push(...parseTimeline(buffer.subarray(0, end + 1).toString("utf8")));
-      at += end + 1;
-      if (bytesRead < length) break;
-    }
-    return { entries, offset: at };
-  } finally {
-    await handle.close();
-  }
+  return { entries, offset: at };
 }
 
 /**
@@ -85,9 +65,9 @@ export class TimelineTail {
     return this.#offset;
   }
 
-  /** The entries appended since the last poll. */
-  async poll(): Promise<TimelineEntry[]> {
-    const chunk = await readTimelineFrom(this.path, this.#offset);
+  /** The entries appended since the last poll (at most `maxBytes` of them, the rest at the next poll). */
+  async poll(maxBytes = 8 * 2 ** 20): Promise<TimelineEntry[]> {
+    const chunk = await readTimelineFrom(this.path, this.#offset, this.#offset + maxBytes);
     this.#offset = chunk.offset;
     return chunk.entries;
   }

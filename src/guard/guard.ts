@@ -1,9 +1,11 @@
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import { startSampler, type Devices, type Reading, type Sampler } from "../devices/index.ts";
 import type { ChannelMessage } from "../job/channel.ts";
 import { Job, type JobResult, type PtySize } from "../job/runner.ts";
 import type { RunStore } from "../record/store.ts";
 import { summarizeRun } from "../record/summary.ts";
+import { loadTimeline, type Timeline } from "../record/timeline.ts";
 import type { RunDevice, RunMeta, RunSummary, TimelineEntry } from "../record/types.ts";
 import { BrimError } from "../errors/index.ts";
 import { ioCause } from "../files.ts";
@@ -76,7 +78,8 @@ export interface GuardResult {
   meta: RunMeta;
   job: JobResult;
   summary: RunSummary;
-  timeline: TimelineEntry[];
+  /** the run's timeline, read once (bounded: long lists are thinned) */
+  timeline: Timeline;
 }
 
 /**
@@ -306,6 +309,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   };
   writer.onFailure((loss) => job.stop("store_failed", loss.error.message, 2));
   writer.append({ t: job.startedAt, kind: "start", pid: job.pid });
+  live.started(job.startedAt, job.pid);
   guarded(() =>
     options.onStart?.({
       runId: writer.id,
@@ -358,6 +362,8 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       live.reading({
         t: reading.t,
         usedBytes: used,
+        treeGpuBytes: gpuBytes,
+        treeRssBytes: rssBytes,
         gpuUtil: mean(gpus.map((gpu) => gpu.util)),
         smActivity: mean(gpus.map((gpu) => gpu.smActivity)),
         powerW: powers.length > 0 ? powers.reduce((a, b) => a + b, 0) : null,
@@ -378,7 +384,9 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       pendingSample = reading;
       if (reading.t - lastKeptSampleAt >= TIMELINE_SAMPLE_EVERY_S) {
         lastKeptSampleAt = reading.t;
-        writer.append(sampleEntryOf(reading));
+        const kept = sampleEntryOf(reading);
+        writer.append(kept);
+        live.sample(kept);
         pendingSample = null;
       }
       options.onState?.(live.snapshot(reading.t), reading.t);
@@ -413,12 +421,12 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     if (loss !== null) {
       result = { ...result, end: { ...result.end, message: `${result.end.message} (${loss.entriesLost} timeline entries and ${loss.outputLinesLost} output lines not recorded)` } };
     }
-    const { timeline } = await deps.store.readRun(writer.id);
+    const timeline = await loadTimeline(join(writer.dir, "timeline.ndjson"));
     const summary: RunSummary = { ...summarizeRun(timeline, { treeGpuBytes: peakGpu, treeRssBytes: peakRss }, result.endedAt - result.startedAt), peak_tree_pss_bytes: peakPss };
     if (loss === null) await writer.update({ versions: versionsFrom(mainHello) }).catch(() => undefined);
     await writer.finish(result.end, summary, new Date(result.endedAt * 1000));
-    const recorded = await deps.store.readRun(writer.id);
-    return { meta: recorded.meta, job: result, summary, timeline: recorded.timeline };
+    const meta = await deps.store.readRunMeta(writer.id);
+    return { meta, job: result, summary, timeline: { ...timeline, end: { t: result.endedAt, cause: result.end.cause } } };
   } finally {
     dog?.release();
   }

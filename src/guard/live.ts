@@ -1,4 +1,6 @@
 import type { ChannelMessage } from "../job/channel.ts";
+import { stepOf, stepSeconds, TimelineFold, type StepSource } from "../record/timeline.ts";
+import type { TimelineEntry } from "../record/types.ts";
 
 /** What the live view, the Prometheus endpoint and the tuner's progress show about a running job. */
 export interface LiveState {
@@ -10,6 +12,18 @@ export interface LiveState {
   samplesPerS: number | null;
   /** Share of recent step time spent waiting for data. */
   waitShare: number | null;
+  /** The run so far by the timeline model's definitions (what the summary will say): throughput over all steady steps of the main process, */
+  steadySamplesPerS?: number | null;
+  /** who measured those steps, */
+  throughputSource?: StepSource | null;
+  /** data wait over the same steps, */
+  steadyWaitShare?: number | null;
+  /** GPU means over the job's GPUs in the steady window, from the readings the timeline keeps, */
+  gpuUtilMean?: number | null;
+  smActivityMean?: number | null;
+  /** and the peaks of the process tree (NVML GPU memory; RSS) over every reading. */
+  peakTreeGpuBytes?: number | null;
+  peakTreeRssBytes?: number | null;
   etaS: number | null;
   memUsedBytes: number | null;
   memPeakBytes: number | null;
@@ -32,6 +46,9 @@ export interface LiveState {
 export interface LiveReading {
   t: number;
   usedBytes: number | null;
+  /** the process tree's GPU memory and RSS, for the peaks (optional: older callers) */
+  treeGpuBytes?: number | null;
+  treeRssBytes?: number | null;
   gpuUtil: number | null;
   smActivity: number | null;
   powerW: number | null;
@@ -41,6 +58,7 @@ export interface LiveReading {
 
 const RECENT_STEPS = 20;
 const finite = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
+const MAX_RECENT_PROCESSES = 16;
 
 /**
  * Folds SDK messages and sampler readings into the {@link LiveState} of a running job.
@@ -55,8 +73,10 @@ const finite = (value: unknown): value is number => typeof value === "number" &&
 export class LiveTracker {
   #startedAt: number;
   #state: LiveState;
-  #mainPid: number | null = null;
-  #recent: { samples: number; wait: number; busy: number }[] = [];
+  #fold = new TimelineFold();
+  #recent = new Map<number, { samples: number; wait: number; busy: number }[]>();
+  #peakGpu: number | null = null;
+  #peakRss: number | null = null;
 
   constructor(init: { startedAt: number; capBytes: number | null; capScope: "gpu" | "ram"; totalSteps: number | null }) {
     this.#startedAt = init.startedAt;
@@ -66,6 +86,13 @@ export class LiveTracker {
       totalSteps: init.totalSteps,
       samplesPerS: null,
       waitShare: null,
+      steadySamplesPerS: null,
+      throughputSource: null,
+      steadyWaitShare: null,
+      gpuUtilMean: null,
+      smActivityMean: null,
+      peakTreeGpuBytes: null,
+      peakTreeRssBytes: null,
       etaS: null,
       memUsedBytes: null,
       memPeakBytes: null,
@@ -85,33 +112,54 @@ export class LiveTracker {
     };
   }
 
+  /** Notes the process brim started: the main process unless ranks or steps say otherwise. */
+  started(t: number, pid: number): void {
+    this.#fold.started(t, pid);
+  }
+
   /** Takes one SDK message. */
   message(message: ChannelMessage): void {
-    if (message.type === "hello" && message.role === "main" && (message.rank == null || message.rank === 0)) {
-      this.#mainPid ??= message.pid;
+    if (message.type === "hello") {
+      this.#fold.hello({ t: message.t, pid: message.pid, role: typeof message.role === "string" ? message.role : null, rank: finite(message.rank) ? message.rank : null, framework: null, versions: {} });
       return;
     }
     if (message.type === "event") {
-      if (message.kind === "oom_recovered") this.#state.oomRecoveries++;
-      if (message.kind !== "knob_read") this.#state.lastEvent = typeof message.message === "string" ? message.message : String(message.kind);
+      const kind = String(message.kind);
+      this.#fold.event({ t: message.t, pid: message.pid, event: kind, step: null, message: null, details: {} });
+      if (kind === "oom_recovered") this.#state.oomRecoveries++;
+      if (kind !== "knob_read") this.#state.lastEvent = typeof message.message === "string" ? message.message : kind;
       return;
     }
     if (message.type !== "step") return;
-    if (this.#mainPid !== null && message.pid !== this.#mainPid) return;
+    const step = stepOf({ ...message, kind: "step" });
+    if (step === null) return;
+    this.#fold.step(step);
+    let recent = this.#recent.get(step.pid);
+    if (recent === undefined) {
+      if (this.#recent.size >= MAX_RECENT_PROCESSES) return;
+      this.#recent.set(step.pid, (recent = []));
+    }
+    const seconds = stepSeconds(step);
+    if (!step.warmup && seconds !== null) {
+      recent.push({ samples: step.samples ?? 0, wait: step.wait_s ?? 0, busy: seconds });
+      if (recent.length > RECENT_STEPS) recent.shift();
+    }
+    if (step.pid !== this.#fold.mainPid()) return;
     const state = this.#state;
     state.steps++;
-    if (finite(message.micro_batch)) state.microBatch = message.micro_batch;
-    if (finite(message.accumulation)) state.accumulation = message.accumulation;
-    if (finite(message.loss)) state.loss = message.loss;
-    if (message.warmup === true) return;
-    const wait = finite(message.wait_s) ? message.wait_s : 0;
-    const busy = wait + (finite(message.compute_s) ? message.compute_s : 0);
-    this.#recent.push({ samples: finite(message.samples) ? message.samples : 0, wait, busy });
-    if (this.#recent.length > RECENT_STEPS) this.#recent.shift();
-    const totals = this.#recent.reduce((sum, step) => ({ samples: sum.samples + step.samples, wait: sum.wait + step.wait, busy: sum.busy + step.busy }), { samples: 0, wait: 0, busy: 0 });
+    if (step.micro_batch !== null) state.microBatch = step.micro_batch;
+    if (step.accumulation !== null) state.accumulation = step.accumulation;
+    if (typeof step.loss === "number") state.loss = step.loss;
+    if (step.warmup) return;
+    const totals = recent.reduce((sum, r) => ({ samples: sum.samples + r.samples, wait: sum.wait + r.wait, busy: sum.busy + r.busy }), { samples: 0, wait: 0, busy: 0 });
     state.samplesPerS = totals.busy > 0 && totals.samples > 0 ? totals.samples / totals.busy : null;
     state.waitShare = totals.busy > 0 ? totals.wait / totals.busy : null;
-    if (state.totalSteps !== null && totals.busy > 0) state.etaS = Math.max(0, state.totalSteps - state.steps) * (totals.busy / this.#recent.length);
+    if (state.totalSteps !== null && totals.busy > 0 && recent.length > 0) state.etaS = Math.max(0, state.totalSteps - state.steps) * (totals.busy / recent.length);
+  }
+
+  /** Takes one reading as the timeline keeps it (a `sample` entry): the GPU means come from these, as the summary's do. */
+  sample(entry: TimelineEntry): void {
+    this.#fold.add(entry);
   }
 
   /** Takes one sampler reading. */
@@ -119,6 +167,8 @@ export class LiveTracker {
     const state = this.#state;
     state.memUsedBytes = reading.usedBytes;
     if (reading.usedBytes !== null) state.memPeakBytes = Math.max(state.memPeakBytes ?? 0, reading.usedBytes);
+    if (finite(reading.treeGpuBytes)) this.#peakGpu = Math.max(this.#peakGpu ?? 0, reading.treeGpuBytes);
+    if (finite(reading.treeRssBytes)) this.#peakRss = Math.max(this.#peakRss ?? 0, reading.treeRssBytes);
     state.gpuUtil = reading.gpuUtil;
     state.smActivity = reading.smActivity;
     state.powerW = reading.powerW;
@@ -134,6 +184,17 @@ export class LiveTracker {
 
   /** The state now. */
   snapshot(now: number): LiveState {
-    return { ...this.#state, elapsedS: now - this.#startedAt };
+    const m = this.#fold.measures({ medians: false });
+    return {
+      ...this.#state,
+      elapsedS: now - this.#startedAt,
+      steadySamplesPerS: m.samples_per_s,
+      throughputSource: m.throughput_source,
+      steadyWaitShare: m.data_wait_share,
+      gpuUtilMean: m.gpu_util_mean,
+      smActivityMean: m.sm_activity_mean,
+      peakTreeGpuBytes: this.#peakGpu === null ? m.peak_tree_gpu_bytes : Math.max(this.#peakGpu, m.peak_tree_gpu_bytes ?? 0),
+      peakTreeRssBytes: this.#peakRss === null ? m.peak_tree_rss_bytes : Math.max(this.#peakRss, m.peak_tree_rss_bytes ?? 0),
+    };
   }
 }

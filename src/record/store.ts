@@ -4,6 +4,7 @@ import { access, constants as fsConstants, mkdir, readdir, readFile, rm, writeFi
 import { dirname, join, resolve } from "node:path";
 import { BrimError } from "../errors/index.ts";
 import { ioCause, writeFileAtomic } from "../files.ts";
+import { parseRunMeta, parseTuneRecord } from "./schema.ts";
 import type { RunMeta, RunSummary, TimelineEntry, TuneRecord } from "./types.ts";
 
 const ID_PATTERN = /^\d{8}-\d{6}-[0-9a-f]{4}$/;
@@ -456,7 +457,8 @@ export class RunStore {
 
   /** A run's metadata. */
   async readRunMeta(id: string): Promise<RunMeta> {
-    return (await readJson(join(this.runDir(id), "run.json"), `run ${id}`)) as RunMeta;
+    const path = join(this.runDir(id), "run.json");
+    return parseRunMeta(await readJson(path, `run ${id}`), path);
   }
 
   /** A run's metadata and timeline as they are now (a running job's timeline is read up to its last whole line). */
@@ -484,7 +486,8 @@ export class RunStore {
 
   /** A tune record. */
   async readTune(id: string): Promise<TuneRecord> {
-    return (await readJson(join(this.tuneDir(id), "tune.json"), `tune ${id}`)) as TuneRecord;
+    const path = join(this.tuneDir(id), "tune.json");
+    return parseTuneRecord(await readJson(path, `tune ${id}`), path);
   }
 
   /**

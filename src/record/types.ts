@@ -16,6 +16,8 @@ export interface RunSummary {
   steady_steps: number;
   samples: number;
   samples_per_s: number | null;
+  /** who measured the steps that throughput counts (docs/run-store.md); null without throughput, or in records older than this field */
+  throughput_source: "sdk" | "attach" | "progress" | null;
   data_wait_share: number | null;
   step_time_s: number | null;
   peak_tree_gpu_bytes: number | null;
@@ -32,6 +34,12 @@ export interface RunSummary {
   oom_recoveries: number;
   micro_batch: number | null;
   accumulation: number | null;
+}
+
+/** Peaks the guard tracked over every reading (the timeline keeps only some of them). */
+export interface LivePeaks {
+  treeGpuBytes: number | null;
+  treeRssBytes: number | null;
 }
 
 /** What the run store knows about the devices a run used. */

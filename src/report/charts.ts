@@ -6,7 +6,7 @@
 import { formatBytes } from "../bytes.ts";
 import { maxOf, minOf, type RunMeasures } from "../analyze/measure.ts";
 import { formatRate, formatShare } from "../analyze/format.ts";
-import { mainSteps, stepStart, type StepEntry, type Timeline } from "../analyze/timeline.ts";
+import { isGpuRun, mainSteps, stepSeconds, stepStart, type StepEntry, type Timeline } from "../record/timeline.ts";
 import type { RunMeta, TuneRecord } from "../record/types.ts";
 import type { ChartSpec, Point, RefLine, Series } from "./svg.ts";
 
@@ -46,10 +46,6 @@ export const TUNE_CHARTS = ["tune_throughput", "tune_memory"] as const;
 export function timeOrigin(meta: RunMeta, tl: Timeline): number {
   const started = Date.parse(meta.started_at) / 1000;
   return tl.start?.t ?? tl.samples[0]?.t ?? tl.steps[0]?.t ?? (Number.isFinite(started) ? started : 0);
-}
-
-function isGpuRun(meta: RunMeta): boolean {
-  return meta.device.backend !== "cpu" && meta.device.gpus.length > 0;
 }
 
 /**
@@ -154,15 +150,17 @@ function windows(steps: readonly StepEntry[], t0: number, target = 150): { t: nu
   let cur: { t: number; samples: number; wait: number; busy: number } | null = null;
   let edge = -Infinity;
   for (const s of steps) {
+    const seconds = stepSeconds(s);
+    if (seconds === null) continue;
     if (cur === null || s.t > edge) {
       if (cur !== null) out.push(cur);
       cur = { t: s.t - t0, samples: 0, wait: 0, busy: 0 };
       edge = s.t + width;
     }
     cur.t = s.t - t0;
-    cur.samples += s.samples;
-    cur.wait += s.wait_s;
-    cur.busy += s.wait_s + s.compute_s;
+    cur.samples += s.samples ?? 0;
+    cur.wait += s.wait_s ?? 0;
+    cur.busy += seconds;
   }
   if (cur !== null) out.push(cur);
   return out;

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Comparison } from "../analyze/compare.ts";
-import type { DoctorReport, Finding } from "../analyze/doctor.ts";
+import type { DoctorReport, Finding } from "../analyze/doctor/index.ts";
 import type { NumberRow, RunReportModel, TrialRow, TuneReportModel } from "./model.ts";
 import { escapeXml as esc, renderChart } from "./svg.ts";
 

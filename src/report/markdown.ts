@@ -4,7 +4,7 @@
  * @module
  */
 import type { Comparison } from "../analyze/compare.ts";
-import type { DoctorReport, Finding } from "../analyze/doctor.ts";
+import type { DoctorReport, Finding } from "../analyze/doctor/index.ts";
 import type { NumberRow, RunReportModel, TuneReportModel } from "./model.ts";
 
 /**

@@ -6,26 +6,16 @@
  */
 import { formatBytes } from "../bytes.ts";
 import { compareRuns, type Comparison, type ComparedRun } from "../analyze/compare.ts";
-import { diagnose, type DoctorReport } from "../analyze/doctor.ts";
+import { diagnose, type DoctorReport } from "../analyze/doctor/index.ts";
 import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
 import { measureRun, type RunMeasures } from "../analyze/measure.ts";
-import { readTimeline } from "../analyze/timeline.ts";
-import type { RunMeta, TimelineEntry, TuneRecord, TuneTrialRecord } from "../record/types.ts";
+import type { RecordedRun } from "../record/load.ts";
+import { isGpuRun } from "../record/timeline.ts";
+import type { RunMeta, TuneRecord, TuneTrialRecord } from "../record/types.ts";
 import { runCharts, trialPoints, tuneMemoryChart, tuneThroughputChart, type TrialPoint } from "./charts.ts";
 import type { ChartSpec } from "./svg.ts";
 
-/**
- * A recorded run: its metadata and timeline entries.
- *
- * @example
- * ```ts
- * const run: RecordedRun = await store.readRun(id);
- * ```
- */
-export interface RecordedRun {
-  meta: RunMeta;
-  timeline: TimelineEntry[];
-}
+export type { RecordedRun } from "../record/load.ts";
 
 /**
  * A labelled number of a report's headline table.
@@ -45,7 +35,7 @@ export interface NumberRow {
  *
  * @example
  * ```ts
- * const model: RunReportModel = runReport(await store.readRun(id));
+ * const model: RunReportModel = runReport(await loadRun(store, id));
  * model.charts.length; // 4
  * ```
  */
@@ -102,14 +92,10 @@ export interface TuneReportModel {
   notes: string[];
 }
 
-function isGpu(meta: RunMeta): boolean {
-  return meta.device.backend !== "cpu" && meta.device.gpus.length > 0;
-}
-
 function runFacts(meta: RunMeta, m: RunMeasures): NumberRow[] {
   const rows: NumberRow[] = [
     { label: "command", value: meta.command.join(" ") },
-    { label: "device", value: isGpu(meta) ? meta.device.gpus.map((g) => `${g.name} (${formatBytes(g.total_bytes)})`).join(", ") : `CPU, ${meta.device.host.cpus} cores` },
+    { label: "device", value: isGpuRun(meta) ? meta.device.gpus.map((g) => `${g.name} (${formatBytes(g.total_bytes)})`).join(", ") : `CPU, ${meta.device.host.cpus} cores` },
     { label: "started", value: meta.started_at },
     { label: "duration", value: formatSeconds(m.duration_s) },
     { label: "end", value: meta.end === null ? "still running (or brim stopped before recording the end)" : `${meta.end.cause}: ${meta.end.message}` },
@@ -159,7 +145,7 @@ export function measureRows(m: RunMeasures, gpu: boolean): NumberRow[] {
  * ```
  */
 export function comparedRun(run: RecordedRun, label: string): ComparedRun {
-  return { id: run.meta.id, label, measures: measureRun(run.meta, readTimeline(run.timeline)), device: isGpu(run.meta) ? "gpu" : "cpu" };
+  return { id: run.meta.id, label, measures: measureRun(run.meta, run.timeline), device: isGpuRun(run.meta) ? "gpu" : "cpu" };
 }
 
 /**
@@ -167,20 +153,20 @@ export function comparedRun(run: RecordedRun, label: string): ComparedRun {
  *
  * @example
  * ```ts
- * const model = runReport(await store.readRun(id), await store.readRun(baselineId));
+ * const model = runReport(await loadRun(store, id), await loadRun(store, baselineId));
  * model.comparison?.speedup; // 1.8
  * ```
  */
 export function runReport(run: RecordedRun, vs?: RecordedRun): RunReportModel {
-  const tl = readTimeline(run.timeline);
+  const tl = run.timeline;
   const m = measureRun(run.meta, tl);
-  const doctor = diagnose(run.meta, run.timeline);
+  const doctor = diagnose(run.meta, tl);
   return {
     kind: "run",
     id: run.meta.id,
     title: `${run.meta.kind === "trial" ? "Trial" : "Run"} ${run.meta.id}`,
     facts: runFacts(run.meta, m),
-    numbers: measureRows(m, isGpu(run.meta)),
+    numbers: measureRows(m, isGpuRun(run.meta)),
     doctor,
     charts: runCharts(run.meta, tl, m),
     comparison: vs === undefined ? null : compareRuns(comparedRun(vs, `before (${vs.meta.id})`), comparedRun(run, `after (${run.meta.id})`)),
@@ -204,6 +190,7 @@ export function trialMeasures(t: TuneTrialRecord, gpu: boolean): RunMeasures {
     steady_steps: 0,
     samples: 0,
     samples_per_s: t.samples_per_s,
+    throughput_source: null,
     data_wait_share: t.data_wait_share,
     step_time_s: null,
     wait_time_s: null,
@@ -214,6 +201,9 @@ export function trialMeasures(t: TuneTrialRecord, gpu: boolean): RunMeasures {
     framework_peak_reserved_bytes: null,
     gpu_util_mean: t.gpu_util_mean,
     sm_activity_mean: null,
+    power_mean_w: null,
+    energy_j: null,
+    energy_j_per_sample: null,
     tree_cpu_percent_mean: null,
     host_cpu_percent_mean: null,
     oom_recoveries: t.oom_recoveries,
@@ -245,14 +235,14 @@ function trialSide(tune: TuneRecord, t: TuneTrialRecord, runs: ReadonlyMap<numbe
  *
  * @example
  * ```ts
- * const runs = new Map([[0, await store.readRun(tune.trials[0].run_id)]]);
+ * const { tune, runs } = await loadTune(store, id);
  * tuneReport(tune, runs).charts.map((c) => c.id); // ["tune_throughput", "tune_memory"]
  * ```
  */
 export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedRun> = new Map(), vs?: RecordedRun): TuneReportModel {
   const microBatches = new Map<number, number>();
   for (const [index, run] of runs) {
-    const mb = run.meta.summary?.micro_batch ?? measureRun(run.meta, readTimeline(run.timeline)).micro_batch;
+    const mb = run.meta.summary?.micro_batch ?? measureRun(run.meta, run.timeline).micro_batch;
     if (mb !== null) microBatches.set(index, mb);
   }
   const points = trialPoints(tune, microBatches);

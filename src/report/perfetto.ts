@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { readTimeline, stepStart, type Timeline } from "../analyze/timeline.ts";
+import { stepSeconds, stepStart, type Timeline } from "../record/timeline.ts";
 import type { RecordedRun } from "./model.ts";
 
 /**
@@ -82,12 +82,12 @@ function counters(tl: Timeline, pid: number, origin: number, out: TraceEvent[]):
  *
  * @example
  * ```ts
- * const trace = perfettoTrace([await store.readRun(id)]);
+ * const trace = perfettoTrace([await loadRun(store, id)]);
  * await writeFile("trace.json", JSON.stringify(trace));
  * ```
  */
 export function perfettoTrace(runs: readonly (RecordedRun & { label?: string })[]): TraceFile {
-  const timelines = runs.map((r) => ({ run: r, tl: readTimeline(r.timeline) }));
+  const timelines = runs.map((r) => ({ run: r, tl: r.timeline }));
   const starts = timelines.map(({ run, tl }) => tl.start?.t ?? tl.samples[0]?.t ?? tl.steps[0]?.t ?? Date.parse(run.meta.started_at) / 1000).filter(Number.isFinite);
   const origin = starts.length > 0 ? Math.min(...starts) : 0;
   const events: TraceEvent[] = [];
@@ -107,9 +107,9 @@ export function perfettoTrace(runs: readonly (RecordedRun & { label?: string })[
       if (s.micro_batch !== null) args.micro_batch = s.micro_batch;
       if (s.accumulation !== null) args.accumulation = s.accumulation;
       if (s.loss !== null) args.loss = s.loss;
-      events.push({ name: `step ${s.step}${s.warmup ? " (warm-up)" : ""}`, cat: "step", ph: "X", ts: us(start, origin), dur: Math.max(1, Math.round((s.wait_s + s.compute_s) * 1e6)), pid: s.pid, tid: s.pid, args });
-      if (s.wait_s > 0) events.push({ name: "data wait", cat: "wait", ph: "X", ts: us(start, origin), dur: Math.max(1, Math.round(s.wait_s * 1e6)), pid: s.pid, tid: s.pid });
-      if (s.compute_s > 0) events.push({ name: "compute", cat: "compute", ph: "X", ts: us(start + s.wait_s, origin), dur: Math.max(1, Math.round(s.compute_s * 1e6)), pid: s.pid, tid: s.pid });
+      events.push({ name: `step ${s.step}${s.warmup ? " (warm-up)" : ""}`, cat: "step", ph: "X", ts: us(start, origin), dur: Math.max(1, Math.round((stepSeconds(s) ?? 0) * 1e6)), pid: s.pid, tid: s.pid, args });
+      if (s.wait_s !== null && s.wait_s > 0) events.push({ name: "data wait", cat: "wait", ph: "X", ts: us(start, origin), dur: Math.max(1, Math.round(s.wait_s * 1e6)), pid: s.pid, tid: s.pid });
+      if (s.compute_s !== null && s.compute_s > 0) events.push({ name: "compute", cat: "compute", ph: "X", ts: us(start + (s.wait_s ?? 0), origin), dur: Math.max(1, Math.round(s.compute_s * 1e6)), pid: s.pid, tid: s.pid });
     }
     const samplerPid = SAMPLER_PID_BASE + i;
     events.push({ name: "process_name", ph: "M", ts: 0, pid: samplerPid, tid: 0, args: { name: `${label} · brim sampler` } });

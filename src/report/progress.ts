@@ -1,13 +1,13 @@
 /**
  * Training progress charts — loss and throughput on a step axis (or time) — for one run or several
  * overlaid (a run and the one it is compared with), and the knobs that differ between two runs.
- * Pure: built from recorded timeline entries only.
+ * Pure: built from recorded timelines only.
  *
  * @module
  */
 import { measureRun } from "../analyze/measure.ts";
-import { mainSteps, readTimeline } from "../analyze/timeline.ts";
-import type { RunMeta, TimelineEntry } from "../record/types.ts";
+import { mainSteps, stepSeconds, type Timeline } from "../record/timeline.ts";
+import type { RunMeta } from "../record/types.ts";
 import { runCharts, timeOrigin } from "./charts.ts";
 import type { ChartSpec, Series } from "./svg.ts";
 
@@ -15,7 +15,7 @@ import type { ChartSpec, Series } from "./svg.ts";
 export interface ProgressRun {
   label: string;
   meta: RunMeta;
-  entries: readonly TimelineEntry[];
+  timeline: Timeline;
 }
 
 /** The x axis of the progress charts. */
@@ -45,7 +45,7 @@ function numericLoss(loss: number | string | null): number | null {
  *
  * @example
  * ```ts
- * progressCharts([{ label: "this run", meta, entries }], "step").map((c) => c.id); // ["loss", "throughput_steps"]
+ * progressCharts([{ label: "this run", meta, timeline }], "step").map((c) => c.id); // ["loss", "throughput_steps"]
  * ```
  */
 export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis = "step"): ChartSpec[] {
@@ -53,7 +53,7 @@ export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis 
   const loss: Series[] = [];
   const rate: Series[] = [];
   runs.forEach((run, i) => {
-    const tl = readTimeline(run.entries);
+    const tl = run.timeline;
     const t0 = timeOrigin(run.meta, tl);
     const steps = mainSteps(tl);
     const at = (s: (typeof steps)[number]): number => (axis === "step" ? s.step : s.t - t0);
@@ -66,7 +66,10 @@ export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis 
       points: thin(
         steps
           .filter((s) => !s.warmup)
-          .map((s) => [at(s), s.wait_s + s.compute_s > 0 ? s.samples / (s.wait_s + s.compute_s) : null]),
+          .map((s) => {
+            const seconds = stepSeconds(s);
+            return [at(s), seconds !== null && seconds > 0 && s.samples !== null ? s.samples / seconds : null];
+          }),
       ),
     });
   });
@@ -114,13 +117,13 @@ export function knobDifferences(a: RunMeta, b: RunMeta): KnobDifference[] {
  *
  * @example
  * ```ts
- * overlayRunCharts({ label: "after", meta, entries }, { label: "before", meta: b.meta, entries: b.timeline }).map((c) => c.id);
+ * overlayRunCharts({ label: "after", meta, timeline }, { label: "before", meta: b.meta, timeline: b.timeline }).map((c) => c.id);
  * // ["utilization", "memory", "throughput", "data_wait", "loss", "throughput_steps"]
  * ```
  */
 export function overlayRunCharts(run: ProgressRun, vs: ProgressRun): ChartSpec[] {
   const charts = (r: ProgressRun): ChartSpec[] => {
-    const tl = readTimeline(r.entries);
+    const tl = r.timeline;
     return runCharts(r.meta, tl, measureRun(r.meta, tl));
   };
   const theirs = new Map(charts(vs).map((c) => [c.id, c]));

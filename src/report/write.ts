@@ -7,6 +7,7 @@
 import { join, relative, resolve } from "node:path";
 import { BrimError } from "../errors/index.ts";
 import { writeFileAtomic as writeAtomic } from "../files.ts";
+import { loadRun, loadTune } from "../record/load.ts";
 import type { RunStore } from "../record/store.ts";
 import { isRecordId } from "../record/store.ts";
 import { runHtml, tuneHtml } from "./html.ts";
@@ -110,22 +111,9 @@ export async function resolveRecord(store: RunStore, ref: string): Promise<{ kin
   }
 }
 
-async function trialRuns(store: RunStore, model: { trials: readonly { index: number; run_id: string | null }[] }): Promise<Map<number, RecordedRun>> {
-  const runs = new Map<number, RecordedRun>();
-  for (const t of model.trials) {
-    if (t.run_id === null || !isRecordId(t.run_id)) continue;
-    try {
-      runs.set(t.index, await store.readRun(t.run_id));
-    } catch (error) {
-      if (!(error instanceof BrimError) || error.code !== "E_NOT_FOUND") throw error;
-    }
-  }
-  return runs;
-}
-
 /** A --vs report: both runs on every chart, and the knobs that differ said with the comparison. */
 function withOverlay(model: RunReportModel, run: RecordedRun, vs: RecordedRun): RunReportModel {
-  const charts = overlayRunCharts({ label: "after", meta: run.meta, entries: run.timeline }, { label: "before", meta: vs.meta, entries: vs.timeline });
+  const charts = overlayRunCharts({ label: "after", meta: run.meta, timeline: run.timeline }, { label: "before", meta: vs.meta, timeline: vs.timeline });
   const diff = knobDifferences(vs.meta, run.meta);
   const note = diff.length === 0 ? "Knobs that differ: none (same knobs, cap and command)." : `Knobs that differ (before → after): ${diff.map((d) => `${d.name} ${d.a} → ${d.b}`).join("; ")}.`;
   return { ...model, charts, comparison: model.comparison === null ? null : { ...model.comparison, notes: [note, ...model.comparison.notes] } };
@@ -142,18 +130,17 @@ function withOverlay(model: RunReportModel, run: RecordedRun, vs: RecordedRun): 
  */
 export async function writeReport(store: RunStore, ref: string, options: ReportOptions = {}): Promise<ReportResult> {
   const target = await resolveRecord(store, ref);
-  const vs = options.vs === undefined ? undefined : await store.readRun(await store.resolveRun(options.vs));
+  const vs = options.vs === undefined ? undefined : await loadRun(store, await store.resolveRun(options.vs));
   let model: RunReportModel | TuneReportModel;
   let traceRuns: (RecordedRun & { label?: string })[] = [];
   if (target.kind === "run") {
-    const run = await store.readRun(target.id);
+    const run = await loadRun(store, target.id);
     if (vs !== undefined && vs.meta.id === run.meta.id) throw new BrimError("E_INPUT", `--vs names the same run as the report (${run.meta.id}); compare with an earlier run`);
     model = runReport(run, vs);
     if (vs !== undefined) model = withOverlay(model, run, vs);
     traceRuns = [run];
   } else {
-    const tune = await store.readTune(target.id);
-    const runs = await trialRuns(store, tune);
+    const { tune, runs } = await loadTune(store, target.id);
     model = tuneReport(tune, runs, vs);
     traceRuns = [...runs.entries()].map(([index, run]) => ({ ...run, label: `trial ${index}` }));
   }

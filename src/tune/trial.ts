@@ -19,7 +19,7 @@ import { guardRun, type GuardResult, type RunControl } from "../guard/guard.ts";
 import type { LiveState } from "../guard/live.ts";
 import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
-import { mainProcessSteps } from "../record/summary.ts";
+import { mainSteps } from "../record/timeline.ts";
 import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { rateOf, splitWarmup, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";
@@ -118,8 +118,8 @@ export async function runTrial(settings: TrialSettings, knobs: Knobs, context: T
       deps,
     ).finally(() => watch.end());
     const knobsRead = new Map<string, KnobValue>();
-    for (const entry of run.timeline) {
-      if (entry.kind !== "event" || entry.event !== "knob_read") continue;
+    for (const entry of run.timeline.events) {
+      if (entry.event !== "knob_read") continue;
       const details = entry.details as { name?: unknown; default?: unknown } | undefined;
       const value = asKnobValue(details?.default);
       if (typeof details?.name === "string" && value !== undefined && !knobsRead.has(details.name)) knobsRead.set(details.name, value);
@@ -218,7 +218,7 @@ const finite = (value: unknown): value is number => typeof value === "number" &&
  * ```
  */
 export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "capScope" | "window" | "timeLimitS">, verdict: { stop: WindowStop; detail: string; bound?: number } | null, timedOut: boolean): TrialResult {
-  const steps = mainProcessSteps(run.timeline);
+  const steps = mainSteps(run.timeline);
   const times: StepTime[] = steps.map((step) => ({
     t: step.t,
     samples: finite(step.samples) ? step.samples : null,
@@ -242,11 +242,11 @@ export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "c
   else end = cause;
   const waits = steadyEntries.map((s) => (finite(s.wait_s) ? s.wait_s : 0));
   const busy = steady.reduce((a, s) => a + s.seconds, 0);
-  const start = run.timeline.find((entry) => entry.kind === "start");
+  const start = run.timeline.start;
   const first = times[0];
-  const fixedCostS = start !== undefined && first !== undefined ? Math.max(0, first.t - first.seconds - start.t) : null;
+  const fixedCostS = start !== null && first !== undefined ? Math.max(0, first.t - first.seconds - start.t) : null;
   const samples = steady.map((s) => s.samples).filter(finite).sort((a, b) => a - b);
-  const precision = [...run.timeline].reverse().find((entry) => entry.kind === "step" && typeof entry.precision === "string")?.precision;
+  const precision = [...steps].reverse().find((step) => step.precision !== null)?.precision;
   const result: TrialResult = {
     end,
     // a trial stopped as slower keeps what it measured, or the bound that stopped it: an upper bound

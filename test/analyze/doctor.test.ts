@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { CHECKS, diagnose, type CheckId, type DoctorReport, type Finding } from "../../src/analyze/doctor.ts";
+import { CHECKS, diagnose, type CheckId, type DoctorReport, type Finding } from "../../src/analyze/doctor/index.ts";
 import { gpuFacts } from "../../src/analyze/gpu.ts";
 import { measureRun } from "../../src/analyze/measure.ts";
-import { readTimeline } from "../../src/analyze/timeline.ts";
+import { readTimeline } from "../../src/record/timeline.ts";
 import { shellQuote, tuneCommandLine } from "../../src/analyze/tune-hint.ts";
 import * as T from "../../src/analyze/thresholds.ts";
 import { GIB, syntheticRun, type SyntheticOptions } from "./synthetic.ts";
@@ -295,16 +295,19 @@ describe("measurements", () => {
     expect(m.memory_limit_source).toBe("gpu_total");
   });
 
-  it("prefers run.json's summary where brim recorded one", () => {
+  it("takes from run.json only what the timeline cannot give: the guard's peaks and the job's wall time", () => {
     const { meta, timeline } = syntheticRun(HEALTHY);
+    const fromTimeline = measureRun(meta, readTimeline(timeline));
     meta.summary = {
-      duration_s: 10, steps: 40, steady_steps: 38, samples: 1216, samples_per_s: 1234, data_wait_share: 0.05, step_time_s: 0.21,
-      peak_tree_gpu_bytes: null, peak_tree_rss_bytes: null, framework_peak_allocated_bytes: null, framework_peak_reserved_bytes: null,
+      duration_s: 10, steps: 40, steady_steps: 38, samples: 1216, samples_per_s: 1234, throughput_source: "sdk", data_wait_share: 0.05, step_time_s: 0.21,
+      peak_tree_gpu_bytes: 79 * GIB, peak_tree_rss_bytes: null, framework_peak_allocated_bytes: null, framework_peak_reserved_bytes: null,
       gpu_util_mean: null, sm_activity_mean: null, power_mean_w: null, energy_j: null, energy_j_per_sample: null, oom_recoveries: 0, micro_batch: 32, accumulation: 1,
     };
     const m = measureRun(meta, readTimeline(timeline));
-    expect(m.samples_per_s).toBe(1234);
+    expect(m.samples_per_s).toBe(fromTimeline.samples_per_s);
     expect(m.gpu_util_mean).toBeGreaterThan(90);
+    expect(m.peak_tree_gpu_bytes).toBe(79 * GIB);
+    expect(m.duration_s).toBe(10);
   });
 });
 

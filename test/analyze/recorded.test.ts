@@ -5,9 +5,9 @@
  */
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { diagnose, type DoctorReport } from "../../src/analyze/doctor.ts";
+import { diagnose, type DoctorReport } from "../../src/analyze/doctor/index.ts";
 import { measureRun } from "../../src/analyze/measure.ts";
-import { readTimeline } from "../../src/analyze/timeline.ts";
+import { readTimeline } from "../../src/record/timeline.ts";
 import { main } from "../../src/cli/main.ts";
 import { RunStore } from "../../src/record/store.ts";
 import type { RunMeta, TimelineEntry } from "../../src/record/types.ts";

@@ -3,7 +3,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DoctorReport } from "../../src/analyze/doctor.ts";
+import type { DoctorReport } from "../../src/analyze/doctor/index.ts";
 import { serveDashboard } from "../../src/cli/dashboard.ts";
 import { readTimelineFrom, TimelineTail } from "../../src/dashboard/tail.ts";
 import { isLoopback, startDashboard, type Dashboard } from "../../src/dashboard/server.ts";

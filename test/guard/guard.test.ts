@@ -97,13 +97,15 @@ describe("guardRun with real processes (CPU mode)", () => {
     ].join("\n");
     const result = await guardRun({ command: [PYTHON, "-c", script], cwd: root, capBytes: null, knobs: { batch_size: 16 }, warmupSteps: 2, hz: 20 }, { devices, store });
     expect(result.meta.end?.cause).toBe("ok");
-    const steps = result.timeline.filter((entry) => entry.kind === "step");
+    const steps = result.timeline.steps;
     expect(steps).toHaveLength(12);
     expect(steps.every((step) => step.samples === 16)).toBe(true);
-    expect(result.timeline.some((entry) => entry.kind === "event" && entry.event === "knob_read")).toBe(true);
-    expect(result.timeline.some((entry) => entry.kind === "event" && entry.event === "custom")).toBe(true);
-    expect(result.timeline.some((entry) => entry.kind === "sample")).toBe(true);
-    expect(result.timeline.at(-1)?.kind).toBe("end");
+    expect(result.timeline.events.some((e) => e.event === "knob_read")).toBe(true);
+    expect(result.timeline.events.some((e) => e.event === "custom")).toBe(true);
+    expect(result.timeline.samples.length).toBeGreaterThan(0);
+    expect(result.timeline.end?.cause).toBe("ok");
+    const onDiskTimeline = readFileSync(join(store.runDir(result.meta.id), "timeline.ndjson"), "utf8").trim().split("\n");
+    expect((JSON.parse(onDiskTimeline.at(-1) ?? "{}") as { kind?: string }).kind).toBe("end");
     expect(result.summary.steady_steps).toBe(10);
     expect(result.summary.samples).toBe(160);
     expect(result.summary.samples_per_s).toBeGreaterThan(100);
@@ -133,13 +135,13 @@ describe("guardRun with real processes (CPU mode)", () => {
     // a shrink threshold at 1 % of a large cap: brim asks at the first reading with the SDK connected
     const result = await guardRun({ command: [PYTHON, "-c", script], cwd: root, capBytes: 8 * 2 ** 30, shrinkAt: 0.01, hz: 20 }, { devices, store });
     expect(result.meta.end?.cause).toBe("ok");
-    const requested = result.timeline.filter((entry) => entry.kind === "event" && entry.event === "shrink_requested");
-    const applied = result.timeline.filter((entry) => entry.kind === "event" && entry.event === "shrink_applied");
+    const requested = result.timeline.events.filter((e) => e.event === "shrink_requested");
+    const applied = result.timeline.events.filter((e) => e.event === "shrink_applied");
     expect(requested.length).toBeGreaterThan(0);
     expect(applied.length).toBeGreaterThan(0);
     expect((applied[0]?.details as { split_to?: number } | undefined)?.split_to).toBe(2);
     expect(result.job.tail.some((line) => /^split (2|4|8|16|32)$/.test(line))).toBe(true);
-    expect(result.timeline.filter((entry) => entry.kind === "step")).toHaveLength(60);
+    expect(result.timeline.steps).toHaveLength(60);
   });
 
   it("stops a job whose RAM grows past the cap and says so", async () => {
@@ -149,7 +151,7 @@ describe("guardRun with real processes (CPU mode)", () => {
     expect(result.meta.end?.cause).toBe("cap_exceeded");
     expect(result.meta.end?.message).toMatch(/over the 0\.20 GiB cap; brim stopped it/);
     expect(result.job.tail).not.toContain("survived");
-    expect(result.timeline.some((entry) => entry.kind === "event" && entry.event === "cap_stop")).toBe(true);
+    expect(result.timeline.events.some((e) => e.event === "cap_stop")).toBe(true);
     // one reading period of growth (8 MiB per 20 ms at 20 Hz, two readings in a row) past the cap at most
     expect(result.summary.peak_tree_rss_bytes).toBeLessThan(cap + 64 * MiB);
   });

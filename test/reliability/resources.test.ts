@@ -180,8 +180,8 @@ describe("a stranger on a real job's channel", () => {
     );
     expect(sent).toBe(true);
     expect(result.job.channel.refused).toBe(1);
-    expect(result.timeline.some((e) => e.kind === "event" && e.event === "channel_refused")).toBe(true);
-    expect(result.timeline.filter((e) => e.kind === "step").every((e) => e.pid !== 1)).toBe(true);
+    expect(result.timeline.events.some((e) => e.event === "channel_refused")).toBe(true);
+    expect(result.timeline.steps.every((e) => e.pid !== 1)).toBe(true);
     expect(result.summary.steps).toBe(5);
   });
 });

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mainSteps, readTimeline } from "../../src/analyze/timeline.ts";
+import { mainSteps, readTimeline } from "../../src/record/timeline.ts";
 import { RunStore } from "../../src/record/store.ts";
 import { CHROMIUM_ARGS } from "../helpers/chromium.ts";
 import { writeReport } from "../../src/report/write.ts";
@@ -99,7 +99,7 @@ describe.skipIf(!HAVE_CHROMIUM)("reports in headless Chromium", () => {
     const steady = mainSteps(tl).filter((s) => !s.warmup);
     const throughput = charts.find((c) => c.id === "throughput") as DrawnChart;
     const drawn = throughput.series.find((s) => s.name === "samples/s") as DrawnSeries;
-    const recorded = steady.map((s) => s.samples / (s.wait_s + s.compute_s));
+    const recorded = steady.map((s) => (s.samples ?? 0) / ((s.wait_s ?? 0) + (s.compute_s ?? 0)));
     expect(drawn.values).toHaveLength(recorded.length);
     drawn.values.forEach((v, i) => expect(v).toBeCloseTo(recorded[i] as number, 2));
     const { plot } = throughput;

@@ -4,9 +4,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { measureRun } from "../../src/analyze/measure.ts";
-import { mainSteps, readTimeline } from "../../src/analyze/timeline.ts";
+import { mainSteps, readTimeline } from "../../src/record/timeline.ts";
 import { main } from "../../src/cli/main.ts";
 import { RunStore } from "../../src/record/store.ts";
+import { loadRun } from "../../src/record/load.ts";
 import { runCharts } from "../../src/report/charts.ts";
 import { runReport, tuneReport } from "../../src/report/model.ts";
 import { perfettoTrace, type TraceFile } from "../../src/report/perfetto.ts";
@@ -70,8 +71,8 @@ describe("run charts from recorded values", () => {
     const m = measureRun(meta, tl);
     const [util, memory, throughput, wait] = runCharts(meta, tl, m);
     const steady = mainSteps(tl).filter((s) => !s.warmup);
-    expect(throughput?.series[0]?.points.map((p) => p[1])).toEqual(steady.map((s) => s.samples / (s.wait_s + s.compute_s)));
-    expect(wait?.series[0]?.points.map((p) => p[1])).toEqual(steady.map((s) => (100 * s.wait_s) / (s.wait_s + s.compute_s)));
+    expect(throughput?.series[0]?.points.map((p) => p[1])).toEqual(steady.map((s) => (s.samples ?? 0) / ((s.wait_s ?? 0) + (s.compute_s ?? 0))));
+    expect(wait?.series[0]?.points.map((p) => p[1])).toEqual(steady.map((s) => (100 * (s.wait_s ?? 0)) / ((s.wait_s ?? 0) + (s.compute_s ?? 0))));
     expect(util?.series.map((s) => s.name)).toEqual(["utilization", "SM activity"]);
     expect(util?.series[0]?.points.map((p) => p[1])).toEqual(tl.samples.map((s) => s.gpus[0]?.util));
     expect(memory?.lines?.map((l) => l.label)).toEqual(["cap 40.0 GiB", "card 80.0 GiB"]);
@@ -107,8 +108,8 @@ describe("reports", () => {
     const md = readFileSync(join(out, "report.md"), "utf8");
     expect(md).toMatch(/^# brim report: Run /);
     expect(md).toContain("## Before and after");
-    const before = measureRun(...(await store.readRun(baseId).then((r) => [r.meta, readTimeline(r.timeline)] as const)));
-    const after = measureRun(...(await store.readRun(runId).then((r) => [r.meta, readTimeline(r.timeline)] as const)));
+    const before = measureRun(...(await loadRun(store, baseId).then((r) => [r.meta, r.timeline] as const)));
+    const after = measureRun(...(await loadRun(store, runId).then((r) => [r.meta, r.timeline] as const)));
     const speedup = (after.samples_per_s ?? 0) / (before.samples_per_s ?? 1);
     expect(result.model.comparison?.speedup).toBeCloseTo(speedup, 9);
     expect(md).toContain(`| **speedup** | 1.00× | **${speedup.toFixed(2)}×** |  |`);
@@ -165,9 +166,9 @@ describe("reports", () => {
   });
 
   it("exports a Perfetto trace: steps as slices per pid, readings as counters", async () => {
-    const run = await store.readRun(runId);
+    const run = await loadRun(store, runId);
     const trace = perfettoTrace([run]);
-    const tl = readTimeline(run.timeline);
+    const tl = run.timeline;
     const steps = trace.traceEvents.filter((e) => e.cat === "step");
     expect(steps).toHaveLength(tl.steps.length);
     expect(steps[5]?.dur).toBe(Math.round(((tl.steps[5]?.wait_s ?? 0) + (tl.steps[5]?.compute_s ?? 0)) * 1e6));
@@ -241,7 +242,7 @@ describe("reports", () => {
     const s = new RunStore(join(FIXTURES, "cnn-lstm"));
     const [first, second] = await s.runIds();
     if (first === undefined || second === undefined) throw new Error("fixture store needs two runs");
-    const model = runReport(await s.readRun(second), await s.readRun(first));
+    const model = runReport(await loadRun(s, second), await loadRun(s, first));
     expect(model.comparison?.rows.find((r) => r.key === "data_wait_share")?.change).toMatch(/^−\d+\.\d pts$/);
     expect(model.comparison?.rows.find((r) => r.key === "utilization")?.label).toBe("CPU of the job (100 % = one core)");
     expect(model.doctor.findings.map((f) => f.id)).toEqual(["cpu_run"]);
