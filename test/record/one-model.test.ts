@@ -12,7 +12,6 @@ import { diagnose } from "../../src/analyze/doctor/index.ts";
 import { formatMaybeBytes, formatPercent, formatRate, formatShare } from "../../src/analyze/format.ts";
 import { listRuns, liveCharts, runView } from "../../src/dashboard/data.ts";
 import { LiveTracker } from "../../src/guard/live.ts";
-import type { ChannelMessage } from "../../src/job/channel.ts";
 import { loadRun, timelinePath } from "../../src/record/load.ts";
 import { RunStore } from "../../src/record/store.ts";
 import { summarizeTimelineFile } from "../../src/record/summary.ts";
