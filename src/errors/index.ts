@@ -18,7 +18,6 @@ export const ERROR_CODES = {
   E_UNKNOWN_GPU: 2,
   E_UNKNOWN_FAMILY: 2,
   E_PARSE: 2,
-  E_DOES_NOT_FIT: 3,
   E_NOT_FOUND: 2,
   E_IO: 1,
   E_STALE: 1,

@@ -142,12 +142,3 @@ export function flopsOf(graph: ModelGraph): { forward: number; backward: number 
 }
 
 export const NO_SAVE: Saved = { compute: 0, fp32: 0, mixedOnly: 0, bytes: 0 };
-
-export function addSaved(a: Saved, b: Saved): Saved {
-  return {
-    compute: a.compute + b.compute,
-    fp32: a.fp32 + b.fp32,
-    mixedOnly: a.mixedOnly + b.mixedOnly,
-    bytes: a.bytes + b.bytes,
-  };
-}

@@ -149,8 +149,6 @@ const modelSpec = z.discriminatedUnion("family", [mlp, nbeats, lstm, gru, cnnLst
 export type ModelSpec = z.output<typeof modelSpec>;
 /** One training stage of a spec. */
 export type StageSpec = z.output<typeof stage>;
-/** Training defaults a spec may carry. */
-export type TrainingDefaults = z.output<typeof training>;
 
 /** The built-in families. */
 export const FAMILIES = ["mlp", "nbeats", "lstm", "gru", "cnn1d-lstm", "transformer-encoder", "actor-critic"] as const;
