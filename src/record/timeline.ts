@@ -544,16 +544,16 @@ class ReadingSums {
     for (const g of s.gpus) {
       let sums = this.gpus.get(g.index);
       if (sums === undefined) this.gpus.set(g.index, (sums = newSums()));
-      if (g.util !== null) [sums.util, sums.utilN] = [sums.util + g.util, sums.utilN + 1];
-      if (g.sm_activity !== null) [sums.sm, sums.smN] = [sums.sm + g.sm_activity, sums.smN + 1];
-      if (g.power_w !== null) [sums.power, sums.powerN] = [sums.power + g.power_w, sums.powerN + 1];
+      if (g.util !== null) { sums.util += g.util; sums.utilN++; }
+      if (g.sm_activity !== null) { sums.sm += g.sm_activity; sums.smN++; }
+      if (g.power_w !== null) { sums.power += g.power_w; sums.powerN++; }
       if (g.energy_j !== null) {
         sums.energyFirst ??= g.energy_j;
         sums.energyLast = g.energy_j;
       }
     }
-    if (s.tree.cpu_percent !== null) [this.treeCpu, this.treeCpuN] = [this.treeCpu + s.tree.cpu_percent, this.treeCpuN + 1];
-    if (s.host.cpu_percent !== null) [this.hostCpu, this.hostCpuN] = [this.hostCpu + s.host.cpu_percent, this.hostCpuN + 1];
+    if (s.tree.cpu_percent !== null) { this.treeCpu += s.tree.cpu_percent; this.treeCpuN++; }
+    if (s.host.cpu_percent !== null) { this.hostCpu += s.host.cpu_percent; this.hostCpuN++; }
   }
 
   addAll(other: ReadingSums): void {
@@ -790,7 +790,10 @@ export class TimelineFold {
       let a = this.#activity.get(g.index);
       if (a === undefined) this.#activity.set(g.index, (a = { util: 0, min: Infinity, max: -Infinity }));
       a.util = Math.max(a.util, g.util ?? 0, g.sm_activity ?? 0);
-      if (g.used_bytes !== null) [a.min, a.max] = [Math.min(a.min, g.used_bytes), Math.max(a.max, g.used_bytes)];
+      if (g.used_bytes !== null) {
+        if (g.used_bytes < a.min) a.min = g.used_bytes;
+        if (g.used_bytes > a.max) a.max = g.used_bytes;
+      }
     }
     if (s.tree.gpu_bytes !== null && (this.#peakGpu === null || s.tree.gpu_bytes > this.#peakGpu)) this.#peakGpu = s.tree.gpu_bytes;
     if (s.tree.rss_bytes !== null && (this.#peakRss === null || s.tree.rss_bytes > this.#peakRss)) this.#peakRss = s.tree.rss_bytes;
