@@ -42,7 +42,7 @@ function findingLines(f: Finding, n: number): string[] {
  */
 export function renderDoctorText(d: DoctorReport): string {
   const m = d.measures;
-  const gpu = d.run.backend !== "cpu";
+  const gpu = d.run.gpu;
   const lines = [`brim doctor · ${d.run.kind} ${d.run.id} · ${d.run.device} · ${d.run.running ? "running / unfinished" : `ended ${d.run.end ?? "?"}`}`];
   lines.push(`command   ${d.run.command.join(" ")}`);
   const measured = [

@@ -151,32 +151,15 @@ export interface HelloEntry {
  * readTimeline(entries).measured.samples_per_s;
  * ```
  */
-export interface TimelineMeasures {
-  steps: number;
-  steady_steps: number;
-  samples: number;
-  samples_per_s: number | null;
-  throughput_source: StepSource | null;
-  data_wait_share: number | null;
-  step_time_s: number | null;
+export interface TimelineMeasures extends Omit<RunSummary, "duration_s" | "energy_j_per_sample"> {
   /** Σ wait_s and Σ compute_s over the steady steps that throughput counts */
   wait_total_s: number;
   compute_total_s: number;
+  /** medians over the same steps */
   wait_time_s: number | null;
   compute_time_s: number | null;
-  peak_tree_gpu_bytes: number | null;
-  peak_tree_rss_bytes: number | null;
-  framework_peak_allocated_bytes: number | null;
-  framework_peak_reserved_bytes: number | null;
-  gpu_util_mean: number | null;
-  sm_activity_mean: number | null;
-  power_mean_w: number | null;
-  energy_j: number | null;
   tree_cpu_percent_mean: number | null;
   host_cpu_percent_mean: number | null;
-  oom_recoveries: number;
-  micro_batch: number | null;
-  accumulation: number | null;
   /** first steady step's start to last steady step's end, Unix seconds */
   steady_window: [number, number] | null;
   /** the GPUs the job used (see {@link jobGpuIndexes}) */

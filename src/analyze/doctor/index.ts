@@ -88,6 +88,7 @@ export function diagnose(meta: RunMeta, timeline: Timeline | readonly TimelineEn
       command: meta.command,
       device: gpu && gpuName !== undefined ? gpuName : `CPU (${meta.device.host.cpus} cores)`,
       backend: meta.device.backend,
+      gpu,
       started_at: meta.started_at,
       ended_at: meta.ended_at,
       end: meta.end?.cause ?? null,

@@ -143,6 +143,8 @@ export interface DoctorReport {
     command: string[];
     device: string;
     backend: RunMeta["device"]["backend"];
+    /** a GPU run (src/record/timeline.ts `isGpuRun`) */
+    gpu: boolean;
     started_at: string;
     ended_at: string | null;
     end: string | null;
