@@ -37,7 +37,7 @@ export const STALE_AFTER_S = 120;
  * const sampled = timelineBytes > PAGE_READ_BYTES;
  * ```
  */
-export const PAGE_READ_BYTES = 24 * 2 ** 20;
+export const PAGE_READ_BYTES = 16 * 2 ** 20;
 
 /**
  * One row of the run list.

@@ -17,11 +17,11 @@ import { measureRun } from "../analyze/measure.ts";
 import { BrimError } from "../errors/index.ts";
 import { isRecordId, type RunStore } from "../record/store.ts";
 import { loadRun } from "../record/load.ts";
-import { TimelineFold } from "../record/timeline.ts";
+import { loadTimelineSpread, TimelineFold } from "../record/timeline.ts";
 import { renderChart } from "../report/svg.ts";
-import { listRuns, listTunes, liveCharts, runStatus, runView, tuneView } from "./data.ts";
+import { listRuns, listTunes, liveCharts, PAGE_READ_BYTES, runStatus, runView, tuneView } from "./data.ts";
 import { errorPage, indexPage, runPage, tunePage } from "./pages.ts";
-import { readTimelineFrom, TimelineTail } from "./tail.ts";
+import { TimelineTail } from "./tail.ts";
 
 /**
  * Options of {@link startDashboard}.
@@ -243,7 +243,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     const asked = Number(req.headers["last-event-id"] ?? url.searchParams.get("from") ?? 0);
     const from = Number.isSafeInteger(asked) && asked >= 0 ? asked : 0;
     const fold = new TimelineFold();
-    const history = await readTimelineFrom(path, 0, from, (entry) => fold.add(entry));
+    const history = await loadTimelineSpread(path, { budgetBytes: PAGE_READ_BYTES, until: from, fold });
     const tail = new TimelineTail(path, history.offset);
     if (gone || res.destroyed) return;
     res.writeHead(200, { ...securityHeaders("none"), "Content-Type": "text/event-stream; charset=utf-8", Connection: "keep-alive", "X-Accel-Buffering": "no" });

@@ -707,6 +707,7 @@ export class TimelineFold {
   #lines = 0;
   #lastSampleT: number | null = null;
   #recent: SampleEntry[] = [];
+  #sampled = false;
 
   /** Takes one entry; kinds this model does not know are counted and skipped. */
   add(entry: TimelineEntry): void {
@@ -782,6 +783,11 @@ export class TimelineFold {
     if (s.tree.rss_bytes !== null && (this.#peakRss === null || s.tree.rss_bytes > this.#peakRss)) this.#peakRss = s.tree.rss_bytes;
   }
 
+  /** Notes that the entries come from parts of a file only ({@link loadTimelineSpread}). */
+  markSampled(): void {
+    this.#sampled = true;
+  }
+
   /** Notes the pid brim started (the live view learns it apart from the timeline). */
   started(t: number, pid: number): void {
     this.#start ??= { t, pid };
@@ -855,8 +861,8 @@ export class TimelineFold {
       hellos: [...this.#hellos].sort(byTime),
       mainPid,
       lines: this.#lines,
-      thinned: this.#samples.thinned || [...this.#processes.values()].some((p) => p.kept.thinned),
-      sampled: false,
+      thinned: this.#sampled || this.#samples.thinned || [...this.#processes.values()].some((p) => p.kept.thinned),
+      sampled: this.#sampled,
       measured: this.measures(),
     };
   }
@@ -907,24 +913,28 @@ export async function loadTimeline(path: string, options: { until?: number; onOf
  * const { timeline, offset } = await loadTimelineSpread(path, { budgetBytes: 32 * 2 ** 20 });
  * ```
  */
-export async function loadTimelineSpread(path: string, options: { budgetBytes: number; parts?: number }): Promise<{ timeline: Timeline; offset: number; size: number }> {
+export async function loadTimelineSpread(
+  path: string,
+  options: { budgetBytes: number; parts?: number; until?: number; fold?: TimelineFold },
+): Promise<{ timeline: Timeline; offset: number; size: number }> {
+  const fold = options.fold ?? new TimelineFold();
   let handle;
   try {
     handle = await open(path, "r");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { timeline: new TimelineFold().timeline(), offset: 0, size: 0 };
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { timeline: fold.timeline(), offset: 0, size: 0 };
     throw error;
   }
   try {
-    const size = (await handle.stat()).size;
+    const size = Math.min((await handle.stat()).size, options.until ?? Infinity);
     if (size <= options.budgetBytes) {
       let offset = 0;
-      const timeline = await loadTimeline(path, { until: size, onOffset: (o) => (offset = o) });
-      return { timeline, offset, size };
+      for await (const entry of timelineEntries(path, { until: size, onOffset: (o) => (offset = o) })) fold.add(entry);
+      return { timeline: fold.timeline(), offset, size };
     }
+    fold.markSampled();
     const parts = Math.max(2, options.parts ?? 256);
     const window = Math.max(4096, Math.floor(options.budgetBytes / parts));
-    const fold = new TimelineFold();
     const buffer = Buffer.alloc(window);
     let offset = 0;
     for (let i = 0; i < parts; i++) {
@@ -941,8 +951,7 @@ export async function loadTimelineSpread(path: string, options: { budgetBytes: n
       }
       offset = at + last + 1;
     }
-    const timeline = fold.timeline();
-    return { timeline: { ...timeline, sampled: true, thinned: true }, offset, size };
+    return { timeline: fold.timeline(), offset, size };
   } finally {
     await handle.close();
   }
