@@ -10,7 +10,7 @@
 //   --write PATH  only write a timeline of --mib MiB to PATH
 import { execFileSync, spawnSync } from "node:child_process";
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { cpus, platform, release, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, platform, release, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -188,7 +188,8 @@ if (arg("phase", null) !== null) {
       command: `node bench/timeline-scale.bench.mjs --mib ${mib}${pageLines > 0 ? ` --page-lines ${pageLines}` : ""}`,
       commit,
       date: new Date().toISOString(),
-      host: { platform: `${platform()} ${release()}`, cpus: cpus().length, cpu_model: cpus()[0]?.model ?? null, mem_total_gib: Number((totalmem() / 2 ** 30).toFixed(1)), node: process.version },
+      machine: { cpu: cpus()[0]?.model ?? null, cores: cpus().length, platform: `${platform()} ${release()}`, node: process.version, mem_total_gib: Number((totalmem() / 2 ** 30).toFixed(1)), load_average: loadavg().map((l) => Number(l.toFixed(2))) },
+      gpus: 0,
       targets: { summary_and_doctor_2gib_s: 60, rss_mb: 300, page_10m_lines_s: 2 },
       timeline: { bytes: big.bytes, mib: Number((big.bytes / 2 ** 20).toFixed(1)), lines: big.lines, run_hours: Number((big.run_seconds / 3600).toFixed(1)) },
       summary,
