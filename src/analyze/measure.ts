@@ -120,8 +120,8 @@ function numericKnob(tl: Timeline, meta: RunMeta, name: string): number | null {
  *
  * @example
  * ```ts
- * const { meta, timeline } = await store.readRun(id);
- * const m = measureRun(meta, readTimeline(timeline));
+ * const { meta, timeline } = await loadRun(store, id);
+ * const m = measureRun(meta, timeline);
  * m.samples_per_s; // 412.5
  * ```
  */
