@@ -144,7 +144,7 @@ describe("one timeline, one set of numbers", () => {
     const liveState = live.snapshot(T0 + 30);
 
     const path = timelinePath(store, writer.id);
-    const summary = await summarizeTimelineFile(path, { treeGpuBytes: liveState.peakTreeGpuBytes, treeRssBytes: liveState.peakTreeRssBytes }, 20);
+    const summary = await summarizeTimelineFile(path, { treeGpuBytes: liveState.peakTreeGpuBytes ?? null, treeRssBytes: liveState.peakTreeRssBytes ?? null }, 20);
     const end = entries[entries.length - 1] as TimelineEntry;
     await writer.finish({ cause: "ok", exit_code: 0, signal: null, message: "finished normally" }, summary, new Date(end.t * 1000));
 
