@@ -267,10 +267,15 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     };
     stop = handle.close;
     const finish = async (cause: string | null): Promise<void> => {
-      try {
-        meta = await store.readRunMeta(id);
-      } catch {
-        // run.json is rewritten atomically; a failed read here only loses the end's message
+      // The writer appends the timeline's end line before it rewrites run.json with the end: give it a moment.
+      for (let tries = 0; tries < 20 && !closed; tries++) {
+        try {
+          meta = await store.readRunMeta(id);
+        } catch {
+          // run.json is rewritten atomically; a failed read here only loses the end's message
+        }
+        if (meta.end !== null) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
       send("end", { cause: meta.end?.cause ?? cause ?? "unknown", message: meta.end?.message ?? null });
       handle.close();
