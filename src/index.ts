@@ -6,13 +6,13 @@
  * @example
  * ```ts
  * import { readFileSync } from "node:fs";
- * import { parseModelFile, plan } from "brim";
+ * import { parseModelFile, plan } from "brim-gpu";
  * const model = parseModelFile(readFileSync("examples/nbeats/model.yaml", "utf8"), "model.yaml");
  * const report = plan(model, { gpu: "rtx-3060", precision: "bf16-mixed" });
  * console.log(report.max_micro_batch, report.memory.peak_bytes);
  *
  * // tune a job on real trials, then write the winner into its config
- * import { openDevices, RunStore, tune, applyTune, loadRun, diagnose } from "brim";
+ * import { openDevices, RunStore, tune, applyTune, loadRun, diagnose } from "brim-gpu";
  * const result = await tune({ command: ["python", "train.py", "--config", "config.yaml"], cwd: process.cwd(),
  *   maxTrials: 12, maxTimeS: 900, warmupSteps: 3, measureSteps: 20, trialTimeLimitS: 300 },
  *   { devices: openDevices(), store: new RunStore(".brim") });

@@ -3,7 +3,7 @@
  *
  * @example
  * ```ts
- * import { BrimError, InputError } from "brim";
+ * import { BrimError, InputError } from "brim-gpu";
  * try { plan(spec, opts) } catch (e) {
  *   if (e instanceof BrimError) console.error(`${e.code}: ${e.message}`);
  * }

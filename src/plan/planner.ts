@@ -127,7 +127,7 @@ const SUGGESTED_PRECISIONS: readonly Precision[] = ["fp32", "tf32", "bf16-mixed"
  *
  * @example
  * ```ts
- * import { plan, parseModelFile } from "brim";
+ * import { plan, parseModelFile } from "brim-gpu";
  * const report = plan(parseModelFile(text, "model.yaml"), { gpu: "rtx-4080", precision: "bf16-mixed" });
  * report.max_micro_batch; // e.g. 412
  * ```
