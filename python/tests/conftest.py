@@ -13,7 +13,7 @@ if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
 import brim  # noqa: E402
-from brim import _env  # noqa: E402
+from brim import _env, _state, _tracking  # noqa: E402
 
 import schema_check  # noqa: E402
 
@@ -126,15 +126,13 @@ def clean_brim(monkeypatch):
     for key in list(os.environ):
         if key.startswith("BRIM_"):
             monkeypatch.delenv(key)
-    old = brim._state
-    if old.channel is not None:
-        old.channel.close()
-    monkeypatch.setattr(brim, "_state", brim._State())
+    _state.state.reset()
+    _tracking.reset()
     _env._warned.clear()
     _env._knob_cache = (None, {})
     yield
-    if brim._state.channel is not None:
-        brim._state.channel.close()
+    _tracking.reset()
+    _state.state.reset()
 
 
 @pytest.fixture

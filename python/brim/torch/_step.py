@@ -7,7 +7,7 @@ import warnings
 import torch
 
 import brim
-from brim import _env
+from brim import _env, _state, _tracking
 
 from ._setup import configure
 from ._util import batch_size, is_oom_error, make_oom_error, split_batch, to_device
@@ -231,7 +231,7 @@ class TrainStep:
         self.stepped = False
         params = self._params()
 
-        if brim.active() and brim._take_shrink_requests():
+        if brim.active() and _state.take_shrink_requests():
             self._shrink_on_request(batch, idx)
 
         batch = to_device(batch, self.device)
@@ -302,7 +302,7 @@ class TrainStep:
             self.stepped = True
 
         self._maybe_grow_back(idx)
-        brim._note(micro_batch=micro, accumulation=self.accumulation * (self.split if n else 1), loss=total)
+        _tracking.note(micro_batch=micro, accumulation=self.accumulation * (self.split if n else 1), loss=total)
         return total
 
     def _optimizer_step(self, params, idx):
