@@ -148,12 +148,12 @@ class PendingSteps:
     and samples / (wait_s + compute_s) is the rate the job ran at)."""
 
     def __init__(self) -> None:
-        self._queue: Deque[Tuple[Dict[str, Any], Optional[Wait], Optional[float]]] = deque()
+        self._queue: Deque[Tuple[Dict[str, Any], Any, Optional[float]]] = deque()
 
     def __len__(self) -> int:
         return len(self._queue)
 
-    def push(self, fields: Dict[str, Any], wait: Optional[Wait], interval_s: Optional[float]) -> None:
+    def push(self, fields: Dict[str, Any], wait: Any, interval_s: Optional[float]) -> None:
         self._queue.append((fields, wait, interval_s))
 
     def clear(self) -> None:
@@ -176,3 +176,26 @@ class PendingSteps:
                 fields["compute_s"] = interval
             out.append(fields)
         return out
+
+
+class WaitSum:
+    """The data waits of several fetches inside one step (accumulation: several batches per
+    optimizer step), with Wait's interface."""
+
+    __slots__ = ("_waits", "host_s")
+
+    def __init__(self, waits: List[Wait]):
+        self._waits = waits
+        self.host_s = sum(w.host_s for w in waits)
+
+    def ready(self) -> bool:
+        return all(w.ready() for w in self._waits)
+
+    def value(self, block: bool = False) -> Optional[float]:
+        total = 0.0
+        for w in self._waits:
+            v = w.value(block=block)
+            if v is None:
+                return None
+            total += v
+        return total

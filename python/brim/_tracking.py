@@ -99,9 +99,12 @@ def report_step(samples: Optional[int] = None, wait_s: Optional[float] = None, c
 def count_step(samples: Optional[int] = None, wait_s: Optional[float] = None, compute_s: Optional[float] = None,
                micro_batch: Optional[int] = None, accumulation: Optional[int] = None, loss: Any = None,
                warmup: Optional[bool] = None, extra: Optional[Dict[str, Any]] = None, source: str = "sdk",
-               wait: Optional[Wait] = None, interval_s: Optional[float] = None) -> bool:
+               wait: Optional[Any] = None, interval_s: Optional[float] = None, at: Optional[float] = None,
+               fields: Optional[Dict[str, Any]] = None) -> bool:
     """Count one step and queue its message. `wait` (a lazy data wait) and `interval_s` (the
-    step's wall time) replace wait_s/compute_s once the wait is known. Returns should_stop()."""
+    step's wall time) replace wait_s/compute_s once the wait is known; `at` is when the step ended
+    (default now); `fields` are more top-level message fields (precision, trigger). Returns
+    should_stop()."""
     st = _state.state
     index = st.steps
     st.steps += 1
@@ -113,7 +116,7 @@ def count_step(samples: Optional[int] = None, wait_s: Optional[float] = None, co
             warmup = index < _env.warmup_steps()
         msg: Dict[str, Any] = {
             "type": "step",
-            "t": time.time(),
+            "t": at if at is not None else time.time(),
             "step": index,
             "samples": _int_or_none(samples),
             "wait_s": max(0.0, float(wait_s)) if wait_s is not None else None,
@@ -125,6 +128,8 @@ def count_step(samples: Optional[int] = None, wait_s: Optional[float] = None, co
             "mem": _memory.snapshot(),
             "source": source,
         }
+        if fields:
+            msg.update(fields)
         if extra:
             msg["extra"] = extra
         _pending.push(msg, wait, interval_s)

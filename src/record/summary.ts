@@ -13,6 +13,28 @@ export interface StepEntry extends TimelineEntry {
   accumulation: number | null;
   loss: number | string | null;
   mem: { peak?: number | null; peak_reserved?: number | null; peak_rss?: number | null; allocated?: number | null; reserved?: number | null; rss?: number | null } | null;
+  /** Who measured the step; missing means the SDK. */
+  source?: "sdk" | "attach" | "progress";
+}
+
+/**
+ * The timeline without steps read from progress lines when the SDK or the attach reported any
+ * (progress lines are the last resort, never mixed with measured steps).
+ *
+ * @example
+ * ```ts
+ * measuredTimeline(timeline).filter((entry) => entry.kind === "step");
+ * ```
+ */
+export function measuredTimeline(timeline: readonly TimelineEntry[]): readonly TimelineEntry[] {
+  const progress = (entry: TimelineEntry): boolean => entry.kind === "step" && entry.source === "progress";
+  if (!timeline.some((entry) => entry.kind === "step" && !progress(entry))) return timeline;
+  return timeline.filter((entry) => !progress(entry));
+}
+
+/** Who measured a step: "sdk" when the entry does not say. */
+export function stepSource(entry: TimelineEntry): "sdk" | "attach" | "progress" {
+  return entry.source === "attach" || entry.source === "progress" ? entry.source : "sdk";
 }
 
 /** A sampler reading as the timeline keeps it (docs/run-store.md). */
@@ -38,7 +60,8 @@ export interface LivePeaks {
  * mainProcessPid(timeline); // 4242
  * ```
  */
-export function mainProcessPid(timeline: readonly TimelineEntry[]): number | null {
+export function mainProcessPid(fullTimeline: readonly TimelineEntry[]): number | null {
+  const timeline = measuredTimeline(fullTimeline);
   const stepping = new Map<number, number>();
   for (const entry of timeline) if (entry.kind === "step" && typeof entry.pid === "number") stepping.set(entry.pid, (stepping.get(entry.pid) ?? 0) + 1);
   const start = timeline.find((entry) => entry.kind === "start" && typeof entry.pid === "number");
@@ -61,7 +84,8 @@ export function mainProcessPid(timeline: readonly TimelineEntry[]): number | nul
  * mainProcessSteps(timeline).length;
  * ```
  */
-export function mainProcessSteps(timeline: readonly TimelineEntry[]): StepEntry[] {
+export function mainProcessSteps(fullTimeline: readonly TimelineEntry[]): StepEntry[] {
+  const timeline = measuredTimeline(fullTimeline);
   const pid = mainProcessPid(timeline);
   return timeline.filter((entry): entry is StepEntry => entry.kind === "step" && entry.pid === pid);
 }
@@ -87,7 +111,8 @@ function median(values: number[]): number | null {
  * summary.samples_per_s;
  * ```
  */
-export function summarizeRun(timeline: readonly TimelineEntry[], peaks: LivePeaks, durationS: number): RunSummary {
+export function summarizeRun(fullTimeline: readonly TimelineEntry[], peaks: LivePeaks, durationS: number): RunSummary {
+  const timeline = measuredTimeline(fullTimeline);
   const allSteps = timeline.filter((entry) => entry.kind === "step");
   const steps = mainProcessSteps(timeline);
   const steady = steps.filter((step) => step.warmup !== true);
@@ -137,6 +162,7 @@ export function summarizeRun(timeline: readonly TimelineEntry[], peaks: LivePeak
     oom_recoveries: timeline.filter((entry) => entry.kind === "event" && entry.event === "oom_recovered").length,
     micro_batch: lastStep && finite(lastStep.micro_batch) ? lastStep.micro_batch : null,
     accumulation: lastStep && finite(lastStep.accumulation) ? lastStep.accumulation : null,
+    throughput_source: first !== undefined ? stepSource(first) : null,
   };
 }
 

@@ -32,6 +32,8 @@ export interface RunSummary {
   oom_recoveries: number;
   micro_batch: number | null;
   accumulation: number | null;
+  /** Who measured the steady steps: the SDK, the attach, or the job's progress lines (the last resort); null without steps. */
+  throughput_source?: "sdk" | "attach" | "progress" | null;
 }
 
 /** What the run store knows about the devices a run used. */

@@ -9,7 +9,7 @@ _GiB = 1 << 30
 _DEFAULT_OVERHEAD = 512 << 20  # CUDA context etc. outside the caching allocator, when not measurable
 
 
-def apply_cap(cap_bytes=None, fraction=None, device=None):
+def apply_cap(cap_bytes=None, fraction=None, device=None, measure_overhead=True):
     """Keep this process's CUDA caching allocator under the memory cap.
 
     The cap is `cap_bytes` / BRIM_MEMORY_CAP_BYTES (bytes the whole process may hold, as NVML
@@ -19,6 +19,7 @@ def apply_cap(cap_bytes=None, fraction=None, device=None):
     now as device total - free - reserved (which assumes no other process uses the device; taken
     only when below 4 GiB), else 512 MiB. Then torch.cuda.set_per_process_memory_fraction(limit /
     total): the allocator raises its out-of-memory error beyond it, which TrainStep recovers from.
+    measure_overhead=False skips the measurement (it creates a CUDA context on `device`).
 
     Returns a dict of what was done; {"applied": False, ...} without a cap or without CUDA (on CPU
     brim enforces a RAM cap from outside)."""
@@ -40,7 +41,7 @@ def apply_cap(cap_bytes=None, fraction=None, device=None):
     if cap_bytes is not None:
         overhead = _env.memory_cap_overhead_bytes()
         source = "env"
-        if overhead is None:
+        if overhead is None and measure_overhead:
             try:
                 torch.cuda.init()
                 torch.empty(1, device=dev)  # make sure the context exists before measuring
