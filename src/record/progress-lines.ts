@@ -137,7 +137,8 @@ export interface ProgressStep {
  * Turns successive rates into step entries: each rate line covers the time since the previous one
  * (the first only sets the clock), so samples / compute_s over the entries is the time-weighted
  * rate the job printed. `steps` is how many training steps the entry covers: the counter's advance
- * when the line shows one (a counter going back is a new epoch), else rate × time.
+ * when the line shows one (a counter falling to half or less is a new epoch; less, another stream's
+ * older view), else rate × time.
  *
  * @example
  * ```ts
@@ -157,12 +158,18 @@ export class ProgressSteps {
     const previousT = this.#lastT;
     const previousStep = this.#lastStep;
     this.#lastT = t;
-    if (rate.step !== undefined) this.#lastStep = rate.step;
-    if (previousT === null) return null;
+    // a counter a little behind the last one is another line's view of the same moment (stdout and
+    // stderr arrive out of order); far behind, it is a new epoch
+    const newEpoch = rate.step !== undefined && previousStep !== null && rate.step < previousStep && rate.step <= previousStep / 2;
+    if (rate.step !== undefined && (previousStep === null || rate.step >= previousStep || newEpoch)) this.#lastStep = rate.step;
+    if (previousT === null) {
+      if (rate.step !== undefined) this.total = rate.step; // the steps done before the first line
+      return null;
+    }
     const dt = t - previousT;
     if (!(dt > 0)) return null;
     let steps: number;
-    if (rate.step !== undefined && previousStep !== null) steps = rate.step >= previousStep ? rate.step - previousStep : rate.step;
+    if (rate.step !== undefined && previousStep !== null) steps = rate.step >= previousStep ? rate.step - previousStep : newEpoch ? rate.step : 0;
     else steps = rate.stepsPerSec !== undefined ? rate.stepsPerSec * dt : 0;
     this.total += steps;
     const samples = rate.samplesPerSec !== undefined ? rate.samplesPerSec * dt : null;
