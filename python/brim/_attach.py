@@ -58,6 +58,7 @@ class _Attach:
         self.samples: Optional[int] = 0
         self.micro_batch: Optional[int] = None
         self.window_opt: Optional[int] = None  # the optimizer that stepped since the last fetch
+        self.loader_seen = False
         self.precision: Optional[str] = None
         self.exiting = False
 
@@ -116,6 +117,7 @@ class _Attach:
             except Exception:
                 pass
         n = dim(batch)
+        self.loader_seen = True
         self.batches += 1
         self.micro_batch = n
         self.samples = None if n is None or self.samples is None else self.samples + n
@@ -129,7 +131,7 @@ class _Attach:
     def step_end(self, trigger: str, optimizer: Any = None) -> None:
         if self.yielded:
             return
-        if optimizer is not None and self.batches:
+        if optimizer is not None and self.loader_seen:
             # several optimizers stepping on one batch (a GAN): the first one counts the step
             if self.window_opt is not None and self.window_opt != id(optimizer):
                 return

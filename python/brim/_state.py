@@ -3,7 +3,7 @@ messages brim sent back (stop, shrink). Standard library only."""
 
 import os
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, Optional, Set
 
 from . import _env
 from ._channel import PROTOCOL_VERSION, Channel
@@ -121,5 +121,3 @@ def close() -> None:
     ch = state.channel
     if ch is not None:
         ch.close()
-
-

@@ -12,7 +12,7 @@ PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
-import brim  # noqa: E402
+import brim  # noqa: E402,F401  (imported first, as a job would)
 from brim import _env, _state, _tracking  # noqa: E402
 
 import schema_check  # noqa: E402

@@ -2,7 +2,7 @@
 
 import time
 
-from brim._timing import DeviceClock, PendingSteps, Wait
+from brim._timing import DeviceClock, PendingSteps
 
 
 class FakeEvent:

@@ -65,8 +65,9 @@ while step < args.max_steps:
         seen += data.shape[1]  # sequences in the batch (dim 1: sequence-first)
         if step % args.log_every == 0:
             now = time.perf_counter()
-            print("step %d | loss %.3f | %.1f samples/s (sequences of %d tokens)" % (step, loss.item(), seen / (now - t_log),
-                                                                                   args.bptt), flush=True)
+            rate = seen / (now - t_log)
+            print("step %d | loss %.3f | %.1f samples/s (sequences of %d tokens)" % (step, loss.item(), rate, args.bptt),
+                  flush=True)
             seen, t_log = 0, now
         if step >= args.max_steps:
             break

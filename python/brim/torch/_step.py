@@ -379,4 +379,3 @@ def _inject_in_backward(params, detail):
         return None
 
     return [p.register_hook(hook) for p in trainable]
-
