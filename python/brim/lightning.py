@@ -43,7 +43,7 @@ if _pl is not None:
         """Reports every training batch as a brim step; stops the trainer at the step budget or
         when brim asks to stop."""
 
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self._clock = StepClock()
             self._dim = BatchDim()
