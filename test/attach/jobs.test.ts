@@ -107,6 +107,18 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
     expect(hellos.map((hello) => hello.role)).toEqual(["main"]);
   });
 
+  it("torchrun-style ranks: each rank attached, says its rank, stops at the budget; throughput is rank 0's", () => {
+    const run = brimRun("ranks", "launch_ranks.py", ["--nproc-per-node", "2", join(REPO, "test", "jobs", "ddp_loop.py"), "--max-steps", "1000"]);
+    expect(run.meta.end?.cause, run.stderr).toBe("ok");
+    expect(run.status).toBe(0);
+    const hellos = run.timeline.filter((entry) => entry.kind === "hello");
+    expect(hellos.map((hello) => hello.rank).sort()).toEqual([0, 1]);
+    for (const hello of hellos) expect(run.timeline.filter((entry) => entry.kind === "step" && entry.pid === hello.pid).length).toBe(STEPS);
+    const rank0 = hellos.find((hello) => hello.rank === 0);
+    expect(mainProcessSteps(run.timeline).every((step) => step.pid === rank0?.pid && step.samples === 32)).toBe(true);
+    expect(run.meta.summary.steady_steps).toBe(STEPS - WARMUP);
+  });
+
   it("a job that also uses the SDK counts each step once (the SDK's)", () => {
     const run = brimRun("sdk-and-attach", "sdk_and_attach.py", []);
     expectCleanStop(run, "sdk");
