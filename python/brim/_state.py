@@ -3,7 +3,7 @@ messages brim sent back (stop, shrink). Standard library only."""
 
 import os
 import time
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, List, Optional, Set
 
 from . import _env
 from ._channel import PROTOCOL_VERSION, Channel
@@ -30,6 +30,7 @@ class State:
         self.budget_event_sent = False
         self.shrink_requests = 0
         self.knobs_reported: Set[str] = set()
+        self.polled_at = 0.0
 
 
 state = State()
@@ -81,11 +82,36 @@ def send(msg: Dict[str, Any]) -> bool:
     return ok
 
 
-def poll(ch: Optional[Channel] = None) -> None:
-    """Read what brim sent (stop, shrink) without waiting."""
+POLL_EVERY_S = 0.02  # a stop or shrink request waits at most this long; a step polls once at most
+
+
+def send_many(msgs: List[Dict[str, Any]]) -> bool:
+    """Send several messages in one write (steps are sent in batches: a write wakes brim's
+    process, which costs more than the step's own bookkeeping)."""
+    ch = channel()
+    if ch is None:
+        return False
+    now, pid = time.time(), os.getpid()
+    full = []
+    for msg in msgs:
+        m: Dict[str, Any] = {"v": PROTOCOL_VERSION, "type": msg.get("type"), "t": now, "pid": pid}
+        m.update(msg)
+        full.append(m)
+    ok = ch.send_many(full)
+    if ok:
+        poll(ch)
+    return ok
+
+
+def poll(ch: Optional[Channel] = None, force: bool = False) -> None:
+    """Read what brim sent (stop, shrink) without waiting (at most every POLL_EVERY_S unless forced)."""
+    now = time.monotonic()
+    if not force and now - state.polled_at < POLL_EVERY_S:
+        return
     ch = ch or (state.channel if _env.channel_path() else None)
     if ch is None:
         return
+    state.polled_at = now
     for msg in ch.poll():
         kind = msg.get("type")
         if kind == "stop":
@@ -98,7 +124,7 @@ def poll(ch: Optional[Channel] = None) -> None:
 
 def take_shrink_requests() -> int:
     """How many shrink requests arrived since the last call (used by brim.torch.TrainStep)."""
-    poll()
+    poll(force=True)
     n, state.shrink_requests = state.shrink_requests, 0
     return n
 

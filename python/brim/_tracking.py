@@ -34,13 +34,22 @@ def _int_or_none(x: Any) -> Optional[int]:
         return None
 
 
-def flush(block: bool = False) -> None:
-    """Send the counted steps whose numbers are known (all of them with block=True, which waits
-    for the device: only at exit or at the step budget)."""
+SEND_EVERY_S = 0.05  # steps go out in one write at most this often (a write per step costs ~0.1 ms)
+_sent_at = {"t": 0.0}
+
+
+def flush(block: bool = False, force: bool = False) -> None:
+    """Send the counted steps whose numbers are known, at most every SEND_EVERY_S unless forced
+    (all of them with block=True, which waits for the device: only at exit or at the step budget)."""
     if not len(_pending):
         return
-    for msg in _pending.ready(block=block):
-        _state.send(msg)
+    now = time.monotonic()
+    if not (block or force) and now - _sent_at["t"] < SEND_EVERY_S:
+        return
+    msgs = _pending.ready(block=block)
+    if msgs:
+        _sent_at["t"] = now
+        _state.send_many(msgs)
 
 
 def discard_pending() -> None:
@@ -230,8 +239,10 @@ class Tracker:
         """Report the open step (if any). Called by the loop's end, `with`, and at exit."""
         if self._open is not None:
             self._close_step(time.perf_counter())
+        flush(force=True)
 
     def _stop(self, reason: str) -> None:
+        flush(force=True)
         if reason == "budget":
             self.stopped_by_budget = True
         else:
@@ -257,6 +268,7 @@ class Tracker:
             batch = next(self._it)
         except StopIteration:
             self.exhausted = True
+            flush(force=True)
             raise
         wait = clock.fetch_end(token) if under else Wait(time.perf_counter() - token[0])
         prev = _current["tracker"]
@@ -309,6 +321,7 @@ def open_tracker() -> Optional[Tracker]:
 def reset() -> None:
     """Fresh state (tests)."""
     _pending.clear()
+    _sent_at["t"] = 0.0
     _current["tracker"] = None
 
 

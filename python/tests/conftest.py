@@ -154,5 +154,6 @@ def profile_schema():
 
 
 def flush_channel(srv, n_messages, timeout=10.0):
-    """Wait until the server has received n_messages in total."""
+    """Wait until the server has received n_messages in total (sending the steps the SDK batches)."""
+    _tracking.flush(force=True)
     srv.wait_for(lambda: len(srv._all_unlocked()) >= n_messages, timeout)
