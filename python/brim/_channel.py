@@ -134,6 +134,7 @@ def hello_message(sdk_version):
         "versions": versions,
         "argv": [str(a) for a in sys.argv],
         "host": socket.gethostname(),
+        "token": _env.channel_token(),
     }
 
 

@@ -6,6 +6,7 @@ import os
 import sys
 
 ENV_CHANNEL = "BRIM_CHANNEL"
+ENV_CHANNEL_TOKEN = "BRIM_CHANNEL_TOKEN"
 ENV_KNOBS = "BRIM_KNOBS"
 ENV_STEP_BUDGET = "BRIM_STEP_BUDGET"
 ENV_WARMUP_STEPS = "BRIM_WARMUP_STEPS"
@@ -38,6 +39,11 @@ class KnobError(ValueError):
 def channel_path():
     path = os.environ.get(ENV_CHANNEL, "")
     return path or None
+
+
+def channel_token():
+    """The secret brim's channel admits this job's processes on (BRIM_CHANNEL_TOKEN), or None."""
+    return os.environ.get(ENV_CHANNEL_TOKEN) or None
 
 
 def _int_env(name, minimum=0):
