@@ -46,8 +46,20 @@ def channel_token():
     return os.environ.get(ENV_CHANNEL_TOKEN) or None
 
 
+_int_cache = {}
+
+
 def _int_env(name, minimum=0):
-    raw = os.environ.get(name, "").strip()
+    raw = os.environ.get(name, "")
+    key = (name, raw, minimum)
+    if key in _int_cache:  # read at every step: parse each value once
+        return _int_cache[key]
+    value = _parse_int_env(name, raw.strip(), minimum)
+    _int_cache[key] = value
+    return value
+
+
+def _parse_int_env(name, raw, minimum):
     if not raw:
         return None
     try:

@@ -129,6 +129,7 @@ def clean_brim(monkeypatch):
     _state.state.reset()
     _tracking.reset()
     _env._warned.clear()
+    _env._int_cache.clear()
     _env._knob_cache = (None, {})
     yield
     _tracking.reset()
