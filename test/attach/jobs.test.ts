@@ -155,4 +155,17 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
     expect(last).toBeGreaterThanOrEqual(STEPS);
     expect(last).toBeLessThan(STEPS + 15);
   });
+
+  it("brim tune on an unmodified script: every trial measured by the attach, a winner", () => {
+    const store = join(root, "tune");
+    const result = spawnSync(process.execPath, [BRIM, "tune", "--json", "--quiet", "--store", store, "--max-trials", "3", "--warmup", "2", "--steps", "6", "--knob", "batch_size=32,64", "--", PYTHON, join(REPO, "test", "jobs", "plain_loop.py"), "--batch-size", "{batch_size}", "--max-steps", "1000"], { encoding: "utf8", timeout: 300_000 });
+    expect(result.status, result.stderr).toBe(0);
+    const record = JSON.parse(result.stdout) as { trials: { end: string; samples_per_s: number | null; run_id: string | null }[]; winner: unknown };
+    expect(record.trials.length).toBeGreaterThanOrEqual(2);
+    for (const trial of record.trials) {
+      expect(trial.end).toBe("ok");
+      expect(trial.samples_per_s).toBeGreaterThan(0);
+    }
+    expect(record.winner).not.toBeNull();
+  });
 });
