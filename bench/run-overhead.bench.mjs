@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// The cost of running under `brim run` (10 Hz sampling, SDK channel, timeline) against the bare job:
-// each example runs bare and under brim, interleaved, several rounds; the job's own samples/s line
-// is compared (same definition on both sides). Usage (after `npm run build`):
-//   node bench/run-overhead.bench.mjs [--rounds 3] [--steps 30] [--examples nbeats,ppo] [--out bench/results/run-overhead.json]
+// The cost of running under `brim run` (10 Hz sampling, the attach on, SDK channel, timeline) against
+// the bare job: each example (instrumented with the SDK, which the attach stands back for) and each
+// unmodified script of test/jobs (measured by the attach alone) runs bare and under brim,
+// interleaved, several rounds; the job's own samples/s line is compared (same definition on both
+// sides). Usage (after `npm run build`):
+//   node bench/run-overhead.bench.mjs [--rounds 3] [--steps 30] [--examples nbeats,ppo] [--jobs plain_loop,lstm_lm] [--out bench/results/run-overhead.json]
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -17,17 +19,27 @@ const repo = resolve(import.meta.dirname, "..");
 const python = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const rounds = Number(option("rounds", "3"));
 const steps = option("steps", "30");
-const examples = option("examples", "nbeats,ppo").split(",");
+const examples = option("examples", "nbeats,ppo").split(",").filter(Boolean);
+const jobs = option("jobs", "plain_loop,lstm_lm").split(",").filter(Boolean);
 const out = option("out", join(repo, "bench", "results", "run-overhead.json"));
 const store = mkdtempSync(join(tmpdir(), "brim-overhead-"));
 
 function samplesPerSecond(stdout) {
   const match = /samples_per_s=([\d.]+)/.exec(stdout);
-  return match ? Number(match[1]) : null;
+  if (match) return Number(match[1]);
+  // test/jobs print one "<rate> samples/s" line per window: the first window (warm-up) is left out,
+  // the others hold equal samples, so their harmonic mean is the rate over them
+  const windows = [...stdout.matchAll(/([\d.]+) samples\/s/g)].map((m) => Number(m[1])).slice(1);
+  return windows.length === 0 ? null : Number((windows.length / windows.reduce((sum, rate) => sum + 1 / rate, 0)).toFixed(2));
 }
 
-function once(example, underBrim) {
-  const job = [python, join(repo, "examples", example, "train.py"), "--config", join(repo, "examples", example, "config.yaml"), "--steps", steps];
+function commandOf(target) {
+  if (target.kind === "example") return [python, join(repo, "examples", target.name, "train.py"), "--config", join(repo, "examples", target.name, "config.yaml"), "--steps", steps];
+  return [python, join(repo, "test", "jobs", `${target.name}.py`), "--max-steps", steps];
+}
+
+function once(target, underBrim) {
+  const job = commandOf(target);
   const command = underBrim ? [process.execPath, join(repo, "bin", "brim.js"), "run", "--quiet", "--hz", "10", "--store", store, "--", ...job] : job;
   const started = process.hrtime.bigint();
   const result = spawnSync(command[0], command.slice(1), { encoding: "utf8", env: { ...process.env, PYTHONPATH: join(repo, "python") } });
@@ -38,17 +50,19 @@ function once(example, underBrim) {
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const report = { command: `node bench/run-overhead.bench.mjs ${args.join(" ")}`.trim(), machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version, gpu: "none (CPU mode)" }, rounds, steps: Number(steps), examples: {} };
-for (const example of examples) {
+const targets = [...examples.map((name) => ({ kind: "example", name })), ...jobs.map((name) => ({ kind: "job", name }))];
+for (const target of targets) {
+  const example = target.kind === "example" ? target.name : `test/jobs/${target.name}`;
   const bare = [];
   const brim = [];
   for (let round = 0; round < rounds; round++) {
     // alternate the order so drift in machine load hits both sides alike
     if (round % 2 === 0) {
-      bare.push(once(example, false));
-      brim.push(once(example, true));
+      bare.push(once(target, false));
+      brim.push(once(target, true));
     } else {
-      brim.push(once(example, true));
-      bare.push(once(example, false));
+      brim.push(once(target, true));
+      bare.push(once(target, false));
     }
   }
   const bareRate = median(bare.map((r) => r.samplesPerS));

@@ -160,8 +160,8 @@ def main(argv=None):
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         stats["episode_reward"] = float(torch.stack(rew_b).mean()) / reward_scale * int(env_cfg["horizon"])
         model.train()
-        flat = [torch.stack(x).flatten(0, 1).cpu() for x in (obs_b, act_b, logp_b)] + [adv.flatten().cpu(),
-                                                                                         ret.flatten().cpu()]
+        flat = [torch.stack(x).flatten(0, 1).cpu() for x in (obs_b, act_b, logp_b)]
+        flat += [adv.flatten().cpu(), ret.flatten().cpu()]
         return TensorDataset(*flat)
 
     def updates(iteration):

@@ -6,6 +6,7 @@ import os
 import sys
 
 ENV_CHANNEL = "BRIM_CHANNEL"
+ENV_CHANNEL_TOKEN = "BRIM_CHANNEL_TOKEN"
 ENV_KNOBS = "BRIM_KNOBS"
 ENV_STEP_BUDGET = "BRIM_STEP_BUDGET"
 ENV_WARMUP_STEPS = "BRIM_WARMUP_STEPS"
@@ -40,8 +41,25 @@ def channel_path():
     return path or None
 
 
+def channel_token():
+    """The secret brim's channel admits this job's processes on (BRIM_CHANNEL_TOKEN), or None."""
+    return os.environ.get(ENV_CHANNEL_TOKEN) or None
+
+
+_int_cache = {}
+
+
 def _int_env(name, minimum=0):
-    raw = os.environ.get(name, "").strip()
+    raw = os.environ.get(name, "")
+    key = (name, raw, minimum)
+    if key in _int_cache:  # read at every step: parse each value once
+        return _int_cache[key]
+    value = _parse_int_env(name, raw.strip(), minimum)
+    _int_cache[key] = value
+    return value
+
+
+def _parse_int_env(name, raw, minimum):
     if not raw:
         return None
     try:

@@ -34,7 +34,7 @@ AVAILABLE = _Base is not None
 if _Base is not None:
 
     class BrimTrainerCallback(_Base):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self._clock = StepClock()
             self._loss = None

@@ -14,9 +14,8 @@ on_train_batch_start(trainer, module, batch, batch_idx), on_train_batch_end(trai
 outputs, batch, batch_idx). A "step" is one training batch (one micro-batch under accumulation).
 """
 
-import brim
-
 from ._callbacks import StepClock, loss_value
+from ._samples import BatchDim
 
 
 def _import_lightning():
@@ -38,19 +37,16 @@ _pl = _import_lightning()
 AVAILABLE = _pl is not None
 
 
-def _samples(batch):
-    return brim._batch_samples(batch)
-
-
 if _pl is not None:
 
     class BrimCallback(_pl.Callback):
         """Reports every training batch as a brim step; stops the trainer at the step budget or
         when brim asks to stop."""
 
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self._clock = StepClock()
+            self._dim = BatchDim()
 
         def on_train_start(self, trainer, pl_module):
             self._clock.start()
@@ -59,8 +55,8 @@ if _pl is not None:
             self._clock.begin()
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
-            stop = self._clock.end(samples=_samples(batch), loss=loss_value(outputs),
-                                   micro_batch=_samples(batch),
+            samples = self._dim(batch)
+            stop = self._clock.end(samples=samples, loss=loss_value(outputs), micro_batch=samples,
                                    accumulation=getattr(trainer, "accumulate_grad_batches", None))
             if stop:
                 trainer.should_stop = True

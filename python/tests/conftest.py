@@ -12,8 +12,8 @@ PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
-import brim  # noqa: E402
-from brim import _env  # noqa: E402
+import brim  # noqa: E402,F401  (imported first, as a job would)
+from brim import _env, _state, _tracking  # noqa: E402
 
 import schema_check  # noqa: E402
 
@@ -126,15 +126,14 @@ def clean_brim(monkeypatch):
     for key in list(os.environ):
         if key.startswith("BRIM_"):
             monkeypatch.delenv(key)
-    old = brim._state
-    if old.channel is not None:
-        old.channel.close()
-    monkeypatch.setattr(brim, "_state", brim._State())
+    _state.state.reset()
+    _tracking.reset()
     _env._warned.clear()
+    _env._int_cache.clear()
     _env._knob_cache = (None, {})
     yield
-    if brim._state.channel is not None:
-        brim._state.channel.close()
+    _tracking.reset()
+    _state.state.reset()
 
 
 @pytest.fixture
@@ -156,5 +155,6 @@ def profile_schema():
 
 
 def flush_channel(srv, n_messages, timeout=10.0):
-    """Wait until the server has received n_messages in total."""
+    """Wait until the server has received n_messages in total (sending the steps the SDK batches)."""
+    _tracking.flush(force=True)
     srv.wait_for(lambda: len(srv._all_unlocked()) >= n_messages, timeout)

@@ -136,7 +136,7 @@ def test_env_parsing(monkeypatch, capsys):
 
 
 def test_samples_default_and_override():
-    from brim import _batch_samples
+    from brim._samples import batch_samples as _batch_samples
 
     class T:
         def __init__(self, *shape):

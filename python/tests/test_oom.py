@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 
 import brim  # noqa: E402
 import brim.torch as bt  # noqa: E402
+from brim import _tracking  # noqa: E402
 import schema_check  # noqa: E402
 
 N_STEPS = 6
@@ -224,6 +225,7 @@ def test_shrink_request_from_brim(server):
     step = bt.TrainStep(model, OPTIMIZERS["sgd"](model.parameters()), mse)
     for i, batch in enumerate(brim.track(make_batches())):
         if i == 3:
+            _tracking.flush(force=True)  # steps go out in batches; a real loop sends them within 50 ms
             server.wait_for(lambda: len(server.messages("step")) >= 2)
             import time
 

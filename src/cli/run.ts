@@ -7,6 +7,7 @@ import { UsageError } from "../errors/index.ts";
 import { guardRun, type GuardResult } from "../guard/guard.ts";
 import { formatPrometheus, serveMetrics } from "../guard/prometheus.ts";
 import { StatusFooter, formatDuration } from "../guard/view.ts";
+import { progressPattern } from "../record/progress-lines.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { BRIM_VERSION } from "../version.ts";
 import type { Output } from "./output.ts";
@@ -29,6 +30,9 @@ export interface RunCommandOptions {
   json?: boolean;
   quiet?: boolean;
   keepOnSupervisorLoss?: boolean;
+  /** false with --no-attach. */
+  attach?: boolean;
+  progressPattern?: string;
 }
 
 /** What `brim run` returns: the guarded run and the exit status to give (the job's). */
@@ -59,7 +63,8 @@ export function exitCodeOf(end: RunEnd): number {
   if (end.cause === "store_failed") return EXIT_STORE_FAILED;
   if (end.cause === "supervisor_lost") return EXIT_GUARD_FAILED;
   const code = end.exit_code ?? (end.signal !== null ? 128 + ((osConstants.signals as Record<string, number>)[end.signal] ?? 1) : 1);
-  if (code !== 0 || end.cause === "ok") return code;
+  if (end.cause === "ok") return 0; // also a job brim ended at its step budget (progress lines) with a signal
+  if (code !== 0) return code;
   return end.cause === "interrupted" ? 130 : 1;
 }
 
@@ -112,6 +117,18 @@ function positiveNumber(name: string): (text: string) => number {
 }
 
 /**
+ * The job's environment switches from `--no-attach` and `--progress-pattern` (docs/attach.md).
+ *
+ * @example
+ * ```ts
+ * jobSwitches({ attach: false }); // { BRIM_ATTACH: "0" }
+ * ```
+ */
+export function jobSwitches(options: { attach?: boolean; progressPattern?: string }): Record<string, string> {
+  return { ...(options.attach === false ? { BRIM_ATTACH: "0" } : {}), ...(options.progressPattern !== undefined ? { BRIM_PROGRESS_PATTERN: options.progressPattern } : {}) };
+}
+
+/**
  * `brim run`: runs the command under the guard and returns the run with the exit status to give.
  * Printing the live view and the summary goes through `out`; nothing here exits the process.
  *
@@ -122,6 +139,13 @@ function positiveNumber(name: string): (text: string) => number {
  */
 export async function runCommand(command: string[], options: RunCommandOptions, out: Output, devices: Devices = openDevices()): Promise<RunCommandResult> {
   if (command.length === 0) throw new UsageError("no command to run: put it after --, e.g. brim run --cap 12GiB -- python train.py");
+  if (options.progressPattern !== undefined) {
+    try {
+      progressPattern(options.progressPattern);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+  }
   const inventory = devices.inventory();
   const root = storeRoot(options.store, process.env, process.cwd());
   const store = new RunStore(root);
@@ -162,6 +186,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         stepBudget: options.steps ?? null,
         warmupSteps: options.warmup,
         hz: options.hz,
+        env: jobSwitches(options),
         hungAfterS: options.hungAfter > 0 ? options.hungAfter : null,
         killGraceS: options.grace,
         forwardSignals: true,
@@ -213,7 +238,8 @@ export function renderRunSummary(run: RunCommandResult): string {
   const lines: string[] = [];
   const scope = meta.cap_scope === "gpu" ? "GPU" : "RAM";
   lines.push(`brim: run ${meta.id} ended: ${end?.cause ?? "?"}${end && end.cause !== "ok" ? ` — ${end.message}` : ""}`);
-  const throughput = summary.samples_per_s !== null ? `${summary.samples_per_s.toPrecision(4)} samples/s over ${summary.steady_steps} steady steps` : `no steady steps reported${summary.steps === 0 ? " (the job does not use the brim SDK, or stopped before its first step)" : ""}`;
+  const source = summary.throughput_source ? ` (measured by ${summary.throughput_source === "progress" ? "the job's progress lines" : summary.throughput_source === "attach" ? "attach" : "the SDK"})` : "";
+  const throughput = summary.samples_per_s !== null ? `${summary.samples_per_s.toPrecision(4)} samples/s over ${summary.steady_steps} steady steps${source}` : summary.step_time_s !== null && summary.steady_steps > 0 ? `${summary.step_time_s.toPrecision(4)} s per step over ${summary.steady_steps} steady steps${source}; samples per step unknown` : `no steady steps reported${summary.steps === 0 ? " (brim saw no optimizer step, DataLoader or progress line, or the job stopped before its first step)" : ""}`;
   lines.push(`  throughput   ${throughput}`);
   if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
   const pss = summary.peak_tree_pss_bytes ?? null;
@@ -255,10 +281,12 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .addOption(new Option("--hz <n>", "sampling rate of GPU and process readings").default(10).argParser(positiveNumber("--hz")))
     .addOption(new Option("--hung-after <seconds>", "stop and classify the job as hung after this long without a step (0 = never)").default(900).argParser(positiveInteger("--hung-after", 0)))
     .addOption(new Option("--grace <seconds>", "seconds between SIGTERM and SIGKILL when stopping the job").default(10).argParser(positiveNumber("--grace")))
-    .option("--steps <n>", "step budget: the SDK ends the training loop after n steps", positiveInteger("--steps"))
+    .option("--steps <n>", "step budget: the job ends after n optimizer steps (attach or SDK; progress lines as the last resort)", positiveInteger("--steps"))
     .addOption(new Option("--warmup <n>", "steps left out of steady-state throughput").default(3).argParser(positiveInteger("--warmup", 0)))
     .addOption(new Option("--knob <name=value>", "a knob value for the job (read with brim.knob); repeatable").default({}).argParser(parseKnobArgument))
     .option("--no-shrink", "never ask the SDK to shrink the micro-batch near the cap (stop at the cap instead)")
+    .option("--no-attach", "do not attach to the Python job (optimizer steps, DataLoader, autocast are then seen only through the SDK); also BRIM_ATTACH=0")
+    .option("--progress-pattern <regex>", "read throughput from output lines matching this pattern (named groups samples_per_s, steps_per_s, s_per_step, ms_per_step, step) when brim sees no step otherwise")
     .option("--json", "print the run record (metadata and summary) as JSON at the end")
     .option("--quiet", "no live view; the summary only")
     .option("--keep-on-supervisor-loss", "if brim itself is lost (killed, crashed, terminal closed), let the job run on, recorded as unguarded, instead of stopping it")

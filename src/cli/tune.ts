@@ -10,7 +10,7 @@ import type { KnobValue } from "../tune/types.ts";
 import { tune, TUNE_STRATEGIES, type TuneResult, type TuneStrategy } from "../tune/tune.ts";
 import type { Output } from "./output.ts";
 import { knobDelta, progressBar, renderApply, renderTrialLine, renderTuneTable } from "./render-tune.ts";
-import { parseScalar } from "./run.ts";
+import { jobSwitches, parseScalar } from "./run.ts";
 
 /** Options of `brim tune` as the command line gives them. */
 export interface TuneCommandOptions {
@@ -203,6 +203,8 @@ export function registerTune(program: Command, out: Output, setExitCode: (code: 
     .option("--apply", "write the winner into the config file(s) at the end (with a backup)")
     .option("--force", "with --apply: write even if a config file changed since the tune read it")
     .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")
+    .option("--no-attach", "do not attach to the Python job (see brim run --help); also BRIM_ATTACH=0")
+    .option("--progress-pattern <regex>", "read throughput from output lines matching this pattern when brim sees no step otherwise (see brim run --help)")
     .option("--json", "print the tune record as JSON")
     .option("--quiet", "no live view; one line per trial")
     .addHelpText(
@@ -225,7 +227,9 @@ must beat your configuration by more than the measured noise. Exit status 3 when
 winner (the reason and what to try next are printed).
 Results land in .brim/tunes/<id>/tune.json; write the winner later with: brim apply <id>`,
     )
-    .action(async (command: string[], options: TuneCommandOptions) => {
+    .action(async (command: string[], options: TuneCommandOptions & { attach?: boolean; progressPattern?: string }) => {
+      // trials inherit brim's environment: the switches travel there (the runner reads them)
+      Object.assign(process.env, jobSwitches(options));
       const { tune: result, applied } = await tuneCommand(command, options, out);
       if (result.record.stop_reason === "interrupted") setExitCode(130);
       else if (result.record.winner === null) setExitCode(ERROR_CODES.E_NO_TRIAL_FIT);

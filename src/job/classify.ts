@@ -31,7 +31,7 @@ export function oomInLine(line: string): OomKind | null {
 }
 
 /** Why brim itself ended the job, when it did. */
-export type BrimStopReason = "interrupted" | "cap_exceeded" | "hung" | "store_failed" | "guard_failed";
+export type BrimStopReason = "interrupted" | "cap_exceeded" | "hung" | "store_failed" | "guard_failed" | "budget";
 
 /** Everything the classifier looks at. */
 export interface EndEvidence {
@@ -64,6 +64,7 @@ export function classifyEnd(evidence: EndEvidence): RunEnd {
   const status = signal === null ? `exit code ${exitCode ?? "?"}` : `signal ${signal}`;
   const end = (cause: EndCause, message: string): RunEnd => ({ cause, exit_code: exitCode, signal, message });
 
+  if (evidence.stoppedBy === "budget") return end("ok", `${evidence.stopDetail ?? "the step budget was reached"}; brim ended the job there (${status})`);
   if (evidence.stoppedBy === "interrupted") return end("interrupted", `interrupted by the user (${status}); the timeline so far is kept`);
   if (evidence.stoppedBy === "cap_exceeded") {
     return end("cap_exceeded", `${evidence.stopDetail ?? "the job went over the memory cap"}; brim stopped it. Lower the micro-batch (brim tune finds one that fits) or raise --cap`);

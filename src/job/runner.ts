@@ -6,6 +6,7 @@ import { constants as osConstants } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BrimError } from "../errors/index.ts";
+import { parseProgressLine, progressPattern, ProgressSteps } from "../record/progress-lines.ts";
 import type { RunEnd } from "../record/types.ts";
 import { ChannelServer, type ChannelMessage, type ChannelStats } from "./channel.ts";
 import { compactPartial, settleLine } from "./output-text.ts";
@@ -13,6 +14,23 @@ import { classifyEnd, oomInLine, type BrimStopReason, type OomKind } from "./cla
 
 /** brim's own Python SDK folder, appended to PYTHONPATH so an example finds `brim` without installing it. */
 export const BUNDLED_SDK_PATH = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "python");
+
+/** The folder whose `sitecustomize` attaches brim to an unmodified Python job (docs/attach.md); first on PYTHONPATH. */
+export const ATTACH_BOOT_PATH = join(BUNDLED_SDK_PATH, "_brim_boot");
+
+const OFF = new Set(["0", "false", "no", "off"]);
+
+/**
+ * Whether brim attaches to the job: on unless `attach: false` (`--no-attach`) or `BRIM_ATTACH=0`.
+ *
+ * @example
+ * ```ts
+ * attachEnabled({ BRIM_ATTACH: "0" }); // false
+ * ```
+ */
+export function attachEnabled(env: NodeJS.ProcessEnv, attach?: boolean): boolean {
+  return attach !== false && !OFF.has((env.BRIM_ATTACH ?? "1").trim().toLowerCase());
+}
 
 /** How to start a job. */
 export interface JobOptions {
@@ -38,6 +56,10 @@ export interface JobOptions {
   hungAfterS?: number | null;
   /** Append brim's bundled SDK to PYTHONPATH (default true). */
   bundledSdk?: boolean;
+  /** Attach to an unmodified Python job (default true; `BRIM_ATTACH=0` in the environment also turns it off). */
+  attach?: boolean;
+  /** The user's pattern for progress lines (`--progress-pattern`; default: `BRIM_PROGRESS_PATTERN` in the job's environment). */
+  progressPattern?: string;
   onMessage?: (message: ChannelMessage) => void;
   /** Each complete line of output (`\r` updates folded to what the line finally shows), for the record. */
   onOutput?: (stream: 1 | 2, line: string) => void;
@@ -158,10 +180,15 @@ export function jobEnvironment(options: JobOptions, channelPath: string): NodeJS
       env.XLA_PYTHON_CLIENT_MEM_FRACTION = (Math.floor((options.gpuCapBytes / options.gpuTotalBytes) * 100) / 100).toFixed(2);
     }
   }
+  const final: NodeJS.ProcessEnv = { ...env, ...options.env };
+  const paths = final.PYTHONPATH === undefined || final.PYTHONPATH === "" ? [] : final.PYTHONPATH.split(delimiter);
   if (options.bundledSdk !== false) {
-    env.PYTHONPATH = env.PYTHONPATH === undefined || env.PYTHONPATH === "" ? BUNDLED_SDK_PATH : `${env.PYTHONPATH}${delimiter}${BUNDLED_SDK_PATH}`;
+    if (attachEnabled(final, options.attach)) paths.unshift(ATTACH_BOOT_PATH);
+    paths.push(BUNDLED_SDK_PATH);
   }
-  return { ...env, ...options.env };
+  if (!attachEnabled(final, options.attach)) final.BRIM_ATTACH = "0";
+  if (paths.length > 0) final.PYTHONPATH = paths.join(delimiter);
+  return final;
 }
 
 /**
@@ -192,13 +219,17 @@ export class Job {
   #gpuLost = false;
   #tail: string[] = [];
   #steps = 0;
+  #channelSteps = 0;
+  #progress = new ProgressSteps();
+  #pattern: RegExp | undefined;
   #lastStepAt: number | null = null;
   #killTimer: NodeJS.Timeout | null = null;
   #hungTimer: NodeJS.Timeout | null = null;
   #done: Promise<JobResult>;
 
-  private constructor(child: Spawned, sources: Source[], channel: ChannelServer, options: JobOptions, exited: Promise<{ code: number | null; signal: string | null }>) {
+  private constructor(child: Spawned, sources: Source[], channel: ChannelServer, options: JobOptions, exited: Promise<{ code: number | null; signal: string | null }>, pattern: RegExp | undefined) {
     this.#child = child;
+    this.#pattern = pattern;
     this.pid = child.pid;
     this.startedAt = Date.now() / 1000;
     this.channel = channel;
@@ -231,6 +262,13 @@ export class Job {
   static async start(options: JobOptions): Promise<Job> {
     const [program, ...args] = options.command;
     if (program === undefined || program === "") throw new BrimError("E_USAGE", "no command to run: put it after --, e.g. brim run -- python train.py");
+    const patternSource = options.progressPattern ?? options.env?.BRIM_PROGRESS_PATTERN ?? (options.baseEnv ?? process.env).BRIM_PROGRESS_PATTERN;
+    let pattern: RegExp | undefined;
+    try {
+      pattern = patternSource === undefined || patternSource === "" ? undefined : progressPattern(patternSource);
+    } catch (error) {
+      throw new BrimError("E_USAGE", (error as Error).message, { cause: error });
+    }
     const box: { job?: Job } = {};
     const pending: ChannelMessage[] = [];
     const token = options.channelToken ?? randomBytes(16).toString("hex");
@@ -270,7 +308,7 @@ export class Job {
         });
       });
       // the pseudo-terminal closes when the job's session ends; nothing to let go of
-      const job = new Job({ pid: proc.pid, kill: (signal) => proc.kill(signal), release: () => {} }, [source], channel, options, exited);
+      const job = new Job({ pid: proc.pid, kill: (signal) => proc.kill(signal), release: () => {} }, [source], channel, options, exited, pattern);
       box.job = job;
       for (const message of pending) job.#onMessage(message);
       return job;
@@ -321,7 +359,7 @@ export class Job {
         child.stderr?.destroy();
       },
     };
-    const job = new Job(spawned, sources, channel, options, exited);
+    const job = new Job(spawned, sources, channel, options, exited, pattern);
     box.job = job;
     for (const message of pending) job.#onMessage(message);
     return job;
@@ -384,6 +422,7 @@ export class Job {
 
   #onMessage(message: ChannelMessage): void {
     if (message.type === "step") {
+      this.#channelSteps++;
       this.#steps++;
       this.#lastStepAt = Date.now() / 1000;
     } else if (message.type === "event" && message.kind === "oom_fatal") {
@@ -396,8 +435,13 @@ export class Job {
     for (const source of sources) {
       const { stream, ended } = source;
       let partial = "";
+      let segment = "";
       source.onData((chunk: string) => {
         options.onChunk?.(stream, chunk);
+        // progress bars redraw with \r: each update is read as it comes, not when the line ends
+        const segments = (segment + chunk).split(/[\r\n]/);
+        segment = segments.pop() ?? "";
+        for (const text of segments) this.#progressSegment(text);
         const lines = (partial + chunk).split("\n");
         // a \r progress bar never ends its line: keep only what it shows now
         partial = compactPartial(lines.pop() ?? "");
@@ -418,6 +462,24 @@ export class Job {
     const oom = oomInLine(line);
     if (oom !== null) this.#oomLine = { kind: oom, line };
     options.onOutput?.(stream, line);
+  }
+
+  /** The last resort: steps measured from the job's progress lines while no step comes over the channel. */
+  #progressSegment(text: string): void {
+    if (this.#channelSteps > 0 || text.length > 4096) return;
+    const rate = parseProgressLine(text, this.#pattern);
+    if (rate === null) return;
+    const before = this.#progress.total;
+    const step = this.#progress.push(rate, Date.now() / 1000);
+    if (step === null) return;
+    this.#steps++;
+    this.#lastStepAt = Date.now() / 1000;
+    const warmup = before < (this.#options.warmupSteps ?? 0);
+    this.#options.onMessage?.({ v: 1, type: "step", t: this.#lastStepAt, pid: this.pid, ...step, warmup, micro_batch: null, accumulation: null, loss: null, mem: null });
+    const budget = this.#options.stepBudget;
+    if (budget != null && this.#progress.total >= budget) {
+      this.stop("budget", `step budget of ${budget} steps reached (counted from the job's progress lines: ${Math.round(this.#progress.total)} steps)`, 3);
+    }
   }
 
   #watchForHang(seconds: number): void {

@@ -106,6 +106,8 @@ export interface StepEntry {
   source: StepSource;
   /** the precision the step ran in, where the reporter says (attach does) */
   precision: string | null;
+  /** what the attach layer counted as the step ("optimizer", "backward", …; docs/attach.md), null from the SDK */
+  trigger: string | null;
 }
 
 /**
@@ -328,6 +330,7 @@ export function stepOf(e: TimelineEntry): StepEntry | null {
     mem: readMemory(e.mem),
     source,
     precision: str(e.precision),
+    trigger: str(e.trigger),
   };
 }
 
@@ -590,6 +593,13 @@ class ReadingSums {
   }
 }
 
+/** The steps of one kind of source, per process. */
+interface StepFolds {
+  steps: number;
+  readonly processes: Map<number, ProcessFold>;
+  readonly stepCounts: Map<number, number>;
+}
+
 /** What one stepping process measured: its steps and the readings of its steady window. */
 class ProcessFold {
   steps = 0;
@@ -691,9 +701,19 @@ export function jobGpuIndexes(activity: ReadonlyMap<number, { util: number; min:
 export class TimelineFold {
   #start: Timeline["start"] = null;
   #end: Timeline["end"] = null;
-  #steps = 0;
-  readonly #processes = new Map<number, ProcessFold>();
-  readonly #stepCounts = new Map<number, number>();
+  // Steps read from progress lines are the last resort: kept apart, and counted only while the SDK
+  // and the attach layer reported none.
+  readonly #measured: StepFolds = { steps: 0, processes: new Map(), stepCounts: new Map() };
+  readonly #progress: StepFolds = { steps: 0, processes: new Map(), stepCounts: new Map() };
+  get #steps(): number {
+    return this.#counted.steps;
+  }
+  get #processes(): Map<number, ProcessFold> {
+    return this.#counted.processes;
+  }
+  get #counted(): StepFolds {
+    return this.#measured.steps > 0 || this.#progress.steps === 0 ? this.#measured : this.#progress;
+  }
   readonly #hellos: HelloEntry[] = [];
   readonly #events: EventEntry[] = [];
   readonly #eventCounts: Record<string, number> = {};
@@ -746,16 +766,17 @@ export class TimelineFold {
 
   /** Takes one step. */
   step(s: StepEntry): void {
-    this.#steps++;
+    const into = s.source === "progress" ? this.#progress : this.#measured;
+    into.steps++;
     const peak = s.mem?.peak ?? null;
     const reserved = s.mem?.peak_reserved ?? null;
     if (peak !== null && (this.#peakAllocated === null || peak > this.#peakAllocated)) this.#peakAllocated = peak;
     if (reserved !== null && (this.#peakReserved === null || reserved > this.#peakReserved)) this.#peakReserved = reserved;
-    this.#stepCounts.set(s.pid, (this.#stepCounts.get(s.pid) ?? 0) + 1);
-    let p = this.#processes.get(s.pid);
+    into.stepCounts.set(s.pid, (into.stepCounts.get(s.pid) ?? 0) + 1);
+    let p = into.processes.get(s.pid);
     if (p === undefined) {
-      if (this.#processes.size >= MAX_STEPPING_PROCESSES) return;
-      this.#processes.set(s.pid, (p = new ProcessFold()));
+      if (into.processes.size >= MAX_STEPPING_PROCESSES) return;
+      into.processes.set(s.pid, (p = new ProcessFold()));
       // readings taken during this first step came before its report
       for (const r of this.#recent) p.reading(r);
     }
@@ -769,7 +790,8 @@ export class TimelineFold {
     this.#all.add(s);
     this.#recent.push(s);
     if (this.#recent.length > 256) this.#recent.shift();
-    for (const p of this.#processes.values()) p.reading(s);
+    for (const p of this.#measured.processes.values()) p.reading(s);
+    for (const p of this.#progress.processes.values()) p.reading(s);
     for (const g of s.gpus) {
       let a = this.#activity.get(g.index);
       if (a === undefined) this.#activity.set(g.index, (a = { util: 0, min: Infinity, max: -Infinity }));
@@ -806,7 +828,7 @@ export class TimelineFold {
 
   /** The main process now. */
   mainPid(): number | null {
-    return mainProcessPid({ startPid: this.#start?.pid ?? null, stepCounts: this.#stepCounts, hellos: this.#hellos });
+    return mainProcessPid({ startPid: this.#start?.pid ?? null, stepCounts: this.#counted.stepCounts, hellos: this.#hellos });
   }
 
   /** The measures so far (cheap enough to ask at every reading: no list is copied; `medians: false` skips the medians). */

@@ -152,3 +152,23 @@ describe("bounded memory", () => {
     expect(whole.timeline.measured.steps).toBe(20000);
   });
 });
+
+describe("steps read from progress lines", () => {
+  it("measure throughput only while the SDK and the attach layer reported no step", () => {
+    const progressOnly = readTimeline([{ t: 0, kind: "start", pid: 4 }, step(1, 4, { source: "progress", samples: 20 }), step(2, 4, { source: "progress", samples: 20 })]);
+    expect(progressOnly.measured.throughput_source).toBe("progress");
+    expect(progressOnly.measured.steps).toBe(2);
+    expect(progressOnly.measured.samples_per_s).toBeCloseTo(40 / 1.0);
+
+    const mixed = readTimeline([
+      { t: 0, kind: "start", pid: 4 },
+      step(1, 4, { source: "progress", samples: 999 }),
+      step(2, 4, { source: "attach" }),
+      step(3, 4, { source: "attach" }),
+    ]);
+    expect(mixed.measured.throughput_source).toBe("attach");
+    expect(mixed.measured.steps).toBe(2);
+    expect(mixed.measured.samples).toBe(20);
+    expect(mixed.steps.every((s) => s.source === "attach")).toBe(true);
+  });
+});

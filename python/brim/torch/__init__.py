@@ -14,6 +14,7 @@ Importing this module imports torch; `import brim` alone never does.
 import torch as _torch  # noqa: F401  (fail early and clearly when torch is missing)
 
 import brim as _brim
+from brim import _state as _brim_state
 
 from ._profile import profile
 from ._setup import apply_cap, configure, loader_kwargs
@@ -38,7 +39,5 @@ __all__ = [
 
 # The channel's hello names the frameworks imported when it connected; tell brim about torch if
 # the channel was opened before torch was imported.
-_ch = _brim._state.channel
-if _ch is not None and _ch.connected:
+if _brim_state.connected():
     _brim.event("framework_loaded", name="torch", version=str(_torch.__version__))
-del _ch

@@ -1,5 +1,7 @@
 """Process-level switches: memory cap, TF32 / cudnn.benchmark, DataLoader settings."""
 
+from typing import Any, Dict, Optional, Union
+
 import torch
 
 import brim
@@ -9,7 +11,8 @@ _GiB = 1 << 30
 _DEFAULT_OVERHEAD = 512 << 20  # CUDA context etc. outside the caching allocator, when not measurable
 
 
-def apply_cap(cap_bytes=None, fraction=None, device=None):
+def apply_cap(cap_bytes: Optional[int] = None, fraction: Optional[float] = None,
+              device: Union[None, int, str, "torch.device"] = None, measure_overhead: bool = True) -> Dict[str, Any]:
     """Keep this process's CUDA caching allocator under the memory cap.
 
     The cap is `cap_bytes` / BRIM_MEMORY_CAP_BYTES (bytes the whole process may hold, as NVML
@@ -19,6 +22,7 @@ def apply_cap(cap_bytes=None, fraction=None, device=None):
     now as device total - free - reserved (which assumes no other process uses the device; taken
     only when below 4 GiB), else 512 MiB. Then torch.cuda.set_per_process_memory_fraction(limit /
     total): the allocator raises its out-of-memory error beyond it, which TrainStep recovers from.
+    measure_overhead=False skips the measurement (it creates a CUDA context on `device`).
 
     Returns a dict of what was done; {"applied": False, ...} without a cap or without CUDA (on CPU
     brim enforces a RAM cap from outside)."""
@@ -40,7 +44,7 @@ def apply_cap(cap_bytes=None, fraction=None, device=None):
     if cap_bytes is not None:
         overhead = _env.memory_cap_overhead_bytes()
         source = "env"
-        if overhead is None:
+        if overhead is None and measure_overhead:
             try:
                 torch.cuda.init()
                 torch.empty(1, device=dev)  # make sure the context exists before measuring
@@ -65,7 +69,7 @@ def apply_cap(cap_bytes=None, fraction=None, device=None):
     return out
 
 
-def configure(tf32=None, cudnn_benchmark=None):
+def configure(tf32: Optional[bool] = None, cudnn_benchmark: Optional[bool] = None) -> Dict[str, bool]:
     """Switch TF32 matmuls/convolutions and cudnn.benchmark. None = the knob of the same name
     ("tf32", "cudnn_benchmark") when the trial sets it, else leave PyTorch's setting alone.
     Returns the settings in force afterwards."""
@@ -84,7 +88,8 @@ def configure(tf32=None, cudnn_benchmark=None):
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark)}
 
 
-def loader_kwargs(num_workers=0, pin_memory=False, persistent_workers=False, prefetch_factor=None):
+def loader_kwargs(num_workers: int = 0, pin_memory: bool = False, persistent_workers: bool = False,
+                  prefetch_factor: Optional[int] = None) -> Dict[str, Any]:
     """Keyword arguments for torch.utils.data.DataLoader, each overridden by the trial's knob of
     the same name. Only combinations valid on torch 1.13 and 2.x are returned: persistent_workers
     and prefetch_factor only with workers; pin_memory only when CUDA is available."""

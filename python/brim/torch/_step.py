@@ -3,11 +3,12 @@
 import contextlib
 import gc
 import warnings
+from typing import Any, Callable, Dict, Optional
 
 import torch
 
 import brim
-from brim import _env
+from brim import _env, _state, _tracking
 
 from ._setup import configure
 from ._util import batch_size, is_oom_error, make_oom_error, split_batch, to_device
@@ -69,8 +70,10 @@ class TrainStep:
     never; default: knob "grow_back", else never). Each grow-back that OOMs doubles the wait.
     """
 
-    def __init__(self, model, optimizer, loss_fn, precision="fp32", accumulation=1, device=None, *,
-                 recover_oom=True, grow_back=None, clip_grad_norm=None, nonfinite_patience=3):
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor], precision: str = "fp32", accumulation: int = 1,
+                 device: Any = None, *, recover_oom: bool = True, grow_back: Optional[int] = None,
+                 clip_grad_norm: Optional[float] = None, nonfinite_patience: int = 3) -> None:
         if precision not in PRECISIONS:
             raise ValueError("brim: precision must be one of %s, got %r" % (", ".join(PRECISIONS), precision))
         accumulation = int(accumulation)
@@ -225,13 +228,13 @@ class TrainStep:
             torch.cuda.empty_cache()
 
     # -- the step -------------------------------------------------------------------------------
-    def __call__(self, batch):
+    def __call__(self, batch: Any) -> Optional[torch.Tensor]:
         idx = self.calls
         self.calls += 1
         self.stepped = False
         params = self._params()
 
-        if brim.active() and brim._take_shrink_requests():
+        if brim.active() and _state.take_shrink_requests():
             self._shrink_on_request(batch, idx)
 
         batch = to_device(batch, self.device)
@@ -302,7 +305,7 @@ class TrainStep:
             self.stepped = True
 
         self._maybe_grow_back(idx)
-        brim._note(micro_batch=micro, accumulation=self.accumulation * (self.split if n else 1), loss=total)
+        _tracking.note(micro_batch=micro, accumulation=self.accumulation * (self.split if n else 1), loss=total)
         return total
 
     def _optimizer_step(self, params, idx):
@@ -348,13 +351,13 @@ class TrainStep:
         brim.event("shrink_applied", step=idx, split_from=old, split_to=self.split,
                    micro_batch=-(-n // self.split) if n else None)
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """What the step learned (split, precision, scaler); save it with the checkpoint."""
         return {"split": self.split, "precision": self.precision, "calls": self.calls,
                 "optimizer_steps": self.optimizer_steps, "window": self.window,
                 "scaler": self.scaler.state_dict() if self.scaler is not None else None}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         self.split = int(state.get("split", 1))
         self.calls = int(state.get("calls", 0))
         self.optimizer_steps = int(state.get("optimizer_steps", 0))
@@ -379,4 +382,3 @@ def _inject_in_backward(params, detail):
         return None
 
     return [p.register_hook(hook) for p in trainable]
-

@@ -1,6 +1,7 @@
 """Batch handling and out-of-memory detection shared by TrainStep and profile()."""
 
 import collections.abc
+from typing import Any, Callable, List, Optional, Tuple, Type
 
 import torch
 
@@ -20,14 +21,14 @@ _OOM_MESSAGES = (
 )
 
 
-def oom_error_type():
+def oom_error_type() -> Type[BaseException]:
     """The exception type this torch raises for device out-of-memory."""
     if _OOM_TYPES:
         return _OOM_TYPES[0]
     return RuntimeError
 
 
-def is_oom_error(exc):
+def is_oom_error(exc: BaseException) -> bool:
     """True for the framework's out-of-memory errors (CUDA, CPU allocator, cuBLAS/cuDNN allocs)."""
     if _OOM_TYPES and isinstance(exc, _OOM_TYPES):
         return True
@@ -39,7 +40,7 @@ def is_oom_error(exc):
     return False
 
 
-def make_oom_error(detail):
+def make_oom_error(detail: str) -> BaseException:
     """An instance of the real OOM type, as the allocator would raise it (for fault injection)."""
     return oom_error_type()("CUDA out of memory. Tried to allocate (injected by brim: %s)" % detail)
 
@@ -50,7 +51,7 @@ def _is_container_seq(x):
     )
 
 
-def batch_size(batch):
+def batch_size(batch: Any) -> Optional[int]:
     """Size of dim 0 of the first tensor in the batch (tensors, sequences, mappings), or None."""
     if torch.is_tensor(batch):
         return int(batch.shape[0]) if batch.dim() > 0 else None
@@ -85,7 +86,7 @@ def _rebuild_map(template, pairs):
         return dict(pairs)
 
 
-def map_tensors(batch, fn):
+def map_tensors(batch: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     """Apply fn to every tensor of a nested batch, keeping the structure."""
     if torch.is_tensor(batch):
         return fn(batch)
@@ -127,7 +128,7 @@ def slice_batch(batch, start, stop, n):
     return batch
 
 
-def split_batch(batch, n, chunks):
+def split_batch(batch: Any, n: int, chunks: int) -> List[Tuple[Any, int]]:
     """Split a batch of n samples into `chunks` parts as even as possible (sizes differ by at most
     one). Returns [(part, size)]."""
     chunks = max(1, min(chunks, n))
@@ -141,7 +142,7 @@ def split_batch(batch, n, chunks):
     return out
 
 
-def to_device(batch, device, non_blocking=True):
+def to_device(batch: Any, device: Any, non_blocking: bool = True) -> Any:
     """Move every tensor of a nested batch to `device` (non-blocking copies from pinned memory)."""
     if device is None:
         return batch

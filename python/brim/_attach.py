@@ -1,0 +1,378 @@
+"""Attach: measure an unmodified PyTorch job from the inside, with no change to its code.
+
+brim's job runner puts a `sitecustomize` first on PYTHONPATH (python/_brim_boot/); under brim
+(BRIM_CHANNEL set, BRIM_ATTACH not 0) it calls install(), which adds an import hook and nothing
+else: torch is never imported by brim. When the job imports torch, brim wraps:
+
+- `Optimizer.step` of every optimizer class (the outermost call only: a subclass calling
+  super().step(), an LR scheduler's or accelerate's wrapper count once): one step each;
+- `Tensor.backward`, only while the job has created no optimizer (hand-written SGD): one step each;
+- the DataLoader iterator's `__next__`: the data wait (see _timing) and samples per batch;
+- `torch.autocast.__enter__`: the precision in force;
+- `torch.cuda._lazy_init` when a GPU cap is set: the allocator limit before the first allocation.
+
+A step is counted at the next of these points (or at exit), so that a job that also reports
+through the SDK (brim.track, report_step, the Lightning/HF callbacks) counts each step once: the
+attach stands back for good as soon as the SDK reports a step. At the step budget, or when brim
+asks the job to stop, the job ends with exit status 0 at the next of these points (SystemExit).
+DataLoader workers never step an optimizer, so they stay silent.
+"""
+
+import functools
+import importlib.abc
+import importlib.util
+import os
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+from . import _env, _state, _tracking
+from ._samples import BatchDim
+from ._timing import Wait, WaitSum
+
+ENV_ATTACH = "BRIM_ATTACH"
+_OFF = ("0", "false", "no", "off")
+_PRECISIONS = {"torch.bfloat16": "bf16-mixed", "torch.float16": "fp16-mixed"}
+
+
+def enabled() -> bool:
+    """True when this process is under brim and the attach is not switched off (BRIM_ATTACH=0)."""
+    return _env.channel_path() is not None and os.environ.get(ENV_ATTACH, "1").strip().lower() not in _OFF
+
+
+class _Attach:
+    """What the hooks have seen since the last counted step."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.optimizer_created = False
+        self.depth = 0  # nesting of optimizer.step / backward calls
+        self.yielded = False  # the SDK reports this process's steps
+        self.sdk_mark = 0
+        self.deferred: Optional[Dict[str, Any]] = None
+        self.t_last: Optional[float] = None
+        self.waits: List[Wait] = []
+        self.batches = 0
+        self.samples: Optional[int] = 0
+        self.micro_batch: Optional[int] = None
+        self.window_opt: Optional[int] = None  # the optimizer that stepped since the last fetch
+        self.loader_seen = False
+        self.precision: Optional[str] = None
+        self.exiting = False
+
+    # -- points where the job's own code runs through brim ------------------------------------
+    def hook_point(self) -> None:
+        st = _state.state
+        if self.deferred is not None:
+            step, self.deferred = self.deferred, None
+            if st.sdk_steps != self.sdk_mark:
+                self.yielded = True
+            else:
+                _tracking.count_step(**step)
+        if st.sdk_steps != self.sdk_mark:
+            self.sdk_mark = st.sdk_steps
+            self.yielded = True
+        if self.yielded:
+            return
+        _tracking.flush()
+        if st.stop_reason is None and _state.connected():
+            _state.poll()
+        if st.stop_reason is not None and not self.exiting:
+            self.exit(st.stop_reason)
+
+    def exit(self, reason: str) -> None:
+        self.exiting = True
+        _tracking.flush(block=True)
+        if reason != "budget":
+            _state.event("attach_stop", message="brim asked the job to stop; it ends here with exit status 0",
+                         step=_state.state.steps, reason=reason)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        raise SystemExit(0)
+
+    def fetch_begin(self) -> Any:
+        self.hook_point()
+        if self.yielded:
+            return None
+        token = _tracking.clock.fetch_begin()
+        if self.t_last is None:
+            self.t_last = token[0]
+        return token
+
+    def fetch_end(self, it: Any, token: Any, batch: Any) -> None:
+        if token is None or self.yielded:
+            return
+        self.waits.append(_tracking.clock.fetch_end(token))
+        dim = getattr(it, "_brim_dim", None)
+        if dim is None:
+            sampler = getattr(it, "_index_sampler", None)
+            dim = BatchDim(getattr(sampler, "batch_size", None))
+            try:
+                it._brim_dim = dim
+            except Exception:
+                pass
+        n = dim(batch)
+        self.loader_seen = True
+        self.batches += 1
+        self.micro_batch = n
+        self.samples = None if n is None or self.samples is None else self.samples + n
+        self.window_opt = None
+
+    def step_begin(self) -> None:
+        self.hook_point()
+        if self.t_last is None:
+            self.t_last = time.perf_counter()
+
+    def step_end(self, trigger: str, optimizer: Any = None) -> None:
+        if self.yielded:
+            return
+        if optimizer is not None and self.loader_seen:
+            # several optimizers stepping on one batch (a GAN): the first one counts the step
+            if self.window_opt is not None and self.window_opt != id(optimizer):
+                return
+            self.window_opt = id(optimizer)
+        now = time.perf_counter()
+        interval = now - self.t_last if self.t_last is not None else None
+        self.t_last = now
+        wait = WaitSum(self.waits) if self.waits else None
+        fields = {"trigger": trigger, "precision": self.precision}
+        self.deferred = {
+            "samples": self.samples if self.batches else None,
+            "micro_batch": self.micro_batch if self.batches else None,
+            "accumulation": self.batches or None,
+            "source": "attach",
+            "wait": wait,
+            "interval_s": interval,
+            "compute_s": interval if wait is None else None,
+            "wait_s": None,
+            "at": time.time(),
+            "fields": fields,
+        }
+        self.waits = []
+        self.batches = 0
+        self.samples = 0
+        self.micro_batch = None
+        self.precision = None
+
+    def finish(self) -> None:
+        """At exit: count the last step and send what is left."""
+        if self.deferred is not None and not self.yielded:
+            step, self.deferred = self.deferred, None
+            if _state.state.sdk_steps == self.sdk_mark:
+                _tracking.count_step(**step)
+
+
+attach = _Attach()
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=attach.reset)
+
+
+# -- the wrappers ---------------------------------------------------------------------------------
+
+def _wrap_step(step: Any) -> Any:
+    @functools.wraps(step)
+    def step_with_brim(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if attach.depth:
+            return step(self, *args, **kwargs)
+        attach.step_begin()
+        attach.depth += 1
+        try:
+            out = step(self, *args, **kwargs)
+        finally:
+            attach.depth -= 1
+        attach.step_end("optimizer", self)
+        return out
+
+    step_with_brim._brim_attach = True  # type: ignore[attr-defined]
+    return step_with_brim
+
+
+def _patch_optimizer(torch: Any) -> None:
+    optimizer = torch.optim.Optimizer
+    if getattr(optimizer.__init__, "_brim_attach", False):
+        return
+    original_init = optimizer.__init__
+
+    @functools.wraps(original_init)
+    def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        attach.optimizer_created = True
+        cls = type(self)
+        # torch's own profiling wrapper (1.13 and 2.x) is put on the class by __init__ once and
+        # marked `hooked`; functools.wraps carries that mark, so it is not put on twice
+        if not getattr(cls.step, "_brim_attach", False):
+            cls.step = _wrap_step(cls.step)
+
+    init_with_brim._brim_attach = True  # type: ignore[attr-defined]
+    optimizer.__init__ = init_with_brim
+
+
+def _patch_backward(torch: Any) -> None:
+    tensor = torch.Tensor
+    if getattr(tensor.backward, "_brim_attach", False):
+        return
+    original = tensor.backward
+
+    @functools.wraps(original)
+    def backward_with_brim(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if attach.optimizer_created or attach.depth:
+            return original(self, *args, **kwargs)
+        attach.step_begin()
+        attach.depth += 1
+        try:
+            out = original(self, *args, **kwargs)
+        finally:
+            attach.depth -= 1
+        if not attach.optimizer_created:
+            attach.step_end("backward")
+        return out
+
+    backward_with_brim._brim_attach = True  # type: ignore[attr-defined]
+    tensor.backward = backward_with_brim
+
+
+def _patch_loader(torch: Any) -> None:
+    iterator = torch.utils.data.dataloader._BaseDataLoaderIter
+    if getattr(iterator.__next__, "_brim_attach", False):
+        return
+    original = iterator.__next__
+
+    @functools.wraps(original)
+    def next_with_brim(self: Any) -> Any:
+        token = attach.fetch_begin()
+        batch = original(self)
+        attach.fetch_end(self, token, batch)
+        return batch
+
+    next_with_brim._brim_attach = True  # type: ignore[attr-defined]
+    iterator.__next__ = next_with_brim
+
+
+def _patch_autocast(torch: Any) -> None:
+    autocast = getattr(torch, "autocast", None)
+    if autocast is None or getattr(autocast.__enter__, "_brim_attach", False):
+        return
+    original = autocast.__enter__
+
+    @functools.wraps(original)
+    def enter_with_brim(self: Any) -> Any:
+        out = original(self)
+        try:
+            if getattr(self, "_enabled", True):
+                attach.precision = _PRECISIONS.get(str(getattr(self, "fast_dtype", None)), attach.precision)
+        except Exception:
+            pass
+        return out
+
+    enter_with_brim._brim_attach = True  # type: ignore[attr-defined]
+    autocast.__enter__ = enter_with_brim
+
+
+def _cap_device(cuda: Any) -> int:
+    local = os.environ.get("LOCAL_RANK", "").strip()
+    if local.isdigit() and int(local) < cuda.device_count():
+        return int(local)
+    return int(cuda.current_device())
+
+
+def _patch_cap(torch: Any) -> None:
+    """With a GPU cap, set the allocator limit right after CUDA initialises, before the job's
+    first allocation. The overhead outside the allocator is BRIM_MEMORY_CAP_OVERHEAD_BYTES or
+    512 MiB: measuring it would create a CUDA context, maybe on a device the job does not use."""
+    if _env.memory_cap_bytes() is None and _env.memory_cap_fraction() is None:
+        return
+    cuda = torch.cuda
+    original = cuda._lazy_init
+    if getattr(original, "_brim_attach", False):
+        return
+    done = [False]
+
+    @functools.wraps(original)
+    def lazy_init_with_brim() -> None:
+        original()
+        if done[0]:
+            return
+        done[0] = True  # set first: apply_cap calls _lazy_init again
+        try:
+            from .torch._setup import apply_cap
+
+            index = _cap_device(cuda)
+            with cuda.device(index):
+                apply_cap(device=index, measure_overhead=False)
+        except Exception as e:
+            _env.warn_once("attach-cap", "could not apply the GPU memory cap: %s: %s" % (type(e).__name__, e))
+
+    lazy_init_with_brim._brim_attach = True  # type: ignore[attr-defined]
+    cuda._lazy_init = lazy_init_with_brim
+
+
+def patch_torch(torch: Any) -> None:
+    """Put brim's wrappers on an imported torch (1.13 or 2.x). Each part fails alone."""
+    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_autocast):
+        try:
+            patch(torch)
+        except Exception as e:
+            _env.warn_once("attach-" + patch.__name__, "attach could not wrap %s (%s: %s); brim sees less of this job"
+                           % (patch.__name__[len("_patch_"):], type(e).__name__, e))
+
+
+class _TorchFinder(importlib.abc.MetaPathFinder):
+    """Waits for `import torch` and wraps torch right after it has loaded. One shot."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "torch":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        spec = importlib.util.find_spec("torch")
+        loader = getattr(spec, "loader", None)
+        if spec is None or loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        original = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            try:
+                del loader.exec_module  # the instance attribute set below: back to the class's
+            except AttributeError:
+                pass
+            original(module)
+            patch_torch(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+_installed = [False]
+
+
+def install() -> bool:
+    """Attach to this process (idempotent). Returns False when not under brim or switched off."""
+    if _installed[0] or not enabled():
+        return _installed[0]
+    _installed[0] = True
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        patch_torch(torch)
+    else:
+        sys.meta_path.insert(0, _TorchFinder())
+    return True
+
+
+def installed() -> bool:
+    return _installed[0]
+
+
+def at_exit() -> None:
+    try:
+        if _installed[0]:
+            attach.finish()
+    except Exception:
+        pass

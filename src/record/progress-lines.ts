@@ -1,0 +1,179 @@
+/** A rate read from one line of a job's output. */
+export interface ProgressRate {
+  kind: "rate";
+  /** Samples per second, when the line says so (`samples/s`, `ms/batch` does not). */
+  samplesPerSec?: number;
+  /** Steps (iterations, batches) per second: `it/s`, `s/it`, `ms/batch`. */
+  stepsPerSec?: number;
+  /** The step counter the line shows (`45/100`, `200/2983 batches`), when it shows one. */
+  step?: number;
+  /** The total the counter runs to, when shown. */
+  total?: number;
+}
+
+const NUMBER = String.raw`(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)`;
+// tqdm (plain, Lightning's TQDMProgressBar, the Hugging Face Trainer): "45/100 [00:02<00:02, 19.80it/s, loss=0.3]"
+const TQDM_COUNTER = /(?:^|[\s|])(\d+)\/(\d+|\?)\s*\[/;
+const RICH_COUNTER = /(?:^|\s)(\d+)\/(\d+)\s+\d+:\d\d/;
+const PER_SECOND = new RegExp(String.raw`(?:^|[\s,\[])${NUMBER}\s?(it|its|batch|batches|step|steps)\/s\b`);
+const SECONDS_PER = new RegExp(String.raw`(?:^|[\s,\[])${NUMBER}\s?s\/(it|batch|step)\b`);
+const SAMPLES_PER_SECOND = [
+  new RegExp(String.raw`${NUMBER}\s?(?:samples?|examples?|seqs?|sequences|images?|imgs?)\s?\/\s?s(?:ec)?\b`, "i"),
+  new RegExp(String.raw`(?:samples?|examples?)\s?\/\s?s(?:ec)?\s*[:=]?\s*${NUMBER}`, "i"),
+  new RegExp(String.raw`(?:samples|examples)_per_s(?:ec(?:ond)?)?['"]?\s*[:=]\s*${NUMBER}`, "i"),
+];
+const MS_PER_BATCH = [new RegExp(String.raw`ms\/(?:batch|step|it)\s*[:=]?\s*${NUMBER}`, "i"), new RegExp(String.raw`${NUMBER}\s?ms\/(?:batch|step|it)\b`, "i")];
+const BATCH_COUNTER = /(?:^|[\s|])(\d+)\s*\/\s*(\d+)\s+(?:batches|steps|iters|iterations)\b/i;
+const STEP_WORD = /\b(?:step|iter|iteration|batch)\s*[:=#]?\s*(\d+)(?:\s*\/\s*(\d+))?/i;
+
+function positive(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  return Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+function counter(segment: string): { step?: number; total?: number } {
+  const match = TQDM_COUNTER.exec(segment) ?? RICH_COUNTER.exec(segment) ?? BATCH_COUNTER.exec(segment) ?? STEP_WORD.exec(segment);
+  if (!match) return {};
+  const step = Number(match[1]);
+  const total = match[2] !== undefined && match[2] !== "?" ? Number(match[2]) : undefined;
+  return { step, ...(total !== undefined ? { total } : {}) };
+}
+
+function fromPattern(segment: string, pattern: RegExp): ProgressRate | null {
+  const match = pattern.exec(segment);
+  if (!match) return null;
+  const groups = match.groups ?? {};
+  const rate: ProgressRate = { kind: "rate" };
+  const samples = positive(groups.samples_per_s) ?? (Object.keys(groups).length === 0 ? positive(match[1]) : undefined);
+  if (samples !== undefined) rate.samplesPerSec = samples;
+  const steps = positive(groups.steps_per_s) ?? (positive(groups.s_per_step) ? 1 / Number(groups.s_per_step) : undefined) ?? (positive(groups.ms_per_step) ? 1000 / Number(groups.ms_per_step) : undefined);
+  if (steps !== undefined) rate.stepsPerSec = steps;
+  const step = groups.step !== undefined ? Number(groups.step) : undefined;
+  if (step !== undefined && Number.isFinite(step)) rate.step = step;
+  return rate.samplesPerSec !== undefined || rate.stepsPerSec !== undefined ? rate : null;
+}
+
+function parseSegment(segment: string, pattern?: RegExp): ProgressRate | null {
+  if (pattern !== undefined) return fromPattern(segment, pattern);
+  const rate: ProgressRate = { kind: "rate" };
+  for (const re of SAMPLES_PER_SECOND) {
+    const value = positive(re.exec(segment)?.[1]);
+    if (value !== undefined) {
+      rate.samplesPerSec = value;
+      break;
+    }
+  }
+  const perSecond = PER_SECOND.exec(segment);
+  const secondsPer = SECONDS_PER.exec(segment);
+  const msPer = MS_PER_BATCH.map((re) => re.exec(segment)).find((match) => match !== null);
+  if (perSecond) rate.stepsPerSec = positive(perSecond[1]);
+  else if (secondsPer) {
+    const seconds = positive(secondsPer[1]);
+    if (seconds !== undefined) rate.stepsPerSec = 1 / seconds;
+  } else if (msPer) {
+    const ms = positive(msPer[1]);
+    if (ms !== undefined) rate.stepsPerSec = 1000 / ms;
+  }
+  if (rate.stepsPerSec === undefined) delete rate.stepsPerSec;
+  if (rate.samplesPerSec === undefined && rate.stepsPerSec === undefined) return null;
+  return { ...rate, ...counter(segment) };
+}
+
+/**
+ * Reads a training rate from one line of a job's output: tqdm, Lightning and Hugging Face progress
+ * bars (`it/s`, `s/it`), `ms/batch`, `samples/s`, or the user's pattern (named groups
+ * `samples_per_s`, `steps_per_s`, `s_per_step`, `ms_per_step`, `step`; a pattern without named
+ * groups reads samples/s from its first group). A line holding several `\r`-separated bar updates
+ * is read from its last update that has a rate. Pure: no state, no I/O.
+ *
+ * @example
+ * ```ts
+ * parseProgressLine(" 45%|████▌     | 45/100 [00:02<00:02, 19.80it/s]");
+ * // { kind: "rate", stepsPerSec: 19.8, step: 45, total: 100 }
+ * parseProgressLine("| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.12 | loss  7.63");
+ * // { kind: "rate", stepsPerSec: 22.16..., step: 200, total: 2983 }
+ * parseProgressLine("loss 0.3"); // null
+ * ```
+ */
+export function parseProgressLine(line: string, pattern?: RegExp): ProgressRate | null {
+  const segments = line.split("\r");
+  for (let i = segments.length - 1; i >= 0; i--) {
+    const segment = segments[i] ?? "";
+    if (segment.trim() === "") continue;
+    const rate = parseSegment(segment, pattern);
+    if (rate !== null) return rate;
+  }
+  return null;
+}
+
+/**
+ * A user's `--progress-pattern` as a regular expression; throws a one-line cause when it is not one.
+ *
+ * @example
+ * ```ts
+ * progressPattern("(?<samples_per_s>[\\d.]+) tok/s");
+ * ```
+ */
+export function progressPattern(source: string): RegExp {
+  try {
+    return new RegExp(source);
+  } catch (error) {
+    throw new Error(`--progress-pattern is not a regular expression: ${(error as Error).message}`);
+  }
+}
+
+/** A step entry measured from progress lines (source "progress"), before the runner adds t and pid. */
+export interface ProgressStep {
+  step: number;
+  samples: number | null;
+  wait_s: null;
+  compute_s: number;
+  steps: number;
+  source: "progress";
+}
+
+/**
+ * Turns successive rates into step entries: each rate line covers the time since the previous one
+ * (the first only sets the clock), so samples / compute_s over the entries is the time-weighted
+ * rate the job printed. `steps` is how many training steps the entry covers: the counter's advance
+ * when the line shows one (a counter falling to half or less is a new epoch; less, another stream's
+ * older view), else rate × time.
+ *
+ * @example
+ * ```ts
+ * const meter = new ProgressSteps();
+ * meter.push({ kind: "rate", samplesPerSec: 100, step: 10 }, 1.0); // null (starts the clock)
+ * meter.push({ kind: "rate", samplesPerSec: 120, step: 20 }, 2.0); // { step: 20, samples: 120, compute_s: 1, steps: 10, ... }
+ * ```
+ */
+export class ProgressSteps {
+  #lastT: number | null = null;
+  #lastStep: number | null = null;
+  #index = 0;
+  /** Training steps counted so far. */
+  total = 0;
+
+  push(rate: ProgressRate, t: number): ProgressStep | null {
+    const previousT = this.#lastT;
+    const previousStep = this.#lastStep;
+    this.#lastT = t;
+    // a counter a little behind the last one is another line's view of the same moment (stdout and
+    // stderr arrive out of order); far behind, it is a new epoch
+    const newEpoch = rate.step !== undefined && previousStep !== null && rate.step < previousStep && rate.step <= previousStep / 2;
+    if (rate.step !== undefined && (previousStep === null || rate.step >= previousStep || newEpoch)) this.#lastStep = rate.step;
+    if (previousT === null) {
+      if (rate.step !== undefined) this.total = rate.step; // the steps done before the first line
+      return null;
+    }
+    const dt = t - previousT;
+    if (!(dt > 0)) return null;
+    let steps: number;
+    if (rate.step !== undefined && previousStep !== null) steps = rate.step >= previousStep ? rate.step - previousStep : newEpoch ? rate.step : 0;
+    else steps = rate.stepsPerSec !== undefined ? rate.stepsPerSec * dt : 0;
+    this.total += steps;
+    const samples = rate.samplesPerSec !== undefined ? rate.samplesPerSec * dt : null;
+    const computeS = rate.samplesPerSec === undefined && rate.stepsPerSec !== undefined && steps > 0 ? dt / steps : dt;
+    return { step: rate.step ?? this.#index++, samples, wait_s: null, compute_s: computeS, steps, source: "progress" };
+  }
+}
