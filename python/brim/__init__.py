@@ -12,9 +12,12 @@ none of it, brim attaches to them by itself (docs/attach.md).
 """
 
 import atexit
+import os
+import signal
 import sys
+import threading
 
-from . import _state, _tracking
+from . import _env, _state, _tracking
 from ._channel import PROTOCOL_VERSION
 from ._env import KnobError, knobs, memory_cap_bytes, memory_cap_fraction, run_id, step_budget, warmup_steps
 from ._jax import apply_jax_cap
@@ -58,3 +61,29 @@ def _at_exit() -> None:
 
 
 atexit.register(_at_exit)
+
+
+def _flush_on_sigterm() -> None:
+    """brim stops a job with SIGTERM, whose default action ends the process before atexit runs: send
+    the steps still held (at most SEND_EVERY_S of them) first, then end as the default would. Only
+    under brim, only in the main thread, and only while the job has no SIGTERM handler of its own
+    (one it installs later replaces this)."""
+    if _env.channel_path() is None or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def on_term(signum: int, frame: object) -> None:
+            try:
+                _tracking.flush(force=True)
+            finally:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, on_term)
+    except (ValueError, OSError):
+        pass
+
+
+_flush_on_sigterm()

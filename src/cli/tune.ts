@@ -108,9 +108,12 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
   // Ctrl-C between trials must not kill brim with a trial's config copy or a half-told tune behind:
   // it stops the tune; during a trial the guard also passes it to the job.
   const abort = new AbortController();
+  // A lost terminal (SIGHUP) stops the tune the same way; its writes then fail with EIO or EPIPE.
   const onSignal = (): void => abort.abort();
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  process.on("SIGHUP", onSignal);
+  for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount("error") === 0) stream.on("error", () => {});
   const result = await tune(
     {
       command,
@@ -160,6 +163,7 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
   ).finally(() => {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    process.off("SIGHUP", onSignal);
   });
   erase();
   const applied = options.apply && result.record.winner !== null && result.record.stop_reason !== "interrupted" ? await applyTune(result.record, { force: options.force === true, dryRun: false }) : null;

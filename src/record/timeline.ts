@@ -846,7 +846,8 @@ export class TimelineFold {
       steady_steps: main?.steady ?? 0,
       samples: main?.samples ?? 0,
       samples_per_s: samplesPerS,
-      throughput_source: samplesPerS === null ? null : (sources[0]?.[0] ?? null),
+      // the steps' source even when they carry no sample count (steps/s is then what was measured)
+      throughput_source: sources[0]?.[0] ?? null,
       data_wait_share: main !== undefined && main.busy > 0 ? main.wait / main.busy : null,
       step_time_s: medians ? (main?.stepTime.median() ?? null) : null,
       wait_total_s: main?.wait ?? 0,

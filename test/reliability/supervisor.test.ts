@@ -121,7 +121,9 @@ describe("steps reported before brim is lost", () => {
       const outcome = record(await stepsLostOn(fresh(), "SIGKILL"));
       expect(outcome.orphans).toBe(0);
       expect(outcome.endCause).toBe("supervisor_lost");
-      expect(outcome.stepsLost).toBeLessThanOrEqual(3);
+      // Not yet read: the steps in flight to brim, and those the job holds for at most SEND_EVERY_S
+      // (50 ms, python/brim/_tracking.py) before one write — about 5 at this job's 100 steps/s.
+      expect(outcome.stepsLost).toBeLessThanOrEqual(8);
       expect(outcome.torn).toBe(0);
     }
   });

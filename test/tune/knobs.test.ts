@@ -132,8 +132,11 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
     expect(applied.stdout).toContain(`brim: run the job with: ${PYTHON} ${script} ${winner}`);
   });
 
-  it("Ctrl-C mid-tune: exit 130, the record finished as interrupted, no config copy left, the config untouched", async () => {
-    const dir = join(root, "interrupt");
+  it.each([
+    ["SIGINT", "Ctrl-C"],
+    ["SIGHUP", "a lost terminal"],
+  ] as const)("%s (%s) mid-tune: exit 130, the record finished as interrupted, no config copy left, the config untouched", async (signal, _why) => {
+    const dir = join(root, `interrupt-${signal}`);
     mkdirSync(dir, { recursive: true });
     const config = join(dir, "conf.yaml");
     const original = "# trial knobs\ndata_loader:\n  batch_size: 4   # small\n";
@@ -147,7 +150,7 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
     const deadline = Date.now() + 60_000;
     while (!readdirSync(dir).some((file) => file.includes("brim-trial")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 1500));
-    child.kill("SIGINT");
+    child.kill(signal);
     const status = await new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
     expect(status, stderr).toBe(130);
     expect(readdirSync(dir).filter((file) => file.includes("brim-trial"))).toEqual([]);
