@@ -123,9 +123,20 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
     order = ranked;
   }
   const found = order.length > 0 ? await tuneOthers(s, start, order) : start;
-  const winner = await confirmAgainstBaseline(s, found);
+  const winner = overtaken(s, await confirmAgainstBaseline(s, found));
   s.incumbent = winner;
   return outcomeOf(s, winner, s.memory.familyOf(axis.contextOf(winner.knobs)) ?? family);
+}
+
+/**
+ * The fastest configuration measured clearly faster than `winner`, if any: re-measures made late in
+ * the search (of the incumbent, say) can set apart two configurations an earlier verdict called a tie.
+ */
+function overtaken(s: Searcher, winner: ConfigEstimate): ConfigEstimate {
+  const noise = s.ledger.noise();
+  const w = s.ledger.estimate(winner.knobs) ?? winner;
+  const faster = s.eligible(s.ledger.estimates()).filter((e) => compareThroughput(e, w, noise) === "better");
+  return faster.sort((a, b) => b.mean - a.mean)[0] ?? winner;
 }
 
 /**
