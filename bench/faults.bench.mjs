@@ -26,12 +26,25 @@ const vitest = spawnSync("npx", ["vitest", "run", "test/reliability", "--reporte
   timeout: 30 * 60_000,
 });
 const seconds = (Date.now() - started) / 1000;
-const outcomes = readFileSync(out, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line));
+const outcomes = readFileSync(out, "utf8")
+  .split("\n")
+  .filter((line) => line !== "")
+  .map((line) => JSON.parse(line));
 rmSync(work, { recursive: true, force: true });
 
 const byFault = {};
 for (const o of outcomes) {
-  const f = (byFault[o.fault] ??= { injected: 0, orphans: 0, unguarded: 0, torn: 0, stack_traces: 0, steps_reported: 0, steps_lost: 0, end_causes: {}, exit_codes: {} });
+  const f = (byFault[o.fault] ??= {
+    injected: 0,
+    orphans: 0,
+    unguarded: 0,
+    torn: 0,
+    stack_traces: 0,
+    steps_reported: 0,
+    steps_lost: 0,
+    end_causes: {},
+    exit_codes: {},
+  });
   f.injected++;
   f.orphans += o.orphans;
   f.unguarded += o.unguarded;

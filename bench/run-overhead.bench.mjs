@@ -34,7 +34,8 @@ function samplesPerSecond(stdout) {
 }
 
 function commandOf(target) {
-  if (target.kind === "example") return [python, join(repo, "examples", target.name, "train.py"), "--config", join(repo, "examples", target.name, "config.yaml"), "--steps", steps];
+  if (target.kind === "example")
+    return [python, join(repo, "examples", target.name, "train.py"), "--config", join(repo, "examples", target.name, "config.yaml"), "--steps", steps];
   return [python, join(repo, "test", "jobs", `${target.name}.py`), "--max-steps", steps];
 }
 
@@ -49,7 +50,13 @@ function once(target, underBrim) {
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const report = { command: `node bench/run-overhead.bench.mjs ${args.join(" ")}`.trim(), machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version, gpu: "none (CPU mode)" }, rounds, steps: Number(steps), examples: {} };
+const report = {
+  command: `node bench/run-overhead.bench.mjs ${args.join(" ")}`.trim(),
+  machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version, gpu: "none (CPU mode)" },
+  rounds,
+  steps: Number(steps),
+  examples: {},
+};
 const targets = [...examples.map((name) => ({ kind: "example", name })), ...jobs.map((name) => ({ kind: "job", name }))];
 for (const target of targets) {
   const example = target.kind === "example" ? target.name : `test/jobs/${target.name}`;
@@ -75,7 +82,9 @@ for (const target of targets) {
     throughput_ratio_brim_over_bare: Number((brimRate / bareRate).toFixed(4)),
     wall_ratio_brim_over_bare: Number((median(brim.map((r) => r.wallS)) / median(bare.map((r) => r.wallS))).toFixed(4)),
   };
-  console.log(`${example}: samples/s bare ${bareRate} vs under brim ${brimRate} → ratio ${report.examples[example].throughput_ratio_brim_over_bare}; wall ratio ${report.examples[example].wall_ratio_brim_over_bare}`);
+  console.log(
+    `${example}: samples/s bare ${bareRate} vs under brim ${brimRate} → ratio ${report.examples[example].throughput_ratio_brim_over_bare}; wall ratio ${report.examples[example].wall_ratio_brim_over_bare}`,
+  );
 }
 rmSync(store, { recursive: true, force: true });
 writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);

@@ -33,7 +33,10 @@ function quantile(sorted, q) {
 }
 
 // A job-like tree: a shell with two sleeping children and a node "worker" that ticks.
-const tree = spawn("sh", ["-c", `sleep 120 & sleep 120 & ${JSON.stringify(process.execPath)} -e "setInterval(() => {}, 1000)" & wait`], { detached: true, stdio: "ignore" });
+const tree = spawn("sh", ["-c", `sleep 120 & sleep 120 & ${JSON.stringify(process.execPath)} -e "setInterval(() => {}, 1000)" & wait`], {
+  detached: true,
+  stdio: "ignore",
+});
 const devices = openDevices();
 try {
   await sleep(300);

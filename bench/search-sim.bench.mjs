@@ -17,18 +17,35 @@ const MiB = 2 ** 20;
 
 // --- the oracle (same formulas as test/tune/oracle.ts and test/jobs/oracle_job.py) ---
 const DEFAULT = {
-  baseBytes: 16 * MiB, perSampleBytes: 256 * 1024, overheadS: 0.008, perSampleS: 0.00035, knee: 64, penalty: 0.5, optimizerS: 0.002,
-  workerGain: 0.15, workerBest: 2, workerCost: 0.1, workerBytes: 0, pinGain: 0.03,
+  baseBytes: 16 * MiB,
+  perSampleBytes: 256 * 1024,
+  overheadS: 0.008,
+  perSampleS: 0.00035,
+  knee: 64,
+  penalty: 0.5,
+  optimizerS: 0.002,
+  workerGain: 0.15,
+  workerBest: 2,
+  workerCost: 0.1,
+  workerBytes: 0,
+  pinGain: 0.03,
   precisions: {
     fp32: { memory: 1, extraBytes: 0, time: 1 },
     tf32: { memory: 1, extraBytes: 0, time: 0.9 },
     "bf16-mixed": { memory: 0.5, extraBytes: 2 * MiB, time: 0.7 },
     "fp16-mixed": { memory: 0.5, extraBytes: 2 * MiB, time: 0.75 },
   },
-  steps: 20, startupS: 1.5,
+  steps: 20,
+  startupS: 1.5,
 };
 const num = (v, d) => (typeof v === "number" ? v : typeof v === "string" ? Number(v) : d);
-const read = (k) => ({ m: num(k.batch_size, 8), acc: num(k.accumulation, 1), w: num(k.num_workers, 0), pin: k.pin_memory === true, p: typeof k.precision === "string" ? k.precision : "fp32" });
+const read = (k) => ({
+  m: num(k.batch_size, 8),
+  acc: num(k.accumulation, 1),
+  w: num(k.num_workers, 0),
+  pin: k.pin_memory === true,
+  p: typeof k.precision === "string" ? k.precision : "fp32",
+});
 const prec = (s, name) => s.precisions[name] ?? { memory: 1, extraBytes: 0, time: 1 };
 function stepSeconds(s, knobs) {
   const k = read(knobs);
@@ -60,10 +77,11 @@ function knobsAt(space, context, m) {
 }
 function oracleBest(s, space, cap) {
   let best = 0;
-  for (const c of contextsOf(space)) for (const m of microBatchesOf(space)) {
-    const k = knobsAt(space, c, m);
-    if (peakBytes(s, k) <= cap) best = Math.max(best, throughput(s, k));
-  }
+  for (const c of contextsOf(space))
+    for (const m of microBatchesOf(space)) {
+      const k = knobsAt(space, c, m);
+      if (peakBytes(s, k) <= cap) best = Math.max(best, throughput(s, k));
+    }
   return best;
 }
 function seeded(seed) {
@@ -86,13 +104,29 @@ function simulatedRunner(s, cap, clock, seed, noise) {
       const truePeak = peakBytes(s, knobs);
       let result;
       if (truePeak > cap) {
-        result = { end: "cap_exceeded", samplesPerSecond: null, stepSeconds: [], peakBytes: cap, frameworkPeakBytes: null, durationS: s.startupS, oomRecoveries: 0 };
+        result = {
+          end: "cap_exceeded",
+          samplesPerSecond: null,
+          stepSeconds: [],
+          peakBytes: cap,
+          frameworkPeakBytes: null,
+          durationS: s.startupS,
+          oomRecoveries: 0,
+        };
       } else {
         const mean = stepSeconds(s, knobs) * Math.max(0.2, 1 + noise.trial * gaussian(random));
         const steps = Array.from({ length: s.steps }, () => mean * Math.max(0.2, 1 + noise.step * gaussian(random)));
         const total = steps.reduce((a, b) => a + b, 0);
         const peak = Math.min(cap, truePeak * (1 + noise.peak * gaussian(random)));
-        result = { end: "ok", samplesPerSecond: (read(knobs).m * steps.length) / total, stepSeconds: steps, peakBytes: peak, frameworkPeakBytes: null, durationS: s.startupS + total, oomRecoveries: 0 };
+        result = {
+          end: "ok",
+          samplesPerSecond: (read(knobs).m * steps.length) / total,
+          stepSeconds: steps,
+          peakBytes: peak,
+          frameworkPeakBytes: null,
+          durationS: s.startupS + total,
+          oomRecoveries: 0,
+        };
       }
       clock.t += result.durationS;
       calls.push({ knobs, truePeak });
@@ -107,15 +141,34 @@ const SHAPES = {
   plateau: { spec: { ...DEFAULT, knee: Infinity, overheadS: 0.01, perSampleS: 0.0003 }, cap: 96 * MiB, space: microOnly },
   knee: { spec: { ...DEFAULT, knee: 48, penalty: 1, overheadS: 0.01, perSampleS: 0.0003 }, cap: 128 * MiB, space: microOnly },
   "cpu-drop": { spec: { ...DEFAULT, knee: 24, penalty: 0.3, overheadS: 0.002, perSampleS: 0.0004 }, cap: 512 * MiB, space: microOnly },
-  intercept: { spec: { ...DEFAULT, knee: Infinity, baseBytes: 600 * MiB, perSampleBytes: 2.5 * MiB, overheadS: 0.02, perSampleS: 0.0005 }, cap: 1000 * MiB, space: microOnly },
+  intercept: {
+    spec: { ...DEFAULT, knee: Infinity, baseBytes: 600 * MiB, perSampleBytes: 2.5 * MiB, overheadS: 0.02, perSampleS: 0.0005 },
+    cap: 1000 * MiB,
+    space: microOnly,
+  },
   tight: { spec: { ...DEFAULT, knee: Infinity, perSampleBytes: 2 * MiB }, cap: 64 * MiB, space: { ...microOnly, baseline: { batch_size: 64 } } },
   effective: {
-    spec: { ...DEFAULT, knee: Infinity }, cap: 64 * MiB,
-    space: { baseline: { batch_size: 8, accumulation: 30 }, microBatch: { knob: "batch_size" }, accumulation: { knob: "accumulation" }, effectiveBatch: 240, others: [] },
+    spec: { ...DEFAULT, knee: Infinity },
+    cap: 64 * MiB,
+    space: {
+      baseline: { batch_size: 8, accumulation: 30 },
+      microBatch: { knob: "batch_size" },
+      accumulation: { knob: "accumulation" },
+      effectiveBatch: 240,
+      others: [],
+    },
   },
   precision: {
-    spec: { ...DEFAULT, knee: Infinity }, cap: 64 * MiB,
-    space: { baseline: { batch_size: 8, precision: "fp32", num_workers: 0 }, microBatch: { knob: "batch_size" }, others: [{ knob: "precision", values: ["fp32", "bf16-mixed"] }, { knob: "num_workers", values: [0, 1, 2, 4, 8] }] },
+    spec: { ...DEFAULT, knee: Infinity },
+    cap: 64 * MiB,
+    space: {
+      baseline: { batch_size: 8, precision: "fp32", num_workers: 0 },
+      microBatch: { knob: "batch_size" },
+      others: [
+        { knob: "precision", values: ["fp32", "bf16-mixed"] },
+        { knob: "num_workers", values: [0, 1, 2, 4, 8] },
+      ],
+    },
   },
 };
 const NOISE = {
@@ -127,7 +180,8 @@ const POWERS = Array.from({ length: 13 }, (_, i) => 2 ** i);
 const STRATEGIES = {
   searchKnobs: (space, runner, options) => searchKnobs(space, runner, options),
   doublingBisection: (space, runner, options) => doublingBisection(space, runner, options),
-  exhaustiveGrid: (space, runner, options) => exhaustiveGrid(space, runner, { ...options, microBatches: space.effectiveBatch === undefined ? POWERS : microBatchesOf(space) }),
+  exhaustiveGrid: (space, runner, options) =>
+    exhaustiveGrid(space, runner, { ...options, microBatches: space.effectiveBatch === undefined ? POWERS : microBatchesOf(space) }),
 };
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -172,7 +226,9 @@ for (const [shapeName, shape] of Object.entries(SHAPES)) {
 }
 
 const pad = (s, n) => String(s).padEnd(n);
-console.log(`${pad("shape", 10)} ${pad("noise", 9)} ${pad("strategy", 18)} ${pad("trials", 12)} ${pad("over cap", 9)} ${pad("% of best: mean / median / min", 32)} ≥97 %`);
+console.log(
+  `${pad("shape", 10)} ${pad("noise", 9)} ${pad("strategy", 18)} ${pad("trials", 12)} ${pad("over cap", 9)} ${pad("% of best: mean / median / min", 32)} ≥97 %`,
+);
 for (const r of results) {
   console.log(
     `${pad(r.shape, 10)} ${pad(r.noise, 9)} ${pad(r.strategy, 18)} ${pad(`${r.trials_mean} (≤${r.trials_max})`, 12)} ${pad(r.over_cap_trials_mean, 9)} ${pad(`${r.reached_pct_mean} / ${r.reached_pct_median} / ${r.reached_pct_min}`, 32)} ${Math.round(r.within_3pct_share * 100)} %`,
@@ -186,7 +242,18 @@ const out = {
   host: { platform: platform(), release: release(), cpus: cpus().length },
   seeds,
   noise_levels: NOISE,
-  shapes: Object.fromEntries(Object.entries(SHAPES).map(([k, v]) => [k, { cap_bytes: v.cap, baseline: v.space.baseline, effective_batch: v.space.effectiveBatch ?? null, others: v.space.others.map((o) => o.knob), best_samples_per_s: Number(oracleBest(v.spec, v.space, v.cap).toFixed(1)) }])),
+  shapes: Object.fromEntries(
+    Object.entries(SHAPES).map(([k, v]) => [
+      k,
+      {
+        cap_bytes: v.cap,
+        baseline: v.space.baseline,
+        effective_batch: v.space.effectiveBatch ?? null,
+        others: v.space.others.map((o) => o.knob),
+        best_samples_per_s: Number(oracleBest(v.spec, v.space, v.cap).toFixed(1)),
+      },
+    ]),
+  ),
   results,
   wall_seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
 };

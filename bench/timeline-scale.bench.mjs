@@ -36,7 +36,12 @@ function meta(id, summary) {
     cap_bytes: null,
     cap_scope: "gpu",
     step_budget: null,
-    device: { backend: "nvml", driver: "550.54", gpus: [0, 1].map((index) => ({ index, name: "NVIDIA H100 80GB HBM3", uuid: null, total_bytes: 85520809984 })), host: { cpus: 16, mem_total_bytes: 137438953472 } },
+    device: {
+      backend: "nvml",
+      driver: "550.54",
+      gpus: [0, 1].map((index) => ({ index, name: "NVIDIA H100 80GB HBM3", uuid: null, total_bytes: 85520809984 })),
+      host: { cpus: 16, mem_total_bytes: 137438953472 },
+    },
     versions: {},
     started_at: new Date(T0 * 1000).toISOString(),
     ended_at: summary === null ? null : new Date((T0 + summary.duration_s) * 1000).toISOString(),
@@ -66,7 +71,17 @@ async function generate(path, { bytes = Infinity, lines = Infinity }) {
   };
   await push(JSON.stringify({ t: T0, kind: "start", pid: MAIN }));
   await push(JSON.stringify({ t: T0 + 0.1, kind: "hello", pid: MAIN, role: "main", rank: null, framework: "torch", versions: { torch: "2.11" } }));
-  await push(JSON.stringify({ t: T0 + 0.2, kind: "event", pid: MAIN, event: "knob_read", step: null, message: null, details: { name: "precision", value: "bf16-mixed" } }));
+  await push(
+    JSON.stringify({
+      t: T0 + 0.2,
+      kind: "event",
+      pid: MAIN,
+      event: "knob_read",
+      step: null,
+      message: null,
+      details: { name: "precision", value: "bf16-mixed" },
+    }),
+  );
   let step = 0;
   let t = T0 + 1;
   while (written + chunkBytes < bytes && count < lines) {
@@ -98,7 +113,10 @@ async function generate(path, { bytes = Infinity, lines = Infinity }) {
 /** One phase in a child process of its own: its wall time and peak RSS. */
 function phase(name, store, id) {
   const started = performance.now();
-  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--phase", name, "--store", store, "--id", id], { encoding: "utf8", maxBuffer: 1 << 26 });
+  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--phase", name, "--store", store, "--id", id], {
+    encoding: "utf8",
+    maxBuffer: 1 << 26,
+  });
   const wall = (performance.now() - started) / 1000;
   if (child.status !== 0) throw new Error(`phase ${name} failed: ${child.stderr}`);
   return { ...JSON.parse(child.stdout.trim().split("\n").at(-1)), process_wall_s: Number(wall.toFixed(2)) };
@@ -119,7 +137,12 @@ async function runPhase(name, store, id) {
     const { diagnose } = await import("../dist/analyze/doctor/index.js");
     const run = await loadRun(s, id);
     const report = diagnose(run.meta, run.timeline);
-    result = { findings: report.findings.map((f) => f.id), samples_per_s: report.measures.samples_per_s, kept_steps: run.timeline.steps.length, kept_samples: run.timeline.samples.length };
+    result = {
+      findings: report.findings.map((f) => f.id),
+      samples_per_s: report.measures.samples_per_s,
+      kept_steps: run.timeline.steps.length,
+      kept_samples: run.timeline.samples.length,
+    };
   } else {
     const { runView } = await import("../dist/dashboard/data.js");
     const { runPage } = await import("../dist/dashboard/pages.js");
@@ -188,14 +211,24 @@ if (arg("phase", null) !== null) {
       command: `node bench/timeline-scale.bench.mjs --mib ${mib}${pageLines > 0 ? ` --page-lines ${pageLines}` : ""}`,
       commit,
       date: new Date().toISOString(),
-      machine: { cpu: cpus()[0]?.model ?? null, cores: cpus().length, platform: `${platform()} ${release()}`, node: process.version, mem_total_gib: Number((totalmem() / 2 ** 30).toFixed(1)), load_average: loadavg().map((l) => Number(l.toFixed(2))) },
+      machine: {
+        cpu: cpus()[0]?.model ?? null,
+        cores: cpus().length,
+        platform: `${platform()} ${release()}`,
+        node: process.version,
+        mem_total_gib: Number((totalmem() / 2 ** 30).toFixed(1)),
+        load_average: loadavg().map((l) => Number(l.toFixed(2))),
+      },
       gpus: 0,
       targets: { summary_and_doctor_2gib_s: 60, rss_mb: 300, page_10m_lines_s: 2 },
       timeline: { bytes: big.bytes, mib: Number((big.bytes / 2 ** 20).toFixed(1)), lines: big.lines, run_hours: Number((big.run_seconds / 3600).toFixed(1)) },
       summary,
       doctor,
       page: { timeline_lines: pageRun.lines, timeline_mib: Number((pageRun.bytes / 2 ** 20).toFixed(1)), ...page },
-      throughput_mib_per_s: { summary: Number((big.bytes / 2 ** 20 / summary.seconds).toFixed(1)), doctor: Number((big.bytes / 2 ** 20 / doctor.seconds).toFixed(1)) },
+      throughput_mib_per_s: {
+        summary: Number((big.bytes / 2 ** 20 / summary.seconds).toFixed(1)),
+        doctor: Number((big.bytes / 2 ** 20 / doctor.seconds).toFixed(1)),
+      },
     };
     mkdirSync(dirname(outFile), { recursive: true });
     writeFileSync(outFile, `${JSON.stringify(result, null, 2)}\n`);

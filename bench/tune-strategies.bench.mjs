@@ -64,7 +64,24 @@ function readmeJob() {
   const record = JSON.parse(first.result.stdout);
   const winner = record.winner?.knobs ?? null;
   const micro = [...new Set([...README.grid, ...(typeof winner?.batch_size === "number" ? [winner.batch_size] : [])])].sort((a, b) => a - b);
-  const grid = run(["tune", "--json", "--store", store, "--strategy", "grid", "--knob", `batch_size=${micro.join(",")}`, "--knob", `num_workers=${README.gridWorkers.join(",")}`, "--max-trials", String(micro.length * README.gridWorkers.length + 1), "--steps", "8", "--", ...README.command]);
+  const grid = run([
+    "tune",
+    "--json",
+    "--store",
+    store,
+    "--strategy",
+    "grid",
+    "--knob",
+    `batch_size=${micro.join(",")}`,
+    "--knob",
+    `num_workers=${README.gridWorkers.join(",")}`,
+    "--max-trials",
+    String(micro.length * README.gridWorkers.length + 1),
+    "--steps",
+    "8",
+    "--",
+    ...README.command,
+  ]);
   rmSync(store, { recursive: true, force: true });
   if (grid.result.status !== 0) throw new Error(`the grid failed: ${grid.result.stderr.slice(-600)}`);
   const gridRecord = JSON.parse(grid.result.stdout);
@@ -114,11 +131,17 @@ function tune(job, strategy) {
 
 const jobs = option("jobs", "oracle,ppo").split(",");
 const wantsReadme = jobs.includes("readme");
-const report = { command: `node bench/tune-strategies.bench.mjs ${args.join(" ")}`.trim(), machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version, gpu: "none (CPU mode, RAM cap)" }, jobs: {} };
+const report = {
+  command: `node bench/tune-strategies.bench.mjs ${args.join(" ")}`.trim(),
+  machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version, gpu: "none (CPU mode, RAM cap)" },
+  jobs: {},
+};
 if (wantsReadme) {
   const r = readmeJob();
   report.readme = r;
-  console.log(`readme: ${r.wall_s} s (${r.within_3_minutes ? "within" : "over"} 3 minutes), ${r.trials} trials, winner ${JSON.stringify(r.winner_knobs)}, ${r.winner_share_of_grid_best} of the grid's best (grid ${r.grid.trials} trials, ${r.grid.wall_s} s)`);
+  console.log(
+    `readme: ${r.wall_s} s (${r.within_3_minutes ? "within" : "over"} 3 minutes), ${r.trials} trials, winner ${JSON.stringify(r.winner_knobs)}, ${r.winner_share_of_grid_best} of the grid's best (grid ${r.grid.trials} trials, ${r.grid.wall_s} s)`,
+  );
 }
 for (const name of jobs.filter((j) => j !== "readme")) {
   const job = JOBS[name];
@@ -127,7 +150,10 @@ for (const name of jobs.filter((j) => j !== "readme")) {
   const gridBest = results.find((r) => r.strategy === "grid")?.best_measured_samples_per_s ?? null;
   for (const r of results) r.winner_share_of_grid_best = gridBest && r.winner_samples_per_s ? Number((r.winner_samples_per_s / gridBest).toFixed(3)) : null;
   report.jobs[name] = { tune_options: job.options, grid: job.grid, results };
-  for (const r of results) console.log(`${name} ${r.strategy}: ${r.trials} trials, ${r.wall_s} s, winner ${JSON.stringify(r.winner_knobs?.batch_size)} at ${r.winner_samples_per_s} samples/s (${r.winner_share_of_grid_best} of the grid's best)`);
+  for (const r of results)
+    console.log(
+      `${name} ${r.strategy}: ${r.trials} trials, ${r.wall_s} s, winner ${JSON.stringify(r.winner_knobs?.batch_size)} at ${r.winner_samples_per_s} samples/s (${r.winner_share_of_grid_best} of the grid's best)`,
+    );
 }
 writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
 console.log(`wrote ${out}`);

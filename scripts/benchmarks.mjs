@@ -20,15 +20,43 @@ const CHART_DIR = "docs/bench";
 // What each part measures: a commit after the record's that touches one of these paths makes the
 // part's figures stale until it is measured again.
 const SOURCES = {
-  "plan-accuracy": ["src/plan", "src/cli/plan.ts", "src/devices", "src/record/summary.ts", "python/brim/torch/_profile.py", "bench/gpu/profile_example.py", "bench/gpu/lib/plan-accuracy.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
+  "plan-accuracy": [
+    "src/plan",
+    "src/cli/plan.ts",
+    "src/devices",
+    "src/record/summary.ts",
+    "python/brim/torch/_profile.py",
+    "bench/gpu/profile_example.py",
+    "bench/gpu/lib/plan-accuracy.mjs",
+    "bench/gpu/lib/jobs.mjs",
+    "examples",
+  ],
   "plan-validation": ["src/plan", "src/cli/plan.ts", "bench/gpu/fit-constants.mjs"],
   guard: ["src/guard", "src/job", "src/cli/run.ts", "src/devices", "src/record/summary.ts", "python/brim", "bench/gpu/lib/guard.mjs", "examples/nbeats"],
-  tune: ["src/tune", "src/job", "src/cli/tune.ts", "src/devices", "src/record/summary.ts", "python/brim", "bench/gpu/lib/tune.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
+  tune: [
+    "src/tune",
+    "src/job",
+    "src/cli/tune.ts",
+    "src/devices",
+    "src/record/summary.ts",
+    "python/brim",
+    "bench/gpu/lib/tune.mjs",
+    "bench/gpu/lib/jobs.mjs",
+    "examples",
+  ],
   utilization: ["src/devices", "src/record", "src/job", "python/brim", "bench/gpu/lib/utilization.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
   overhead: ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "bench/gpu/lib/overhead.mjs", "examples"],
   "sampler-cpu.json": ["src/devices", "bench/sampler.bench.mjs"],
   "search-sim.json": ["src/tune", "bench/search-sim.bench.mjs"],
-  "tune-strategies.json": ["src/tune", "src/job", "python/brim", "test/jobs/oracle_job.py", "examples/ppo", "examples/nbeats", "bench/tune-strategies.bench.mjs"],
+  "tune-strategies.json": [
+    "src/tune",
+    "src/job",
+    "python/brim",
+    "test/jobs/oracle_job.py",
+    "examples/ppo",
+    "examples/nbeats",
+    "bench/tune-strategies.bench.mjs",
+  ],
   "run-overhead.json": ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "examples", "bench/run-overhead.bench.mjs"],
 };
 const NOT_RECORDS = new Set(["README.md", "campaign.log", "detect.txt", "detect.json", "machine.json"]);
@@ -52,17 +80,28 @@ function median(xs) {
 }
 const uniq = (xs) => [...new Set(xs)];
 /** "2026-11-22 14:57–15:06 UTC" from two ISO times (the date once when both share it). */
-const span = (a, b) => (a.slice(0, 10) === b.slice(0, 10) ? `${a.slice(0, 10)} ${a.slice(11, 16)}–${b.slice(11, 16)} UTC` : `${a.slice(0, 16).replace("T", " ")}–${b.slice(0, 16).replace("T", " ")} UTC`);
+const span = (a, b) =>
+  a.slice(0, 10) === b.slice(0, 10)
+    ? `${a.slice(0, 10)} ${a.slice(11, 16)}–${b.slice(11, 16)} UTC`
+    : `${a.slice(0, 16).replace("T", " ")}–${b.slice(0, 16).replace("T", " ")} UTC`;
 /** A record's command as a shell line, with the environment it set. */
-const commandLine = (r) => (r.command_line ? `${Object.entries(r.env ?? {}).map(([k, v]) => `${k}=${v} `).join("")}${r.command_line}` : null);
+const commandLine = (r) =>
+  r.command_line
+    ? `${Object.entries(r.env ?? {})
+        .map(([k, v]) => `${k}=${v} `)
+        .join("")}${r.command_line}`
+    : null;
 function readJsonLines(file) {
-  return readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").flatMap((l) => {
-    try {
-      return [JSON.parse(l)];
-    } catch {
-      return []; // a cut-off last line of an interrupted call
-    }
-  });
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l)];
+      } catch {
+        return []; // a cut-off last line of an interrupted call
+      }
+    });
 }
 /** The latest record per key, the campaign's own rule for which measurement counts. */
 const latestByKey = (records) => [...new Map(records.filter((r) => r.quick !== true).map((r) => [r.key, r])).values()];
@@ -75,7 +114,9 @@ function git(args) {
 function checkHistory() {
   if (git(["rev-parse", "--is-inside-work-tree"]) !== "true") throw new Failure("not a git checkout: the staleness of each part comes from git history");
   if (git(["rev-parse", "--is-shallow-repository"]) === "true")
-    throw new Failure("this clone is shallow: the staleness of each part needs the history since its records' commit (run `git fetch --unshallow`, or clone with full history: actions/checkout fetch-depth: 0)");
+    throw new Failure(
+      "this clone is shallow: the staleness of each part needs the history since its records' commit (run `git fetch --unshallow`, or clone with full history: actions/checkout fetch-depth: 0)",
+    );
 }
 /** A commit a record names ("abc1234", or "abc1234+dirty" from a working tree with changes) → { commit, how }. */
 function namedCommit(raw, how) {
@@ -122,7 +163,13 @@ function gpuMachine(m, v) {
 function cpuMachine(r) {
   const m = r.machine ?? {};
   const cpus = m.cores ?? m.cpus ?? r.host?.cpus;
-  const parts = [m.cpu ?? m.cpu_model, cpus !== undefined ? `${cpus} CPUs` : null, m.platform ?? (r.host ? `${r.host.platform} ${r.host.release}` : null), `Node ${m.node ?? r.node ?? "?"}`, m.gpu ? `GPU: ${m.gpu}` : r.gpus === 0 ? "no GPU" : null];
+  const parts = [
+    m.cpu ?? m.cpu_model,
+    cpus !== undefined ? `${cpus} CPUs` : null,
+    m.platform ?? (r.host ? `${r.host.platform} ${r.host.release}` : null),
+    `Node ${m.node ?? r.node ?? "?"}`,
+    m.gpu ? `GPU: ${m.gpu}` : r.gpus === 0 ? "no GPU" : null,
+  ];
   return parts.filter(Boolean).join("; ") || "not recorded";
 }
 
@@ -140,7 +187,13 @@ function errorRow(label, errs) {
   if (errs.length === 0) return [label, "0", "—", "—", "—"];
   const worst = errs.reduce((a, b) => (Math.abs(b.error) > Math.abs(a.error) ? b : a));
   const under = errs.filter((e) => e.error < -0.03).length;
-  return [label, String(errs.length), pct(median(errs.map((e) => Math.abs(e.error)))), `${pct(Math.abs(worst.error))} (${code(worst.key)})`, `${under} of ${errs.length} (${pct(under / errs.length, 0)})`];
+  return [
+    label,
+    String(errs.length),
+    pct(median(errs.map((e) => Math.abs(e.error)))),
+    `${pct(Math.abs(worst.error))} (${code(worst.key)})`,
+    `${under} of ${errs.length} (${pct(under / errs.length, 0)})`,
+  ];
 }
 
 function planSection(dir, recs, chartPath) {
@@ -167,11 +220,19 @@ function planSection(dir, recs, chartPath) {
   ];
   const jobs = uniq(ok.map((r) => r.job));
   lines.push(
-    table(["job", "pairs", "spec: median / worst", "profile: median / worst"], jobs.map((j) => {
-      const s = spec.filter((e) => e.job === j).map((e) => Math.abs(e.error));
-      const p = prof.filter((e) => e.job === j).map((e) => Math.abs(e.error));
-      return [j, String(s.length), `${pct(median(s))} / ${pct(s.length ? Math.max(...s) : null)}`, p.length ? `${pct(median(p))} / ${pct(Math.max(...p))}` : "no profile"];
-    })),
+    table(
+      ["job", "pairs", "spec: median / worst", "profile: median / worst"],
+      jobs.map((j) => {
+        const s = spec.filter((e) => e.job === j).map((e) => Math.abs(e.error));
+        const p = prof.filter((e) => e.job === j).map((e) => Math.abs(e.error));
+        return [
+          j,
+          String(s.length),
+          `${pct(median(s))} / ${pct(s.length ? Math.max(...s) : null)}`,
+          p.length ? `${pct(median(p))} / ${pct(Math.max(...p))}` : "no profile",
+        ];
+      }),
+    ),
     "",
   );
   const profileErrors = uniq(ok.map((r) => r.predicted?.profile_error && `${r.job}: ${String(r.predicted.profile_error).split(". ")[0]}`).filter(Boolean));
@@ -185,7 +246,8 @@ function planSection(dir, recs, chartPath) {
 /** bench/results/gpu/<gpu>/plan-validation.json (bench/gpu/fit-constants.mjs): the calibrated planner's errors. */
 function validationBlock(dir) {
   const rel = `${dir}/plan-validation.json`;
-  if (!existsSync(join(ROOT, rel))) return ["No `plan-validation.json` yet: the calibrated planner's in-sample and leave-one-job-out errors are not recorded.", ""];
+  if (!existsSync(join(ROOT, rel)))
+    return ["No `plan-validation.json` yet: the calibrated planner's in-sample and leave-one-job-out errors are not recorded.", ""];
   let v;
   try {
     v = JSON.parse(readFileSync(join(ROOT, rel), "utf8"));
@@ -193,7 +255,15 @@ function validationBlock(dir) {
     return [`#### Planner validation`, "", ...unknownRecord(rel)];
   }
   const c = v.commit ? namedCommit(v.commit, "its `commit`") : fileCommit(rel);
-  return [`#### Planner validation: in-sample and leave-one-job-out`, "", `Computed at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"} (${c.how}).`, "", staleness(c.commit, SOURCES["plan-validation"]), "", ...validationSection(v)];
+  return [
+    `#### Planner validation: in-sample and leave-one-job-out`,
+    "",
+    `Computed at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"} (${c.how}).`,
+    "",
+    staleness(c.commit, SOURCES["plan-validation"]),
+    "",
+    ...validationSection(v),
+  ];
 }
 
 function validationSection(v) {
@@ -211,10 +281,39 @@ function guardSection(recs) {
     const s = r.summary ?? {};
     const c = r.checks ?? {};
     const events = (r.events ?? []).map((e) => e.event);
-    return [code(r.case), r.cap, String(r.micro_batch), `${s.micro_batch ?? "?"} × ${s.accumulation ?? "?"}`, gib(r.predicted_unguarded_peak_bytes), gib(s.peak_tree_gpu_bytes ?? r.peak_bytes, 3), c.peak_under_cap ? "yes" : "**no**", String(s.oom_recoveries ?? "?"), `${s.steps ?? "?"} of ${r.step_budget}`, String((r.step_budget ?? 0) - (s.steps ?? 0)), c.ended_ok ? "ok" : "**not ok**", events.filter((e) => e !== "budget_reached").join(", ") || "—"];
+    return [
+      code(r.case),
+      r.cap,
+      String(r.micro_batch),
+      `${s.micro_batch ?? "?"} × ${s.accumulation ?? "?"}`,
+      gib(r.predicted_unguarded_peak_bytes),
+      gib(s.peak_tree_gpu_bytes ?? r.peak_bytes, 3),
+      c.peak_under_cap ? "yes" : "**no**",
+      String(s.oom_recoveries ?? "?"),
+      `${s.steps ?? "?"} of ${r.step_budget}`,
+      String((r.step_budget ?? 0) - (s.steps ?? 0)),
+      c.ended_ok ? "ok" : "**not ok**",
+      events.filter((e) => e !== "budget_reached").join(", ") || "—",
+    ];
   });
   return [
-    table(["case", "cap", "micro-batch asked", "in force (micro × accum.)", "planned unguarded peak", "measured peak", "peak ≤ cap", "OOM recovered", "steps", "steps lost", "end", "events"], rows),
+    table(
+      [
+        "case",
+        "cap",
+        "micro-batch asked",
+        "in force (micro × accum.)",
+        "planned unguarded peak",
+        "measured peak",
+        "peak ≤ cap",
+        "OOM recovered",
+        "steps",
+        "steps lost",
+        "end",
+        "events",
+      ],
+      rows,
+    ),
     "",
   ];
 }
@@ -222,7 +321,8 @@ function guardSection(recs) {
 function tuneSection(recs) {
   const by = new Map(recs.map((r) => [r.key, r]));
   const jobs = uniq(recs.map((r) => r.job));
-  const knobs = (k) => (k ? `${k.batch_size ?? "?"}${k.accumulation > 1 ? `×${k.accumulation}` : ""} ${k.precision ?? ""}${k.num_workers ? ` w${k.num_workers}` : ""}`.trim() : "—");
+  const knobs = (k) =>
+    k ? `${k.batch_size ?? "?"}${k.accumulation > 1 ? `×${k.accumulation}` : ""} ${k.precision ?? ""}${k.num_workers ? ` w${k.num_workers}` : ""}`.trim() : "—";
   const rows = jobs.map((j) => {
     const b = by.get(`${j}|brim`);
     const g = by.get(`${j}|grid`);
@@ -232,13 +332,20 @@ function tuneSection(recs) {
     const covered = gt ? uniq(gt.trials.map((t) => `${t.knobs.batch_size}|${t.knobs.precision}`)).length : null;
     const baseline = mean((bt?.trials ?? []).filter((t) => t.purpose === "baseline" && t.end === "ok").map((t) => t.samples_per_s));
     const share = bt?.winner && gt?.best_measured ? bt.winner.samples_per_s / gt.best_measured.samples_per_s : null;
-    const noise = bt?.baseline?.samples_per_s && gt?.baseline?.samples_per_s ? Math.max(bt.baseline.samples_per_s, gt.baseline.samples_per_s) / Math.min(bt.baseline.samples_per_s, gt.baseline.samples_per_s) - 1 : null;
+    const noise =
+      bt?.baseline?.samples_per_s && gt?.baseline?.samples_per_s
+        ? Math.max(bt.baseline.samples_per_s, gt.baseline.samples_per_s) / Math.min(bt.baseline.samples_per_s, gt.baseline.samples_per_s) - 1
+        : null;
     return [
       j,
       bt ? `${bt.trials_count}, ${fmt(bt.tune_wall_s, 0)} s, ${bt.stop_reason}` : b ? `failed: ${b.error}` : "not measured",
       bt?.winner ? `${knobs(bt.winner.knobs)}: ${fmt(bt.winner.samples_per_s, 0)}/s` : "—",
       bt?.winner && baseline ? `×${fmt(bt.winner.samples_per_s / baseline, 2)}` : "—",
-      gt ? `${gt.trials_count}, ${fmt(gt.tune_wall_s, 0)} s, ${gt.stop_reason}; ${covered} of ${gridCells ?? "?"} cells` : g ? `failed: ${g.error}` : "not measured",
+      gt
+        ? `${gt.trials_count}, ${fmt(gt.tune_wall_s, 0)} s, ${gt.stop_reason}; ${covered} of ${gridCells ?? "?"} cells`
+        : g
+          ? `failed: ${g.error}`
+          : "not measured",
       gt?.best_measured ? `${knobs(gt.best_measured.knobs)}: ${fmt(gt.best_measured.samples_per_s, 0)}/s` : "—",
       pct(share, 0),
       bt && gt ? `${fmt(bt.baseline.samples_per_s, 0)} vs ${fmt(gt.baseline.samples_per_s, 0)} (${pct(noise, 0)})` : "—",
@@ -249,9 +356,23 @@ function tuneSection(recs) {
   return [
     "brim's search (`brim tune`) and a grid over micro-batch × precision (`brim tune --strategy grid`, loader settings fixed), each from the job's naive config. Share = brim's winner's samples/s over the best the grid measured; speed-up = brim's winner over its own trial 0 (the naive config). The two baselines are the same config measured twice: their gap is the run-to-run noise.",
     "",
- cut.length ? `The grid stopped at its time budget before measuring every cell in ${cut.length} of ${grids.length} jobs (${cut.map((r) => r.job).join(", ")}): its best is the best it measured, not the best there is, so a share above 100 % is possible. Trials run for about 10 steps each; the baseline gap above shows how far one trial's samples/s can move.` : "All grids measured every cell.",
+    cut.length
+      ? `The grid stopped at its time budget before measuring every cell in ${cut.length} of ${grids.length} jobs (${cut.map((r) => r.job).join(", ")}): its best is the best it measured, not the best there is, so a share above 100 % is possible. Trials run for about 10 steps each; the baseline gap above shows how far one trial's samples/s can move.`
+      : "All grids measured every cell.",
     "",
-    table(["job", "brim: trials, wall, stop", "brim's winner", "speed-up over naive", "grid: trials, wall, stop; cells measured", "grid's best", "share of grid's best", "naive samples/s, brim vs grid run (gap)"], rows),
+    table(
+      [
+        "job",
+        "brim: trials, wall, stop",
+        "brim's winner",
+        "speed-up over naive",
+        "grid: trials, wall, stop; cells measured",
+        "grid's best",
+        "share of grid's best",
+        "naive samples/s, brim vs grid run (gap)",
+      ],
+      rows,
+    ),
     "",
   ];
 }
@@ -277,7 +398,18 @@ function utilizationSection(recs) {
         continue;
       }
       const k = r.knobs ?? {};
-      rows.push([j, phase, phase === "before" ? "naive config" : `batch ${k.batch_size} ${k.precision ?? ""}${k.accumulation ? ` accum ${k.accumulation}` : ""}`, String(r.steps), fmt(r.samples_per_s, 0), pct(r.gpu_util_mean / 100, 0), pct(r.sm_activity_mean / 100, 0), pct(r.data_wait_share, 0), fmt(r.power_mean_w, 0), gib(r.peak_tree_gpu_bytes)]);
+      rows.push([
+        j,
+        phase,
+        phase === "before" ? "naive config" : `batch ${k.batch_size} ${k.precision ?? ""}${k.accumulation ? ` accum ${k.accumulation}` : ""}`,
+        String(r.steps),
+        fmt(r.samples_per_s, 0),
+        pct(r.gpu_util_mean / 100, 0),
+        pct(r.sm_activity_mean / 100, 0),
+        pct(r.data_wait_share, 0),
+        fmt(r.power_mean_w, 0),
+        gib(r.peak_tree_gpu_bytes),
+      ]);
     }
   }
   const after = recs.filter((r) => r.ok && r.phase === "after");
@@ -309,7 +441,16 @@ function overheadSection(recs) {
 function commandsBlock(recs, max) {
   const lines = uniq(recs.map(commandLine).filter(Boolean));
   const shown = lines.slice(0, max);
-  return ["<details><summary>commands (" + (shown.length < lines.length ? `${shown.length} of ${lines.length}` : lines.length) + ")</summary>", "", "```sh", ...shown, "```", "", "</details>", ""];
+  return [
+    "<details><summary>commands (" + (shown.length < lines.length ? `${shown.length} of ${lines.length}` : lines.length) + ")</summary>",
+    "",
+    "```sh",
+    ...shown,
+    "```",
+    "",
+    "</details>",
+    "",
+  ];
 }
 
 function gpuFolder(dir, out) {
@@ -323,11 +464,13 @@ function gpuFolder(dir, out) {
   const invocation = /```sh\n([\s\S]*?)```/.exec(readme)?.[1].trim() ?? null;
   const lines = [`## GPU: ${machine?.machine?.gpus?.[0]?.name ?? slug} (\`${dir}\`)`, ""];
   if (machine) lines.push(`Machine (\`machine.json\`): ${gpuMachine(machine.machine, machine.versions)}.`, "");
-  if (invocation) lines.push(`Campaign as its README records it (\`bench/gpu/run.sh\`, [docs/gpu-campaign.md](docs/gpu-campaign.md)):`, "", "```sh", invocation, "```", "");
+  if (invocation)
+    lines.push(`Campaign as its README records it (\`bench/gpu/run.sh\`, [docs/gpu-campaign.md](docs/gpu-campaign.md)):`, "", "```sh", invocation, "```", "");
   const commitOf = (recs) => {
     const own = uniq(recs.map((r) => r.versions?.brim_commit).filter(Boolean));
     if (own.length === 1) return namedCommit(own[0], "the records' `versions.brim_commit`");
-    if (own.length > 1) return { commit: null, how: `records made at several commits (${own.map((c) => c.slice(0, 7)).join(", ")}): measure the part again in one campaign` };
+    if (own.length > 1)
+      return { commit: null, how: `records made at several commits (${own.map((c) => c.slice(0, 7)).join(", ")}): measure the part again in one campaign` };
     if (readmeCommit) {
       return namedCommit(readmeCommit, `${dir}/README.md`);
     }
@@ -335,7 +478,10 @@ function gpuFolder(dir, out) {
   };
   const header = (title, part, recs) => {
     const { commit, how } = commitOf(recs);
-    const starts = recs.map((r) => r.started_at).filter(Boolean).sort();
+    const starts = recs
+      .map((r) => r.started_at)
+      .filter(Boolean)
+      .sort();
     const machines = uniq(recs.map((r) => gpuMachine(r.machine, r.versions)));
     const sameMachine = machine && machines.length === 1 && machines[0] === gpuMachine(machine.machine, machine.versions);
     return [
@@ -347,11 +493,23 @@ function gpuFolder(dir, out) {
       "",
     ];
   };
-  const titles = { "plan-accuracy": "Planner accuracy", guard: "Guard: the cap and out-of-memory recovery", tune: "Tune against the grid", utilization: "Utilization before and after tuning", overhead: "Overhead: bare against `brim run`" };
+  const titles = {
+    "plan-accuracy": "Planner accuracy",
+    guard: "Guard: the cap and out-of-memory recovery",
+    tune: "Tune against the grid",
+    utilization: "Utilization before and after tuning",
+    overhead: "Overhead: bare against `brim run`",
+  };
   for (const part of GPU_PARTS) {
     const file = join(abs, `${part}.jsonl`);
     if (!existsSync(file)) {
-      lines.push(`### ${titles[part]}`, "", `Not measured on this GPU yet (no \`${part}.jsonl\`).`, "", ...(part === "plan-accuracy" ? validationBlock(dir) : []));
+      lines.push(
+        `### ${titles[part]}`,
+        "",
+        `Not measured on this GPU yet (no \`${part}.jsonl\`).`,
+        "",
+        ...(part === "plan-accuracy" ? validationBlock(dir) : []),
+      );
       continue;
     }
     const recs = latestByKey(readJsonLines(file));
@@ -360,7 +518,13 @@ function gpuFolder(dir, out) {
       const chart = `${CHART_DIR}/${slug}-plan-scatter.svg`;
       const { lines: l, svg } = planSection(dir, recs, chart);
       if (svg) out.set(chart, svg);
-      lines.push(...l, ...commandsBlock(recs.flatMap((r) => [r, ...["plan_spec", "profile", "plan_profile"].map((k) => ({ command_line: r.commands?.[k]?.join(" ") }))]), 6));
+      lines.push(
+        ...l,
+        ...commandsBlock(
+          recs.flatMap((r) => [r, ...["plan_spec", "profile", "plan_profile"].map((k) => ({ command_line: r.commands?.[k]?.join(" ") }))]),
+          6,
+        ),
+      );
     } else {
       const body = { guard: guardSection, tune: tuneSection, utilization: utilizationSection, overhead: overheadSection }[part](recs);
       lines.push(...body, ...commandsBlock(recs, 20));
@@ -374,27 +538,55 @@ function gpuFolder(dir, out) {
 
 // ---------- the scatter chart ----------
 function scatter(spec, prof, title) {
-  const W = 560, H = 440, L = 64, R = 16, T = 36, B = 52;
+  const W = 560,
+    H = 440,
+    L = 64,
+    R = 16,
+    T = 36,
+    B = 52;
   const all = [...spec, ...prof].flatMap((e) => [e.measured, e.predicted]);
   const lo = 2 ** Math.floor(Math.log2(Math.min(...all) / GiB));
   const hi = 2 ** Math.ceil(Math.log2(Math.max(...all) / GiB));
   const sx = (b) => L + ((Math.log2(b / GiB) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * (W - L - R);
   const sy = (b) => H - B - ((Math.log2(b / GiB) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * (H - T - B);
   const n = (v) => v.toFixed(1);
-  const el = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`, `<rect width="${W}" height="${H}" fill="#fff"/>`];
+  const el = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
+    `<rect width="${W}" height="${H}" fill="#fff"/>`,
+  ];
   el.push(`<text x="${W / 2}" y="18" text-anchor="middle" font-size="13">brim plan: predicted vs measured peak, ${xml(title)}</text>`);
   for (let g = lo; g <= hi; g *= 2) {
     const label = String(g);
-    el.push(`<line x1="${n(sx(g * GiB))}" y1="${T}" x2="${n(sx(g * GiB))}" y2="${H - B}" stroke="#eee"/>`, `<line x1="${L}" y1="${n(sy(g * GiB))}" x2="${W - R}" y2="${n(sy(g * GiB))}" stroke="#eee"/>`);
-    el.push(`<text x="${n(sx(g * GiB))}" y="${H - B + 14}" text-anchor="middle">${label}</text>`, `<text x="${L - 6}" y="${n(sy(g * GiB) + 4)}" text-anchor="end">${label}</text>`);
+    el.push(
+      `<line x1="${n(sx(g * GiB))}" y1="${T}" x2="${n(sx(g * GiB))}" y2="${H - B}" stroke="#eee"/>`,
+      `<line x1="${L}" y1="${n(sy(g * GiB))}" x2="${W - R}" y2="${n(sy(g * GiB))}" stroke="#eee"/>`,
+    );
+    el.push(
+      `<text x="${n(sx(g * GiB))}" y="${H - B + 14}" text-anchor="middle">${label}</text>`,
+      `<text x="${L - 6}" y="${n(sy(g * GiB) + 4)}" text-anchor="end">${label}</text>`,
+    );
   }
   el.push(`<line x1="${n(sx(lo * GiB))}" y1="${n(sy(lo * GiB))}" x2="${n(sx(hi * GiB))}" y2="${n(sy(hi * GiB))}" stroke="#888"/>`);
-  for (const f of [0.9, 1.1]) el.push(`<line x1="${n(sx(lo * GiB))}" y1="${n(sy(lo * GiB * f))}" x2="${n(sx(hi * GiB / (f > 1 ? f : 1)))}" y2="${n(sy(hi * GiB * (f > 1 ? 1 : f)))}" stroke="#bbb" stroke-dasharray="4 3"/>`);
-  el.push(`<text x="${(L + W - R) / 2}" y="${H - 14}" text-anchor="middle">measured peak, process tree (GiB, log scale)</text>`, `<text transform="translate(16 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">predicted peak (GiB, log scale)</text>`);
-  for (const e of spec) el.push(`<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="3.5" fill="#1f77b4" fill-opacity="0.7"><title>spec ${xml(e.key)}: ${(e.error * 100).toFixed(1)} %</title></circle>`);
-  for (const e of prof) el.push(`<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="4" fill="none" stroke="#ff7f0e" stroke-width="1.5"><title>profile ${xml(e.key)}: ${(e.error * 100).toFixed(1)} %</title></circle>`);
+  for (const f of [0.9, 1.1])
+    el.push(
+      `<line x1="${n(sx(lo * GiB))}" y1="${n(sy(lo * GiB * f))}" x2="${n(sx((hi * GiB) / (f > 1 ? f : 1)))}" y2="${n(sy(hi * GiB * (f > 1 ? 1 : f)))}" stroke="#bbb" stroke-dasharray="4 3"/>`,
+    );
+  el.push(
+    `<text x="${(L + W - R) / 2}" y="${H - 14}" text-anchor="middle">measured peak, process tree (GiB, log scale)</text>`,
+    `<text transform="translate(16 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">predicted peak (GiB, log scale)</text>`,
+  );
+  for (const e of spec)
+    el.push(
+      `<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="3.5" fill="#1f77b4" fill-opacity="0.7"><title>spec ${xml(e.key)}: ${(e.error * 100).toFixed(1)} %</title></circle>`,
+    );
+  for (const e of prof)
+    el.push(
+      `<circle cx="${n(sx(e.measured))}" cy="${n(sy(e.predicted))}" r="4" fill="none" stroke="#ff7f0e" stroke-width="1.5"><title>profile ${xml(e.key)}: ${(e.error * 100).toFixed(1)} %</title></circle>`,
+    );
   el.push(`<circle cx="${L + 14}" cy="${T + 10}" r="3.5" fill="#1f77b4"/><text x="${L + 22}" y="${T + 14}">from the model spec (${spec.length})</text>`);
-  el.push(`<circle cx="${L + 14}" cy="${T + 26}" r="4" fill="none" stroke="#ff7f0e" stroke-width="1.5"/><text x="${L + 22}" y="${T + 30}">from the SDK profile (${prof.length})</text>`);
+  el.push(
+    `<circle cx="${L + 14}" cy="${T + 26}" r="4" fill="none" stroke="#ff7f0e" stroke-width="1.5"/><text x="${L + 22}" y="${T + 30}">from the SDK profile (${prof.length})</text>`,
+  );
   el.push(`<text x="${L + 14}" y="${T + 46}" fill="#888">solid: exact; dashed: ±10 %</text>`, "</svg>", "");
   return el.join("\n");
 }
@@ -402,21 +594,69 @@ function scatter(spec, prof, title) {
 // ---------- CPU records ----------
 function cpuFigures(name, r) {
   if (name === "sampler-cpu.json" && r.read_latency_ms)
-    return [`${fmt(r.readings_per_s, 2)} readings/s at ${r.hz} Hz over ${fmt(r.wall_s, 1)} s (${r.skipped_ticks} skipped ticks, ${r.errors} errors); the sampler used ${fmt(r.sampler_cpu_percent_of_core, 2)} % of one core (idle baseline ${fmt(r.idle_baseline_cpu_percent_of_core, 2)} %), ${fmt(r.cpu_ms_per_reading, 2)} ms CPU per reading; read latency p50 ${fmt(r.read_latency_ms.p50, 2)} ms, p95 ${fmt(r.read_latency_ms.p95, 2)} ms, max ${fmt(r.read_latency_ms.max, 2)} ms.`, ""];
+    return [
+      `${fmt(r.readings_per_s, 2)} readings/s at ${r.hz} Hz over ${fmt(r.wall_s, 1)} s (${r.skipped_ticks} skipped ticks, ${r.errors} errors); the sampler used ${fmt(r.sampler_cpu_percent_of_core, 2)} % of one core (idle baseline ${fmt(r.idle_baseline_cpu_percent_of_core, 2)} %), ${fmt(r.cpu_ms_per_reading, 2)} ms CPU per reading; read latency p50 ${fmt(r.read_latency_ms.p50, 2)} ms, p95 ${fmt(r.read_latency_ms.p95, 2)} ms, max ${fmt(r.read_latency_ms.max, 2)} ms.`,
+      "",
+    ];
   if (name === "run-overhead.json" && r.examples)
-    return [table(["example", "bare samples/s", "brim samples/s", "median ratio brim / bare", "wall ratio"], Object.entries(r.examples).map(([k, e]) => [k, (e.bare_samples_per_s ?? []).join(", "), (e.brim_samples_per_s ?? []).join(", "), fmt(median(e.brim_samples_per_s ?? []) / median(e.bare_samples_per_s ?? []), 3), fmt(e.wall_ratio_brim_over_bare, 3)])), ""];
+    return [
+      table(
+        ["example", "bare samples/s", "brim samples/s", "median ratio brim / bare", "wall ratio"],
+        Object.entries(r.examples).map(([k, e]) => [
+          k,
+          (e.bare_samples_per_s ?? []).join(", "),
+          (e.brim_samples_per_s ?? []).join(", "),
+          fmt(median(e.brim_samples_per_s ?? []) / median(e.bare_samples_per_s ?? []), 3),
+          fmt(e.wall_ratio_brim_over_bare, 3),
+        ]),
+      ),
+      "",
+    ];
   if (name === "tune-strategies.json" && r.jobs)
-    return Object.entries(r.jobs).flatMap(([job, j]) => [`${job} (options ${code((j.tune_options ?? []).join(" "))}, grid ${(j.grid ?? []).join(", ")}):`, "", table(["strategy", "trials", "wall s", "winner samples/s", "share of grid's best", "trials over the cap"], (j.results ?? []).map((x) => [x.strategy, String(x.trials), fmt(x.wall_s, 1), fmt(x.winner_samples_per_s, 1), pct(x.winner_share_of_grid_best, 1), String(x.over_cap_trials)])), ""]);
+    return Object.entries(r.jobs).flatMap(([job, j]) => [
+      `${job} (options ${code((j.tune_options ?? []).join(" "))}, grid ${(j.grid ?? []).join(", ")}):`,
+      "",
+      table(
+        ["strategy", "trials", "wall s", "winner samples/s", "share of grid's best", "trials over the cap"],
+        (j.results ?? []).map((x) => [
+          x.strategy,
+          String(x.trials),
+          fmt(x.wall_s, 1),
+          fmt(x.winner_samples_per_s, 1),
+          pct(x.winner_share_of_grid_best, 1),
+          String(x.over_cap_trials),
+        ]),
+      ),
+      "",
+    ]);
   if (name === "search-sim.json" && Array.isArray(r.results)) {
     const keys = uniq(r.results.map((x) => `${x.noise}|${x.strategy}`));
     return [
       `${r.what ? `${r.what[0].toUpperCase()}${r.what.slice(1)}. ` : ""}${Object.keys(r.shapes ?? {}).length} curve shapes × ${r.seeds} seeds per noise level; across the shapes:`,
       "",
-      table(["noise", "strategy", "trials (mean over shapes)", "trials over the cap (mean)", "winner's true throughput, median of shape medians", "worst", "runs within 3 % of the best"], keys.map((k) => {
-        const xs = r.results.filter((x) => `${x.noise}|${x.strategy}` === k);
-        const runs = xs.reduce((a, x) => a + x.runs, 0);
-        return [...k.split("|"), fmt(xs.reduce((a, x) => a + x.trials_mean, 0) / xs.length, 1), fmt(xs.reduce((a, x) => a + x.over_cap_trials_mean, 0) / xs.length, 2), `${fmt(median(xs.map((x) => x.reached_pct_median)), 1)} %`, `${fmt(Math.min(...xs.map((x) => x.reached_pct_min)), 1)} %`, pct(xs.reduce((a, x) => a + x.within_3pct_share * x.runs, 0) / runs, 0)];
-      })),
+      table(
+        [
+          "noise",
+          "strategy",
+          "trials (mean over shapes)",
+          "trials over the cap (mean)",
+          "winner's true throughput, median of shape medians",
+          "worst",
+          "runs within 3 % of the best",
+        ],
+        keys.map((k) => {
+          const xs = r.results.filter((x) => `${x.noise}|${x.strategy}` === k);
+          const runs = xs.reduce((a, x) => a + x.runs, 0);
+          return [
+            ...k.split("|"),
+            fmt(xs.reduce((a, x) => a + x.trials_mean, 0) / xs.length, 1),
+            fmt(xs.reduce((a, x) => a + x.over_cap_trials_mean, 0) / xs.length, 2),
+            `${fmt(median(xs.map((x) => x.reached_pct_median)), 1)} %`,
+            `${fmt(Math.min(...xs.map((x) => x.reached_pct_min)), 1)} %`,
+            pct(xs.reduce((a, x) => a + x.within_3pct_share * x.runs, 0) / runs, 0),
+          ];
+        }),
+      ),
       "",
     ];
   }
@@ -432,21 +672,36 @@ function unknownRecord(rel) {
   } catch {
     return [`- ${code(rel)}: not JSON; listed only.`, ""];
   }
-  const cmds = uniq(recs.map((r) => (Array.isArray(r?.command) ? r.command.join(" ") : r?.command ?? r?.command_line)).filter((c) => typeof c === "string"));
+  const cmds = uniq(recs.map((r) => (Array.isArray(r?.command) ? r.command.join(" ") : (r?.command ?? r?.command_line))).filter((c) => typeof c === "string"));
   const r = recs[0] ?? {};
-  const scalars = Object.entries(r).filter(([k, v]) => k !== "command" && (typeof v === "number" || typeof v === "boolean" || (typeof v === "string" && v.length < 80))).slice(0, 16);
-  return [`- ${code(rel)}${recs.length > 1 ? ` (${recs.length} records)` : ""}: command ${cmds.length ? cmds.slice(0, 3).map(code).join(", ") : "not recorded"}${scalars.length ? `; ${scalars.map(([k, v]) => `${k} ${typeof v === "number" ? +v.toFixed(4) : v}`).join(", ")}` : ""}.`, ""];
+  const scalars = Object.entries(r)
+    .filter(([k, v]) => k !== "command" && (typeof v === "number" || typeof v === "boolean" || (typeof v === "string" && v.length < 80)))
+    .slice(0, 16);
+  return [
+    `- ${code(rel)}${recs.length > 1 ? ` (${recs.length} records)` : ""}: command ${cmds.length ? cmds.slice(0, 3).map(code).join(", ") : "not recorded"}${scalars.length ? `; ${scalars.map(([k, v]) => `${k} ${typeof v === "number" ? +v.toFixed(4) : v}`).join(", ")}` : ""}.`,
+    "",
+  ];
 }
 
 function writerOf(name) {
   if (!existsSync(join(ROOT, "bench"))) return null;
-  const bench = readdirSync(join(ROOT, "bench")).filter((f) => f.endsWith(".mjs")).sort();
+  const bench = readdirSync(join(ROOT, "bench"))
+    .filter((f) => f.endsWith(".mjs"))
+    .sort();
   return bench.find((f) => readFileSync(join(ROOT, "bench", f), "utf8").includes(name.replace(/\.json$/, ""))) ?? null;
 }
 
 function cpuSection() {
-  const files = readdirSync(join(ROOT, RESULTS), { withFileTypes: true }).filter((d) => d.isFile() && /\.jsonl?$/.test(d.name)).map((d) => d.name).sort();
-  const lines = ["## CPU benchmarks (`bench/results/*.json`)", "", "Made on this project's development VM, no GPU. Each file keeps the command that made it where its bench records one.", ""];
+  const files = readdirSync(join(ROOT, RESULTS), { withFileTypes: true })
+    .filter((d) => d.isFile() && /\.jsonl?$/.test(d.name))
+    .map((d) => d.name)
+    .sort();
+  const lines = [
+    "## CPU benchmarks (`bench/results/*.json`)",
+    "",
+    "Made on this project's development VM, no GPU. Each file keeps the command that made it where its bench records one.",
+    "",
+  ];
   for (const name of files) {
     const rel = `${RESULTS}/${name}`;
     let r = null;
@@ -460,8 +715,15 @@ function cpuSection() {
     const c = r?.commit ? namedCommit(r.commit, "the record's `commit`") : fileCommit(rel);
     const paths = SOURCES[name] ?? ["src", ...(writer ? [`bench/${writer}`] : [])];
     lines.push(`### ${code(rel)}`, "");
-    lines.push(`Command: ${r?.command ? code(r.command) : `not recorded in the file${writer ? `; written by ${code(`bench/${writer}`)}` : ""}`}. Machine: ${r ? cpuMachine(r) : "?"}. Recorded at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"} (${c.how})${r?.date || r?.generated_at ? `, ${String(r.date ?? r.generated_at).slice(0, 10)}` : ""}.`, "");
-    if (!SOURCES[name]) lines.push(`No entry for this file in the generator's part → paths table (\`SOURCES\` in \`scripts/benchmarks.mjs\`): any change under ${paths.map(code).join(", ")} counts.`, "");
+    lines.push(
+      `Command: ${r?.command ? code(r.command) : `not recorded in the file${writer ? `; written by ${code(`bench/${writer}`)}` : ""}`}. Machine: ${r ? cpuMachine(r) : "?"}. Recorded at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"} (${c.how})${r?.date || r?.generated_at ? `, ${String(r.date ?? r.generated_at).slice(0, 10)}` : ""}.`,
+      "",
+    );
+    if (!SOURCES[name])
+      lines.push(
+        `No entry for this file in the generator's part → paths table (\`SOURCES\` in \`scripts/benchmarks.mjs\`): any change under ${paths.map(code).join(", ")} counts.`,
+        "",
+      );
     lines.push(staleness(c.commit, paths), "");
     lines.push(...(figures ?? unknownRecord(rel)));
   }
@@ -473,7 +735,12 @@ function generate() {
   checkHistory();
   const out = new Map();
   const gpuRoot = join(ROOT, RESULTS, "gpu");
-  const gpuDirs = existsSync(gpuRoot) ? readdirSync(gpuRoot, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => `${RESULTS}/gpu/${d.name}`).sort() : [];
+  const gpuDirs = existsSync(gpuRoot)
+    ? readdirSync(gpuRoot, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => `${RESULTS}/gpu/${d.name}`)
+        .sort()
+    : [];
   const lines = [
     "# Benchmarks",
     "",
@@ -484,7 +751,13 @@ function generate() {
     ...gpuDirs.flatMap((d) => gpuFolder(d, out)),
     ...cpuSection(),
   ];
-  out.set("BENCHMARKS.md", lines.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd() + "\n");
+  out.set(
+    "BENCHMARKS.md",
+    lines
+      .join("\n")
+      .replace(/\n{3,}/g, "\n\n")
+      .trimEnd() + "\n",
+  );
   return out;
 }
 

@@ -143,7 +143,12 @@ function main() {
   for (const [dir, pkg] of dependencyClosure()) {
     const rel = relative(ROOT, dir);
     // koffi's loader picks the native part by platform; keep this platform's (glibc and musl)
-    const copied = copyTree(dir, join(brim, rel), (p, isDir) => isDir || !DROP_FILE.test(p) || /(^|[/\\])(package\.json|LICEN[CS]E[^/\\]*)$/.test(p), DROP_TOP_DIR);
+    const copied = copyTree(
+      dir,
+      join(brim, rel),
+      (p, isDir) => isDir || !DROP_FILE.test(p) || /(^|[/\\])(package\.json|LICEN[CS]E[^/\\]*)$/.test(p),
+      DROP_TOP_DIR,
+    );
     moduleBytes += copied.bytes;
     packages.push({ name: pkg.name, version: pkg.version, path: rel, bytes: copied.bytes });
   }
@@ -156,7 +161,15 @@ function main() {
   const env = { ...process.env };
   delete env.NODE_PATH;
   const version = run(process.execPath, [join(brim, "bin", "brim.js"), "--version"], { cwd: opts.out, env }).trim();
-  const koffi = run(process.execPath, ["-e", `const r = require("node:module").createRequire(process.argv[1]); process.stdout.write(String(r("koffi").version));`, join(brim, "dist", "devices", "nvml-koffi.js")], { cwd: opts.out, env }).trim();
+  const koffi = run(
+    process.execPath,
+    [
+      "-e",
+      `const r = require("node:module").createRequire(process.argv[1]); process.stdout.write(String(r("koffi").version));`,
+      join(brim, "dist", "devices", "nvml-koffi.js"),
+    ],
+    { cwd: opts.out, env },
+  ).trim();
 
   const brimBytes = Object.values(parts).reduce((a, p) => a + p.bytes, 0);
   const nodeXzBytes = node ? statSync(join(opts.out, "node.xz")).size : 0;
@@ -173,7 +186,11 @@ function main() {
   };
   writeFileSync(join(opts.out, "MANIFEST.json"), JSON.stringify(manifest, null, 2) + "\n");
   const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;
-  console.log(`bundle: ${relative(process.cwd(), opts.out) || "."} — brim ${version} ${mib(brimBytes)} (dist ${mib(parts.dist.bytes)}, node_modules ${mib(moduleBytes)} in ${packages.length} packages, python ${mib(parts.python.bytes)}, examples ${mib(parts.examples.bytes)})` + (node ? `, node ${node.node} xz ${mib(nodeXzBytes)}${node.reused ? " (reused)" : ""}` : ", no node") + `; total ${mib(manifest.total_bytes)}`);
+  console.log(
+    `bundle: ${relative(process.cwd(), opts.out) || "."} — brim ${version} ${mib(brimBytes)} (dist ${mib(parts.dist.bytes)}, node_modules ${mib(moduleBytes)} in ${packages.length} packages, python ${mib(parts.python.bytes)}, examples ${mib(parts.examples.bytes)})` +
+      (node ? `, node ${node.node} xz ${mib(nodeXzBytes)}${node.reused ? " (reused)" : ""}` : ", no node") +
+      `; total ${mib(manifest.total_bytes)}`,
+  );
   if (manifest.total_bytes > SIZE_TARGET) console.warn(`bundle: warning: ${mib(manifest.total_bytes)} is over the ${mib(SIZE_TARGET)} target`);
 }
 

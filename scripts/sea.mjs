@@ -78,14 +78,19 @@ function main() {
   if (process.platform !== "linux" || process.arch !== "x64") throw new Error(`makes a Linux x64 file; this is ${process.platform} ${process.arch}`);
   const opts = parseArgs(process.argv.slice(2));
   const work = opts.work;
-  run(process.execPath, [join(ROOT, "scripts", "bundle.mjs"), "--out", work, "--xz-level", String(opts.xzLevel), ...(opts.build ? [] : ["--no-build"])], { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] });
+  run(process.execPath, [join(ROOT, "scripts", "bundle.mjs"), "--out", work, "--xz-level", String(opts.xzLevel), ...(opts.build ? [] : ["--no-build"])], {
+    cwd: ROOT,
+    stdio: ["ignore", "inherit", "inherit"],
+  });
   const manifest = JSON.parse(readFileSync(join(work, "MANIFEST.json"), "utf8"));
   const nodeXz = join(work, "node.xz");
 
   const brimXz = join(work, "brim.tar.xz");
   const fd = openSync(brimXz, "w");
   try {
-    const tar = spawnSync("sh", ["-c", `tar -C "$1" -cf - --owner=0 --group=0 --numeric-owner brim | xz -T2 -${opts.xzLevel} -c`, "sh", work], { stdio: ["ignore", fd, "pipe"] });
+    const tar = spawnSync("sh", ["-c", `tar -C "$1" -cf - --owner=0 --group=0 --numeric-owner brim | xz -T2 -${opts.xzLevel} -c`, "sh", work], {
+      stdio: ["ignore", fd, "pipe"],
+    });
     if (tar.status !== 0) throw new Error(`tar | xz failed: ${tar.stderr?.toString().trim()}`);
   } finally {
     closeSync(fd);
@@ -113,7 +118,9 @@ function main() {
   chmodSync(part, 0o755);
   renameSync(part, opts.out);
   rmSync(brimXz, { force: true });
-  console.log(`sea: ${relative(process.cwd(), opts.out)} — brim ${manifest.brim_version} with Node ${manifest.node.version}, ${(statSync(opts.out).size / MiB).toFixed(1)} MiB (node ${(sizes.nodeBytes / MiB).toFixed(1)} MiB, brim ${(sizes.brimBytes / MiB).toFixed(1)} MiB, xz -${opts.xzLevel})`);
+  console.log(
+    `sea: ${relative(process.cwd(), opts.out)} — brim ${manifest.brim_version} with Node ${manifest.node.version}, ${(statSync(opts.out).size / MiB).toFixed(1)} MiB (node ${(sizes.nodeBytes / MiB).toFixed(1)} MiB, brim ${(sizes.brimBytes / MiB).toFixed(1)} MiB, xz -${opts.xzLevel})`,
+  );
 }
 
 try {

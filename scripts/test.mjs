@@ -10,7 +10,10 @@ const python = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: "inherit", ...opts });
 let failedSteps = 0;
 
-for (const [cmd, args] of [["npx", ["tsc", "-p", "tsconfig.build.json"]], ["npx", ["tsc", "-p", "tsconfig.json", "--noEmit"]]]) {
+for (const [cmd, args] of [
+  ["npx", ["tsc", "-p", "tsconfig.build.json"]],
+  ["npx", ["tsc", "-p", "tsconfig.json", "--noEmit"]],
+]) {
   const r = run(cmd, args);
   if (r.status !== 0) {
     console.error(`test: ${cmd} ${args.join(" ")} failed`);

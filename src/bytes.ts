@@ -51,7 +51,9 @@ export function formatBytes(bytes: number): string {
   for (const unit of ["B", "KiB", "MiB", "GiB", "TiB"]) {
     if (value < 1024 || unit === "TiB") {
       // a fitted slope can be a fraction of a byte: never print 1.2105400934595054 B
-      return unit === "B" ? `${sign}${Number.isInteger(value) ? value : Number(value.toPrecision(3))} B` : `${sign}${value >= 100 ? value.toFixed(0) : value.toFixed(value >= 10 ? 1 : 2)} ${unit}`;
+      return unit === "B"
+        ? `${sign}${Number.isInteger(value) ? value : Number(value.toPrecision(3))} B`
+        : `${sign}${value >= 100 ? value.toFixed(0) : value.toFixed(value >= 10 ? 1 : 2)} ${unit}`;
     }
     value /= 1024;
   }

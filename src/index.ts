@@ -46,7 +46,16 @@ export { applyTune, type ApplyTuneResult } from "./tune/apply.ts";
 // the store and its reader
 export { RunStore, storeRoot } from "./record/store.ts";
 export { loadRun, loadTune, type RecordedRun } from "./record/load.ts";
-export { loadTimeline, readTimeline, type Timeline, type TimelineMeasures, type StepEntry, type SampleEntry, type EventEntry, type StepSource } from "./record/timeline.ts";
+export {
+  loadTimeline,
+  readTimeline,
+  type Timeline,
+  type TimelineMeasures,
+  type StepEntry,
+  type SampleEntry,
+  type EventEntry,
+  type StepSource,
+} from "./record/timeline.ts";
 export type { RunMeta, RunSummary, RunEnd, EndCause, TimelineEntry, TuneRecord, TuneTrialRecord } from "./record/types.ts";
 // doctor and report
 export { diagnose, CHECKS, type DoctorReport, type Finding, type CheckId } from "./analyze/doctor/index.ts";

@@ -16,7 +16,14 @@ import { commitOf, DEFAULT_CONSTANTS, inputFiles, pairs as pairsOf, readRecords,
 
 const TARGETS = { median: 0.05, worst: 0.1 };
 const MiB = 2 ** 20;
-const CONSTANTS = ["cuda_context_bytes", "cublas_workspace_bytes", "cudnn_workspace_bytes", "allocator_slack_fraction", "conv_workspace_factor", "rnn_workspace_factor"];
+const CONSTANTS = [
+  "cuda_context_bytes",
+  "cublas_workspace_bytes",
+  "cudnn_workspace_bytes",
+  "allocator_slack_fraction",
+  "conv_workspace_factor",
+  "rnn_workspace_factor",
+];
 
 function parseArgs(argv) {
   const opts = { inputs: [], source: "spec", includeQuick: false, json: false, write: null };
@@ -27,7 +34,13 @@ function parseArgs(argv) {
     else if (a === "--json") opts.json = true;
     else if (a === "--write") opts.write = argv[++i];
     else if (a === "--help" || a === "-h") {
-      process.stdout.write(readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n").slice(1, 12).map((l) => l.replace(/^\/\/ ?/, "")).join("\n") + "\n");
+      process.stdout.write(
+        readFileSync(fileURLToPath(import.meta.url), "utf8")
+          .split("\n")
+          .slice(1, 12)
+          .map((l) => l.replace(/^\/\/ ?/, ""))
+          .join("\n") + "\n",
+      );
       process.exit(0);
     } else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
     else opts.inputs.push(a);
@@ -38,7 +51,17 @@ function parseArgs(argv) {
 
 function perJob(pairs, constants) {
   const jobs = [...new Set(pairs.map((p) => p.job))];
-  return Object.fromEntries(jobs.map((job) => [job, validation.accuracy(validation.errorsOf(pairs.filter((p) => p.job === job), constants))]));
+  return Object.fromEntries(
+    jobs.map((job) => [
+      job,
+      validation.accuracy(
+        validation.errorsOf(
+          pairs.filter((p) => p.job === job),
+          constants,
+        ),
+      ),
+    ]),
+  );
 }
 
 /** The machine and versions the records were measured with (the first record's). */
@@ -62,7 +85,10 @@ export function fitReport(files, opts, argv) {
   const before = pairs.length > 0 ? validation.accuracy(validation.errorsOf(pairs, {})) : null;
   const inSample = constants ? validation.accuracy(validation.errorsOf(pairs, constants)) : null;
   const heldOut = constants ? validation.accuracy(validation.leaveOneJobOutErrors(pairs)) : null;
-  const outside = pairs.map((p) => p.outside_allocator).filter((x) => typeof x === "number").sort((a, b) => a - b);
+  const outside = pairs
+    .map((p) => p.outside_allocator)
+    .filter((x) => typeof x === "number")
+    .sort((a, b) => a - b);
   return {
     schema: "brim.constants-fit/v2",
     command: ["node", "bench/gpu/fit-constants.mjs", ...argv].join(" "),

@@ -59,7 +59,10 @@ function main() {
     return;
   }
   const pct = (x) => (x === null ? "—" : `${(x * 100).toFixed(1)} %`);
-  const rows = [...report.results, ...report.one_trial].map((r) => `${r.source.padEnd(8)} ${r.mode.padEnd(42)} ${String(r.pairs).padStart(5)}  ${pct(r.median_abs_error).padStart(8)}  ${pct(r.worst_abs_error).padStart(8)}  ${pct(r.under_3pct_share).padStart(8)}`);
+  const rows = [...report.results, ...report.one_trial].map(
+    (r) =>
+      `${r.source.padEnd(8)} ${r.mode.padEnd(42)} ${String(r.pairs).padStart(5)}  ${pct(r.median_abs_error).padStart(8)}  ${pct(r.worst_abs_error).padStart(8)}  ${pct(r.under_3pct_share).padStart(8)}`,
+  );
   process.stdout.write([`source   mode                                       pairs    median     worst  under>3%`, ...rows].join("\n") + "\n");
 }
 

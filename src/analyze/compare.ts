@@ -87,9 +87,36 @@ export function compareRuns(before: ComparedRun, after: ComparedRun): Comparison
   const a = after.measures;
   const rows: ComparisonRow[] = [];
   const plain = (v: number | null): string => (v === null ? "n/a" : String(v));
-  rows.push({ key: "micro_batch", label: "micro-batch", before: b.micro_batch, after: a.micro_batch, before_text: plain(b.micro_batch), after_text: plain(a.micro_batch), change: b.micro_batch !== null && a.micro_batch !== null && b.micro_batch > 0 && a.micro_batch !== b.micro_batch ? `×${formatRate(a.micro_batch / b.micro_batch)}` : "" });
-  rows.push({ key: "accumulation", label: "accumulation", before: b.accumulation, after: a.accumulation, before_text: plain(b.accumulation), after_text: plain(a.accumulation), change: b.accumulation !== null && a.accumulation !== null && a.accumulation !== b.accumulation ? `${b.accumulation} → ${a.accumulation}` : "" });
-  rows.push({ key: "precision", label: "precision", before: b.precision, after: a.precision, before_text: b.precision ?? "unknown", after_text: a.precision ?? "unknown", change: b.precision !== null && a.precision !== null && a.precision !== b.precision ? "changed" : "" });
+  rows.push({
+    key: "micro_batch",
+    label: "micro-batch",
+    before: b.micro_batch,
+    after: a.micro_batch,
+    before_text: plain(b.micro_batch),
+    after_text: plain(a.micro_batch),
+    change:
+      b.micro_batch !== null && a.micro_batch !== null && b.micro_batch > 0 && a.micro_batch !== b.micro_batch
+        ? `×${formatRate(a.micro_batch / b.micro_batch)}`
+        : "",
+  });
+  rows.push({
+    key: "accumulation",
+    label: "accumulation",
+    before: b.accumulation,
+    after: a.accumulation,
+    before_text: plain(b.accumulation),
+    after_text: plain(a.accumulation),
+    change: b.accumulation !== null && a.accumulation !== null && a.accumulation !== b.accumulation ? `${b.accumulation} → ${a.accumulation}` : "",
+  });
+  rows.push({
+    key: "precision",
+    label: "precision",
+    before: b.precision,
+    after: a.precision,
+    before_text: b.precision ?? "unknown",
+    after_text: a.precision ?? "unknown",
+    change: b.precision !== null && a.precision !== null && a.precision !== b.precision ? "changed" : "",
+  });
   const pb = peakMemory(before);
   const pa = peakMemory(after);
   rows.push({
@@ -108,7 +135,10 @@ export function compareRuns(before: ComparedRun, after: ComparedRun): Comparison
     after: a.samples_per_s,
     before_text: formatRate(b.samples_per_s),
     after_text: formatRate(a.samples_per_s),
-    change: b.samples_per_s !== null && a.samples_per_s !== null ? signed(a.samples_per_s - b.samples_per_s, formatRate(Math.abs(a.samples_per_s - b.samples_per_s))) : "",
+    change:
+      b.samples_per_s !== null && a.samples_per_s !== null
+        ? signed(a.samples_per_s - b.samples_per_s, formatRate(Math.abs(a.samples_per_s - b.samples_per_s)))
+        : "",
   });
   const ub = utilization(before);
   const ua = utilization(after);
@@ -128,12 +158,25 @@ export function compareRuns(before: ComparedRun, after: ComparedRun): Comparison
     after: a.data_wait_share,
     before_text: formatShare(b.data_wait_share),
     after_text: formatShare(a.data_wait_share),
-    change: b.data_wait_share !== null && a.data_wait_share !== null ? signed(a.data_wait_share - b.data_wait_share, `${(100 * Math.abs(a.data_wait_share - b.data_wait_share)).toFixed(1)} pts`) : "",
+    change:
+      b.data_wait_share !== null && a.data_wait_share !== null
+        ? signed(a.data_wait_share - b.data_wait_share, `${(100 * Math.abs(a.data_wait_share - b.data_wait_share)).toFixed(1)} pts`)
+        : "",
   });
   const speedup = b.samples_per_s !== null && a.samples_per_s !== null && b.samples_per_s > 0 ? a.samples_per_s / b.samples_per_s : null;
-  rows.push({ key: "speedup", label: "speedup", before: 1, after: speedup, before_text: "1.00×", after_text: speedup === null ? "n/a" : `${speedup.toFixed(2)}×`, change: "" });
+  rows.push({
+    key: "speedup",
+    label: "speedup",
+    before: 1,
+    after: speedup,
+    before_text: "1.00×",
+    after_text: speedup === null ? "n/a" : `${speedup.toFixed(2)}×`,
+    change: "",
+  });
   const notes: string[] = [];
-  if (before.device !== after.device) notes.push(`The runs used different devices (${before.device} before, ${after.device} after): memory and utilization are not comparable.`);
-  if (b.steady_steps < 5 || a.steady_steps < 5) notes.push(`Few steady steps (${b.steady_steps} before, ${a.steady_steps} after): the speedup is a rough figure.`);
+  if (before.device !== after.device)
+    notes.push(`The runs used different devices (${before.device} before, ${after.device} after): memory and utilization are not comparable.`);
+  if (b.steady_steps < 5 || a.steady_steps < 5)
+    notes.push(`Few steady steps (${b.steady_steps} before, ${a.steady_steps} after): the speedup is a rough figure.`);
   return { before: { id: before.id, label: before.label }, after: { id: after.id, label: after.label }, rows, speedup, notes };
 }

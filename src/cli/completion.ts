@@ -36,7 +36,13 @@ export function completionTree(program: Command): CompletionCommand {
     name: cmd.name(),
     summary: cmd.summary() || cmd.description().split("\n")[0] || "",
     options: [
-      ...cmd.options.filter((o) => !o.hidden).map((o) => ({ flags: [o.long, o.short].filter((f): f is string => f !== undefined), description: o.description, takesValue: o.required || o.optional })),
+      ...cmd.options
+        .filter((o) => !o.hidden)
+        .map((o) => ({
+          flags: [o.long, o.short].filter((f): f is string => f !== undefined),
+          description: o.description,
+          takesValue: o.required || o.optional,
+        })),
       { flags: ["--help", "-h"], description: "display help for command", takesValue: false },
     ],
     commands: cmd.commands.filter((c) => !(c as Command & { _hidden?: boolean })._hidden).map(walk),
@@ -77,7 +83,11 @@ complete -o default -F _brim_complete brim
 }
 
 function zsh(tree: CompletionCommand): string {
-  const describe = (text: string): string => text.replace(/[[\]:'\\]/g, " ").replace(/\s+/g, " ").trim();
+  const describe = (text: string): string =>
+    text
+      .replace(/[[\]:'\\]/g, " ")
+      .replace(/\s+/g, " ")
+      .trim();
   const commands = tree.commands.map((c) => `    ${quote(`${c.name}:${describe(c.summary)}`)}`).join("\n");
   const cases = tree.commands
     .map((c) => {
@@ -118,7 +128,9 @@ function fish(tree: CompletionCommand): string {
     for (const o of c.options) {
       const long = o.flags.find((f) => f.startsWith("--"))?.slice(2);
       const short = o.flags.find((f) => /^-[^-]/.test(f))?.slice(1);
-      lines.push(`complete -c brim -n ${quote(`__fish_seen_subcommand_from ${c.name}`)}${long !== undefined ? ` -l ${long}` : ""}${short !== undefined ? ` -s ${short}` : ""}${o.takesValue ? " -r -F" : ""} -d ${quote(o.description)}`);
+      lines.push(
+        `complete -c brim -n ${quote(`__fish_seen_subcommand_from ${c.name}`)}${long !== undefined ? ` -l ${long}` : ""}${short !== undefined ? ` -s ${short}` : ""}${o.takesValue ? " -r -F" : ""} -d ${quote(o.description)}`,
+      );
     }
     lines.push(`complete -c brim -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -F`);
   }

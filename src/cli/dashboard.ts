@@ -28,7 +28,12 @@ export interface DashboardCommandOptions {
  * await dash.close();
  * ```
  */
-export async function dashboardCommand(options: DashboardCommandOptions, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(), out?: Output): Promise<Dashboard> {
+export async function dashboardCommand(
+  options: DashboardCommandOptions,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+  out?: Output,
+): Promise<Dashboard> {
   const store = new RunStore(storeRoot(options.store, env, cwd));
   return startDashboard({
     store,
@@ -63,7 +68,8 @@ export async function serveDashboard(options: DashboardCommandOptions, out: Outp
 
 function port(value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > 65535) throw new UsageError(`--port must be a port number from 0 to 65535 (0 = any free port), got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > 65535)
+    throw new UsageError(`--port must be a port number from 0 to 65535 (0 = any free port), got ${JSON.stringify(value)}`);
   return n;
 }
 

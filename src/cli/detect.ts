@@ -118,7 +118,10 @@ export function detectReport(inventory: DeviceInventory, reading: Reading): Dete
  * const report = await detectCommand({ nvidiaSmi: false });
  * ```
  */
-export async function detectCommand(options: DetectCommandOptions = {}, open: (o: OpenDevicesOptions) => ReturnType<typeof openDevices> = openDevices): Promise<DetectReport> {
+export async function detectCommand(
+  options: DetectCommandOptions = {},
+  open: (o: OpenDevicesOptions) => ReturnType<typeof openDevices> = openDevices,
+): Promise<DetectReport> {
   const devices = open({ nvmlLibrary: options.nvmlLibrary, smiPath: options.nvidiaSmi === false ? null : undefined });
   try {
     await devices.read(null);

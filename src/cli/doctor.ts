@@ -29,7 +29,12 @@ export interface DoctorCommandOptions {
  * report.findings.map((f) => f.id); // ["data_starved", "memory_unused"]
  * ```
  */
-export async function doctorCommand(ref: string, options: DoctorCommandOptions, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Promise<DoctorReport> {
+export async function doctorCommand(
+  ref: string,
+  options: DoctorCommandOptions,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): Promise<DoctorReport> {
   const store = new RunStore(storeRoot(options.store, env, cwd));
   const { meta, timeline } = await loadRun(store, await store.resolveRun(ref));
   return diagnose(meta, timeline);

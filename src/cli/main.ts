@@ -61,7 +61,9 @@ export async function main(argv: readonly string[], out: Output = processOutput)
       return error.exitCode;
     }
     const e = error instanceof Error ? error : new Error(String(error));
-    out.stderr(`brim: internal error: ${e.message}\n${e.stack ?? ""}\nThis is a bug in brim ${version} (node ${process.version}); please report it with the command you ran.\n`);
+    out.stderr(
+      `brim: internal error: ${e.message}\n${e.stack ?? ""}\nThis is a bug in brim ${version} (node ${process.version}); please report it with the command you ran.\n`,
+    );
     return 70;
   }
 }

@@ -101,7 +101,9 @@ export async function planMeasured(file: string, options: PlanCommandOptions, co
   const first = await planCommand(file, options);
   const machine = devices ?? openDevices();
   if (machine.inventory().backend === "cpu" && options.gpu !== undefined) {
-    throw new UsageError(`this machine has no GPU: --measure would measure the job's RAM, not ${first.gpu.name}'s memory; measure on the GPU host, or plan against RAM with --gpu-memory <size>`);
+    throw new UsageError(
+      `this machine has no GPU: --measure would measure the job's RAM, not ${first.gpu.name}'s memory; measure on the GPU host, or plan against RAM with --gpu-memory <size>`,
+    );
   }
   const microBatch = options.measureBatch ?? first.setup.micro_batch;
   const precision = first.setup.precision;
@@ -109,13 +111,24 @@ export async function planMeasured(file: string, options: PlanCommandOptions, co
   out.stderr(`brim: measuring the job at micro-batch ${microBatch} (${precision}) for ${steps} steps: ${command.join(" ")}\n`);
   const run = await runCommand(
     command,
-    { hz: 20, hungAfter: 900, grace: 10, steps, warmup: 1, knob: { batch_size: microBatch, precision, accumulation: 1 }, shrink: false, json: true, ...(options.store === undefined ? {} : { store: options.store }) },
+    {
+      hz: 20,
+      hungAfter: 900,
+      grace: 10,
+      steps,
+      warmup: 1,
+      knob: { batch_size: microBatch, precision, accumulation: 1 },
+      shrink: false,
+      json: true,
+      ...(options.store === undefined ? {} : { store: options.store }),
+    },
     { ...out, stdout: () => {} },
     machine,
   );
   const { meta, summary } = run.result;
   const end = run.result.job.end;
-  if (end.cause !== "ok") throw new BrimError("E_JOB_START", `the measuring run ${meta.id} did not end ok (${end.cause}: ${end.message}); the plan is not re-anchored`);
+  if (end.cause !== "ok")
+    throw new BrimError("E_JOB_START", `the measuring run ${meta.id} did not end ok (${end.cause}: ${end.message}); the plan is not re-anchored`);
   if (summary.micro_batch !== null && summary.micro_batch !== microBatch) {
     throw new BrimError("E_INPUT", `the job ran micro-batch ${summary.micro_batch}, not the ${microBatch} asked for: does it read brim.knob("batch_size")?`);
   }
@@ -156,7 +169,8 @@ export function renderGpuList(): string {
 function positiveInt(flag: string) {
   return (value: string): number => {
     const n = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`${flag} must be a positive integer, got ${JSON.stringify(value)}`);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1)
+      throw new UsageError(`${flag} must be a positive integer, got ${JSON.stringify(value)}`);
     return n;
   };
 }
@@ -179,7 +193,8 @@ function gib(flag: string) {
 function fraction(flag: string) {
   return (value: string): number => {
     const n = Number(value);
-    if (value.trim() === "" || !Number.isFinite(n) || n < 0 || n >= 1) throw new UsageError(`${flag} must be a fraction from 0 up to (not including) 1, got ${JSON.stringify(value)}`);
+    if (value.trim() === "" || !Number.isFinite(n) || n < 0 || n >= 1)
+      throw new UsageError(`${flag} must be a fraction from 0 up to (not including) 1, got ${JSON.stringify(value)}`);
     return n;
   };
 }
@@ -249,7 +264,8 @@ export function registerPlan(program: Command, out: Output): void {
       }
       if (model === undefined) throw new UsageError("brim plan needs a model file: brim plan <model> --gpu <id> (see brim plan --help)");
       if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
-      if (options.measure !== true && command.length > 0) throw new UsageError(`unexpected arguments ${JSON.stringify(command.join(" "))}: a command after -- goes with --measure`);
+      if (options.measure !== true && command.length > 0)
+        throw new UsageError(`unexpected arguments ${JSON.stringify(command.join(" "))}: a command after -- goes with --measure`);
       if (options.measure === true) {
         if (options.gpu?.includes(",") === true) throw new UsageError("--measure measures on this machine: name one GPU");
         printPlan(await planMeasured(model, options, command, out), options, out);

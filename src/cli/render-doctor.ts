@@ -50,7 +50,9 @@ export function renderDoctorText(d: DoctorReport): string {
     `data wait ${formatShare(m.data_wait_share)}`,
     `step ${formatSeconds(m.step_time_s)}`,
     gpu ? `GPU util ${formatPercent(m.gpu_util_mean)}` : `CPU ${formatPercent(m.tree_cpu_percent_mean)}`,
-    gpu ? `peak ${formatMaybeBytes(m.peak_tree_gpu_bytes ?? m.framework_peak_reserved_bytes)} of ${formatMaybeBytes(m.memory_limit_bytes)}` : `peak RSS ${formatMaybeBytes(m.peak_tree_rss_bytes)}`,
+    gpu
+      ? `peak ${formatMaybeBytes(m.peak_tree_gpu_bytes ?? m.framework_peak_reserved_bytes)} of ${formatMaybeBytes(m.memory_limit_bytes)}`
+      : `peak RSS ${formatMaybeBytes(m.peak_tree_rss_bytes)}`,
     `micro-batch ${m.micro_batch ?? "?"} × ${m.accumulation ?? "?"}`,
     `precision ${m.precision ?? "?"}`,
   ];

@@ -53,10 +53,16 @@ function largestLine(s: PlanSection): string {
 
 function sectionLines(s: PlanSection, budget: number): string[] {
   const lines: string[] = [];
-  lines.push(`params     ${count(s.params.total)} total, ${count(s.params.trainable)} trainable${s.params.frozen > 0 ? `, ${count(s.params.frozen)} frozen` : ""}`);
+  lines.push(
+    `params     ${count(s.params.total)} total, ${count(s.params.trainable)} trainable${s.params.frozen > 0 ? `, ${count(s.params.frozen)} frozen` : ""}`,
+  );
   lines.push(`setup      ${setupLine(s)}`);
   lines.push("");
-  const rows = Object.entries(s.memory.components).map(([name, bytes]) => [`  ${LABELS[name] ?? name}`, formatBytes(bytes), percent(s.memory.shares[name as keyof typeof s.memory.shares])]);
+  const rows = Object.entries(s.memory.components).map(([name, bytes]) => [
+    `  ${LABELS[name] ?? name}`,
+    formatBytes(bytes),
+    percent(s.memory.shares[name as keyof typeof s.memory.shares]),
+  ]);
   rows.unshift([`memory at micro-batch ${s.setup.micro_batch}`, "bytes", "share"]);
   rows.push(["  predicted peak", formatBytes(s.memory.peak_bytes), s.memory.fits ? `fits ${formatBytes(budget)}` : `OVER ${formatBytes(budget)}`]);
   lines.push(...table(rows, ["l", "r", "r"]));
@@ -66,19 +72,29 @@ function sectionLines(s: PlanSection, budget: number): string[] {
   lines.push("");
   lines.push(`ways to reach effective batch ${s.setup.effective_batch}, fastest first (predicted), against your config:`);
   const rows2 = [["  #", "precision", "checkpointing", "micro × accum", "peak", "samples/s", "vs yours"]];
-  rows2.push(["  yours", y.precision, y.checkpointing ? "on" : "off", `${y.micro_batch} × ${y.accumulation}`, formatBytes(y.peak_bytes), rate(y.samples_per_s), "1.00×"]);
+  rows2.push([
+    "  yours",
+    y.precision,
+    y.checkpointing ? "on" : "off",
+    `${y.micro_batch} × ${y.accumulation}`,
+    formatBytes(y.peak_bytes),
+    rate(y.samples_per_s),
+    "1.00×",
+  ]);
   // the user's own row is already the first line
-  s.suggestions.filter((x) => !x.is_yours).forEach((x, i) => {
-    rows2.push([
-      `  ${i + 1}`,
-      x.precision,
-      x.checkpointing ? "on" : "off",
-      `${x.micro_batch} × ${x.accumulation}`,
-      formatBytes(x.peak_bytes),
-      rate(x.samples_per_s),
-      `${x.speedup_vs_yours.toFixed(2)}×`,
-    ]);
-  });
+  s.suggestions
+    .filter((x) => !x.is_yours)
+    .forEach((x, i) => {
+      rows2.push([
+        `  ${i + 1}`,
+        x.precision,
+        x.checkpointing ? "on" : "off",
+        `${x.micro_batch} × ${x.accumulation}`,
+        formatBytes(x.peak_bytes),
+        rate(x.samples_per_s),
+        `${x.speedup_vs_yours.toFixed(2)}×`,
+      ]);
+    });
   if (s.suggestions.length > 0) {
     lines.push(...table(rows2, ["l", "l", "l", "r", "r", "r", "r"]));
   } else {
@@ -151,16 +167,25 @@ export function renderPlanMarkdown(report: PlanReport): string {
     if (s.suggestions.length > 0) {
       const y = s.your_config;
       out.push("| # | precision | checkpointing | micro × accumulation | peak | predicted samples/s | vs yours |", "|---|---|---|---|---:|---:|---:|");
-      out.push(`| yours | ${y.precision} | ${y.checkpointing ? "on" : "off"} | ${y.micro_batch} × ${y.accumulation} | ${formatBytes(y.peak_bytes)} | ${rate(y.samples_per_s)} | 1.00× |`);
-      s.suggestions.filter((x) => !x.is_yours).forEach((x, i) =>
-        out.push(`| ${i + 1} | ${x.precision} | ${x.checkpointing ? "on" : "off"} | ${x.micro_batch} × ${x.accumulation} | ${formatBytes(x.peak_bytes)} | ${rate(x.samples_per_s)} | ${x.speedup_vs_yours.toFixed(2)}× |`),
+      out.push(
+        `| yours | ${y.precision} | ${y.checkpointing ? "on" : "off"} | ${y.micro_batch} × ${y.accumulation} | ${formatBytes(y.peak_bytes)} | ${rate(y.samples_per_s)} | 1.00× |`,
       );
+      s.suggestions
+        .filter((x) => !x.is_yours)
+        .forEach((x, i) =>
+          out.push(
+            `| ${i + 1} | ${x.precision} | ${x.checkpointing ? "on" : "off"} | ${x.micro_batch} × ${x.accumulation} | ${formatBytes(x.peak_bytes)} | ${rate(x.samples_per_s)} | ${x.speedup_vs_yours.toFixed(2)}× |`,
+          ),
+        );
       out.push("");
     }
     for (const note of s.notes) out.push(`> ${note}`, "");
   }
   out.push("## Assumptions", "", ...calibrationLines(report).map((l) => `${l}  `), "", "| name | value | source | calibrated |", "|---|---|---|---|");
-  for (const a of report.assumptions) out.push(`| ${a.name} | ${typeof a.value === "number" && a.value > 1e5 ? formatBytes(a.value) : String(a.value)} | ${a.source} | ${a.calibrated ? "yes" : "no"} |`);
+  for (const a of report.assumptions)
+    out.push(
+      `| ${a.name} | ${typeof a.value === "number" && a.value > 1e5 ? formatBytes(a.value) : String(a.value)} | ${a.source} | ${a.calibrated ? "yes" : "no"} |`,
+    );
   out.push("", `Speed model: ${report.speed_model}`, "");
   return out.join("\n");
 }
@@ -178,7 +203,16 @@ export function renderPlanComparison(reports: PlanReport[], format: "text" | "ma
   const first = reports[0];
   if (first === undefined) return "";
   const y = first.your_config;
-  const head = ["gpu", "memory", "budget", `your config (${y.precision}, ${y.micro_batch} × ${y.accumulation})`, "largest micro-batch", "fastest way", "samples/s", "vs yours"];
+  const head = [
+    "gpu",
+    "memory",
+    "budget",
+    `your config (${y.precision}, ${y.micro_batch} × ${y.accumulation})`,
+    "largest micro-batch",
+    "fastest way",
+    "samples/s",
+    "vs yours",
+  ];
   const rows = reports.map((r) => {
     const mine = r.your_config;
     const best = r.suggestions[0];
@@ -195,9 +229,27 @@ export function renderPlanComparison(reports: PlanReport[], format: "text" | "ma
   });
   const title = `${first.model.name} (${first.model.family}, from ${first.model.source}) on ${reports.length} GPUs: effective batch ${first.setup.effective_batch}, ${first.setup.optimizer}`;
   if (format === "markdown") {
-    return [`# Memory plans: ${title}`, "", `| ${head.join(" | ")} |`, `|${head.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`), ""].join("\n");
+    return [
+      `# Memory plans: ${title}`,
+      "",
+      `| ${head.join(" | ")} |`,
+      `|${head.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`,
+      ...rows.map((r) => `| ${r.join(" | ")} |`),
+      "",
+    ].join("\n");
   }
   const notes = reports.flatMap((r) => r.notes.map((n) => `note (${r.gpu.id}): ${n}`));
-  const calibrated = reports.map((r) => `${r.gpu.id}: ${r.calibration === null ? "defaults (no calibration for this GPU)" : `calibrated on ${r.calibration.measured_on.gpu}`}`);
-  return [`brim plan · ${title}`, "", ...table([head, ...rows], ["l", "r", "r", "r", "r", "l", "r", "r"]), "", ...notes, `constants: ${calibrated.join("; ")}`, "each GPU's full plan: brim plan <model> --gpu <id>", ""].join("\n");
+  const calibrated = reports.map(
+    (r) => `${r.gpu.id}: ${r.calibration === null ? "defaults (no calibration for this GPU)" : `calibrated on ${r.calibration.measured_on.gpu}`}`,
+  );
+  return [
+    `brim plan · ${title}`,
+    "",
+    ...table([head, ...rows], ["l", "r", "r", "r", "r", "l", "r", "r"]),
+    "",
+    ...notes,
+    `constants: ${calibrated.join("; ")}`,
+    "each GPU's full plan: brim plan <model> --gpu <id>",
+    "",
+  ].join("\n");
 }

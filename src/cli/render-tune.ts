@@ -147,15 +147,24 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
     purpose += give;
   }
   widths[5] = Math.max(10, Math.min(natural[5] ?? 0, purpose));
-  const line = (cells: string[]): string => cells.map((cell, column) => pad(cell, widths[column] ?? 0)).join("  ").trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, column) => pad(cell, widths[column] ?? 0))
+      .join("  ")
+      .trimEnd();
   const out = [line(header), line(widths.map((w) => "─".repeat(w))), ...rows.map(line)];
   const winner = record.winner;
   const before = record.trials.find((trial) => trial.index === 0);
   out.push("");
   if (winner) {
     const same = winner.index === 0 || knobDelta(winner.knobs, before?.knobs ?? {}) === "(your configuration)";
-    const speedup = winner.speedup !== null ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration` : "speedup unknown (trial 0 measured no throughput)";
-    out.push(same ? `winner: your configuration as it is — nothing found beats it beyond the measured noise${record.noise !== undefined ? ` (±${(record.noise * 100).toFixed(1)} % a trial)` : ""}` : `winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`);
+    const speedup =
+      winner.speedup !== null ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration` : "speedup unknown (trial 0 measured no throughput)";
+    out.push(
+      same
+        ? `winner: your configuration as it is — nothing found beats it beyond the measured noise${record.noise !== undefined ? ` (±${(record.noise * 100).toFixed(1)} % a trial)` : ""}`
+        : `winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`,
+    );
   } else if (record.no_winner) {
     out.push(`no winner: ${record.no_winner.reason}`, `next: ${record.no_winner.next}`);
   } else {
@@ -164,17 +173,24 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   if (record.effective_batch_policy) out.push(record.effective_batch_policy.text);
   if (record.memory_line) {
     const m = record.memory_line;
-    const slope = m.bytes_per_sample >= 1024 ? `${humanBytes(m.bytes_per_sample)} × micro-batch` : `${humanBytes(m.bytes_per_sample)} × micro-batch (no measurable growth)`;
-    out.push(`memory line: peak ≈ ${formatBytes(m.intercept_bytes)} + ${slope}, margin ${formatBytes(m.margin_bytes)}; largest micro-batch under the cap ≈ ${m.predicted_max_micro_batch}`);
+    const slope =
+      m.bytes_per_sample >= 1024 ? `${humanBytes(m.bytes_per_sample)} × micro-batch` : `${humanBytes(m.bytes_per_sample)} × micro-batch (no measurable growth)`;
+    out.push(
+      `memory line: peak ≈ ${formatBytes(m.intercept_bytes)} + ${slope}, margin ${formatBytes(m.margin_bytes)}; largest micro-batch under the cap ≈ ${m.predicted_max_micro_batch}`,
+    );
   }
   const costs = record.trials.map((trial) => trial.fixed_cost_s).filter((value): value is number => typeof value === "number");
   if (costs.length > 0) {
     const sorted = [...costs].sort((a, b) => a - b);
     const total = record.trials.reduce((a, trial) => a + trial.duration_s, 0);
-    out.push(`time: ${total.toFixed(0)} s in trials; start-up before the first step (imports, device, data) ${(sorted[Math.floor(sorted.length / 2)] ?? 0).toFixed(1)} s a trial (median)`);
+    out.push(
+      `time: ${total.toFixed(0)} s in trials; start-up before the first step (imports, device, data) ${(sorted[Math.floor(sorted.length / 2)] ?? 0).toFixed(1)} s a trial (median)`,
+    );
   }
   const budget = record.budget ? ` of ${record.budget.max_trials}` : "";
-  out.push(`cap ${formatBytes(record.cap_bytes)} ${record.cap_scope === "gpu" ? "GPU" : "RAM"} · ${record.trials.length}${budget} trials · stopped: ${record.stop_reason ?? "?"} · tune ${record.id}`);
+  out.push(
+    `cap ${formatBytes(record.cap_bytes)} ${record.cap_scope === "gpu" ? "GPU" : "RAM"} · ${record.trials.length}${budget} trials · stopped: ${record.stop_reason ?? "?"} · tune ${record.id}`,
+  );
   return `${out.map((text) => (text.length > avail + 1 && !text.startsWith("─") ? wrap(text, avail) : text)).join("\n")}\n`;
 }
 
@@ -204,13 +220,19 @@ export function renderApply(result: ApplyTuneResult, dryRun: boolean): string {
   const out: string[] = [];
   for (const file of result.files) {
     out.push(file.diff.trimEnd());
-    out.push(dryRun ? `brim: would change ${file.path} (dry run: nothing written)` : `brim: wrote ${file.path}${file.backupPath ? ` (backup: ${file.backupPath})` : ""}`);
+    out.push(
+      dryRun
+        ? `brim: would change ${file.path} (dry run: nothing written)`
+        : `brim: wrote ${file.path}${file.backupPath ? ` (backup: ${file.backupPath})` : ""}`,
+    );
   }
   for (const file of result.alreadyApplied) out.push(`brim: ${file} already has the winning values; nothing to change`);
   if (result.command) out.push(`brim: run the job with: ${result.command.map((arg) => (/[\s"'$]/.test(arg) ? JSON.stringify(arg) : arg)).join(" ")}`);
   const env = Object.entries(result.envKnobs);
   if (env.length > 0) {
-    out.push(`brim: these knobs reach the job only through brim.knob; set them where your job takes its defaults: ${env.map(([k, v]) => `${k}=${String(v)}`).join(", ")}`);
+    out.push(
+      `brim: these knobs reach the job only through brim.knob; set them where your job takes its defaults: ${env.map(([k, v]) => `${k}=${String(v)}`).join(", ")}`,
+    );
   }
   if (out.length === 0) out.push("brim: the winner is your configuration as it is; nothing to change");
   return `${out.join("\n")}\n`;

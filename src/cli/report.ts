@@ -31,7 +31,12 @@ export interface ReportCommandOptions {
  * result.files.find((f) => f.kind === "html")?.path;
  * ```
  */
-export async function reportCommand(ref: string, options: ReportCommandOptions, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Promise<ReportResult> {
+export async function reportCommand(
+  ref: string,
+  options: ReportCommandOptions,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): Promise<ReportResult> {
   const store = new RunStore(storeRoot(options.store, env, cwd));
   return writeReport(store, ref, {
     vs: options.vs,
@@ -53,7 +58,10 @@ export async function reportCommand(ref: string, options: ReportCommandOptions, 
 export function printReport(result: ReportResult, options: Pick<ReportCommandOptions, "json">, out: Output, cwd: string): void {
   if (options.json === true) {
     const { model, ...rest } = result;
-    const summary = model.kind === "run" ? { findings: model.doctor.findings.map((f) => ({ id: f.id, severity: f.severity, title: f.title })), numbers: model.numbers } : { trials: model.trials, winner: model.trials.find((t) => t.winner) ?? null };
+    const summary =
+      model.kind === "run"
+        ? { findings: model.doctor.findings.map((f) => ({ id: f.id, severity: f.severity, title: f.title })), numbers: model.numbers }
+        : { trials: model.trials, winner: model.trials.find((t) => t.winner) ?? null };
     out.stdout(JSON.stringify({ ...rest, comparison: model.comparison, ...summary }, null, 2) + "\n");
     return;
   }

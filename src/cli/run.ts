@@ -125,7 +125,10 @@ function positiveNumber(name: string): (text: string) => number {
  * ```
  */
 export function jobSwitches(options: { attach?: boolean; progressPattern?: string }): Record<string, string> {
-  return { ...(options.attach === false ? { BRIM_ATTACH: "0" } : {}), ...(options.progressPattern !== undefined ? { BRIM_PROGRESS_PATTERN: options.progressPattern } : {}) };
+  return {
+    ...(options.attach === false ? { BRIM_ATTACH: "0" } : {}),
+    ...(options.progressPattern !== undefined ? { BRIM_PROGRESS_PATTERN: options.progressPattern } : {}),
+  };
 }
 
 /**
@@ -157,7 +160,10 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   // A lost terminal (SIGHUP, a closed ssh session) makes writes fail with EIO or EPIPE: the guard
   // goes on (and stops the job) without a screen rather than die of an unhandled stream error.
   for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount("error") === 0) stream.on("error", () => {});
-  const footer = options.quiet || options.json ? null : new StatusFooter(
+  const footer =
+    options.quiet || options.json
+      ? null
+      : new StatusFooter(
           {
             write: (text) => out.stderr(text),
             isTTY: out.stderrIsTTY === true,
@@ -173,7 +179,10 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   let running = true;
   const build = { version: BRIM_VERSION, node: process.version, backend: inventory.backend, ...(inventory.driver != null ? { driver: inventory.driver } : {}) };
   const gpus = inventory.backend === "cpu" ? [] : inventory.gpus.map((gpu) => gpu.index);
-  const metrics = options.prometheus !== undefined ? await serveMetrics(options.prometheus, () => (latestState ? formatPrometheus(latestState, { run_id: runId }, { gpus, running, build }) : "")) : null;
+  const metrics =
+    options.prometheus !== undefined
+      ? await serveMetrics(options.prometheus, () => (latestState ? formatPrometheus(latestState, { run_id: runId }, { gpus, running, build }) : ""))
+      : null;
   let ended = false;
   try {
     const result = await guardRun(
@@ -193,11 +202,17 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         keepOnSupervisorLoss: options.keepOnSupervisorLoss === true,
         onStart: ({ runId: id, pid }) => {
           runId = id;
-          if (!options.json) out.stderr(`brim: run ${id} · pid ${pid}${options.cap !== undefined ? ` · cap ${formatBytes(options.cap)} ${inventory.backend === "cpu" ? "RAM" : "GPU"}` : ""}${metrics ? ` · metrics http://127.0.0.1:${options.prometheus}/metrics` : ""}\n`);
+          if (!options.json)
+            out.stderr(
+              `brim: run ${id} · pid ${pid}${options.cap !== undefined ? ` · cap ${formatBytes(options.cap)} ${inventory.backend === "cpu" ? "RAM" : "GPU"}` : ""}${metrics ? ` · metrics http://127.0.0.1:${options.prometheus}/metrics` : ""}\n`,
+            );
         },
         // the job's output passes through as it comes (\r progress updates included); on a terminal
         // it runs on a pseudo-terminal of its own so it prints as it would in the shell
-        pty: options.json !== true && out.stderrIsTTY === true && out.stdoutIsTTY === true ? { columns: out.columns ?? 100, rows: out.rows ?? 24, current: () => ({ columns: out.columns ?? 100, rows: out.rows ?? 24 }) } : null,
+        pty:
+          options.json !== true && out.stderrIsTTY === true && out.stdoutIsTTY === true
+            ? { columns: out.columns ?? 100, rows: out.rows ?? 24, current: () => ({ columns: out.columns ?? 100, rows: out.rows ?? 24 }) }
+            : null,
         onChunk: (stream, chunk) => {
           const write = (text: string): void => (stream === 1 ? out.stdout(text) : out.stderr(text));
           if (footer) footer.chunk(chunk, write, stream === 2 || out.stdoutIsTTY === true);
@@ -238,16 +253,37 @@ export function renderRunSummary(run: RunCommandResult): string {
   const lines: string[] = [];
   const scope = meta.cap_scope === "gpu" ? "GPU" : "RAM";
   lines.push(`brim: run ${meta.id} ended: ${end?.cause ?? "?"}${end && end.cause !== "ok" ? ` — ${end.message}` : ""}`);
-  const source = summary.throughput_source ? ` (measured by ${summary.throughput_source === "progress" ? "the job's progress lines" : summary.throughput_source === "attach" ? "attach" : "the SDK"})` : "";
-  const throughput = summary.samples_per_s !== null ? `${summary.samples_per_s.toPrecision(4)} samples/s over ${summary.steady_steps} steady steps${source}` : summary.step_time_s !== null && summary.steady_steps > 0 ? `${summary.step_time_s.toPrecision(4)} s per step over ${summary.steady_steps} steady steps${source}; samples per step unknown` : `no steady steps reported${summary.steps === 0 ? " (brim saw no optimizer step, DataLoader or progress line, or the job stopped before its first step)" : ""}`;
+  const source = summary.throughput_source
+    ? ` (measured by ${summary.throughput_source === "progress" ? "the job's progress lines" : summary.throughput_source === "attach" ? "attach" : "the SDK"})`
+    : "";
+  const throughput =
+    summary.samples_per_s !== null
+      ? `${summary.samples_per_s.toPrecision(4)} samples/s over ${summary.steady_steps} steady steps${source}`
+      : summary.step_time_s !== null && summary.steady_steps > 0
+        ? `${summary.step_time_s.toPrecision(4)} s per step over ${summary.steady_steps} steady steps${source}; samples per step unknown`
+        : `no steady steps reported${summary.steps === 0 ? " (brim saw no optimizer step, DataLoader or progress line, or the job stopped before its first step)" : ""}`;
   lines.push(`  throughput   ${throughput}`);
   if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
   const pss = summary.peak_tree_pss_bytes ?? null;
   const peak = meta.cap_scope === "gpu" ? summary.peak_tree_gpu_bytes : (pss ?? summary.peak_tree_rss_bytes);
-  const counted = meta.cap_scope === "gpu" ? "process tree" : pss !== null ? `PSS of the process tree; RSS ${summary.peak_tree_rss_bytes !== null ? formatBytes(summary.peak_tree_rss_bytes) : "?"}` : "RSS of the process tree";
-  if (peak !== null) lines.push(`  peak memory  ${formatBytes(peak)} ${scope} (${counted})${meta.cap_bytes !== null ? ` of the ${formatBytes(meta.cap_bytes)} cap (${((peak / meta.cap_bytes) * 100).toFixed(0)}%)` : ""}`);
-  if (summary.framework_peak_allocated_bytes !== null) lines.push(`  framework    peak allocated ${formatBytes(summary.framework_peak_allocated_bytes)}, reserved ${formatBytes(summary.framework_peak_reserved_bytes ?? 0)}`);
-  if (summary.gpu_util_mean !== null) lines.push(`  utilization  ${summary.gpu_util_mean.toFixed(0)}% GPU (time a kernel ran)${summary.sm_activity_mean !== null ? `, ${summary.sm_activity_mean.toFixed(0)}% SM activity` : ""}`);
+  const counted =
+    meta.cap_scope === "gpu"
+      ? "process tree"
+      : pss !== null
+        ? `PSS of the process tree; RSS ${summary.peak_tree_rss_bytes !== null ? formatBytes(summary.peak_tree_rss_bytes) : "?"}`
+        : "RSS of the process tree";
+  if (peak !== null)
+    lines.push(
+      `  peak memory  ${formatBytes(peak)} ${scope} (${counted})${meta.cap_bytes !== null ? ` of the ${formatBytes(meta.cap_bytes)} cap (${((peak / meta.cap_bytes) * 100).toFixed(0)}%)` : ""}`,
+    );
+  if (summary.framework_peak_allocated_bytes !== null)
+    lines.push(
+      `  framework    peak allocated ${formatBytes(summary.framework_peak_allocated_bytes)}, reserved ${formatBytes(summary.framework_peak_reserved_bytes ?? 0)}`,
+    );
+  if (summary.gpu_util_mean !== null)
+    lines.push(
+      `  utilization  ${summary.gpu_util_mean.toFixed(0)}% GPU (time a kernel ran)${summary.sm_activity_mean !== null ? `, ${summary.sm_activity_mean.toFixed(0)}% SM activity` : ""}`,
+    );
   if (summary.energy_j_per_sample !== null) lines.push(`  energy       ${summary.energy_j_per_sample.toPrecision(3)} J/sample`);
   if (summary.oom_recoveries > 0) lines.push(`  recovered    ${summary.oom_recoveries} out-of-memory errors inside the step (no step lost)`);
   lines.push(`  duration     ${formatDuration(summary.duration_s)} · ${summary.steps} steps`);
@@ -277,19 +313,33 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .option("--cap <size>", "memory cap for the whole process tree: GPU memory, or RAM in CPU mode (e.g. 12GiB)", (text) => parseByteSize(text))
     .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")
     .option("--prometheus <port>", "serve Prometheus metrics on 127.0.0.1:<port>/metrics", positiveInteger("--prometheus"))
-    .addOption(new Option("--prometheus-grace <seconds>", "keep the metrics endpoint up this long after the run, for the last scrape (0 = no)").default(5).argParser(positiveInteger("--prometheus-grace", 0)))
+    .addOption(
+      new Option("--prometheus-grace <seconds>", "keep the metrics endpoint up this long after the run, for the last scrape (0 = no)")
+        .default(5)
+        .argParser(positiveInteger("--prometheus-grace", 0)),
+    )
     .addOption(new Option("--hz <n>", "sampling rate of GPU and process readings").default(10).argParser(positiveNumber("--hz")))
-    .addOption(new Option("--hung-after <seconds>", "stop and classify the job as hung after this long without a step (0 = never)").default(900).argParser(positiveInteger("--hung-after", 0)))
+    .addOption(
+      new Option("--hung-after <seconds>", "stop and classify the job as hung after this long without a step (0 = never)")
+        .default(900)
+        .argParser(positiveInteger("--hung-after", 0)),
+    )
     .addOption(new Option("--grace <seconds>", "seconds between SIGTERM and SIGKILL when stopping the job").default(10).argParser(positiveNumber("--grace")))
     .option("--steps <n>", "step budget: the job ends after n optimizer steps (attach or SDK; progress lines as the last resort)", positiveInteger("--steps"))
     .addOption(new Option("--warmup <n>", "steps left out of steady-state throughput").default(3).argParser(positiveInteger("--warmup", 0)))
     .addOption(new Option("--knob <name=value>", "a knob value for the job (read with brim.knob); repeatable").default({}).argParser(parseKnobArgument))
     .option("--no-shrink", "never ask the SDK to shrink the micro-batch near the cap (stop at the cap instead)")
     .option("--no-attach", "do not attach to the Python job (optimizer steps, DataLoader, autocast are then seen only through the SDK); also BRIM_ATTACH=0")
-    .option("--progress-pattern <regex>", "read throughput from output lines matching this pattern (named groups samples_per_s, steps_per_s, s_per_step, ms_per_step, step) when brim sees no step otherwise")
+    .option(
+      "--progress-pattern <regex>",
+      "read throughput from output lines matching this pattern (named groups samples_per_s, steps_per_s, s_per_step, ms_per_step, step) when brim sees no step otherwise",
+    )
     .option("--json", "print the run record (metadata and summary) as JSON at the end")
     .option("--quiet", "no live view; the summary only")
-    .option("--keep-on-supervisor-loss", "if brim itself is lost (killed, crashed, terminal closed), let the job run on, recorded as unguarded, instead of stopping it")
+    .option(
+      "--keep-on-supervisor-loss",
+      "if brim itself is lost (killed, crashed, terminal closed), let the job run on, recorded as unguarded, instead of stopping it",
+    )
     .addHelpText(
       "after",
       `
@@ -317,7 +367,9 @@ The record lands in .brim/runs/<id>/ (run.json, timeline.ndjson, output.log): se
       // The last net: an error nothing caught while guarding is one line and exit 70; brim's
       // watchdog then stops the job and finishes its record (supervisor_lost), as for any loss of brim.
       const lastNet = (error: Error): void => {
-        out.stderr(`brim: internal error while guarding the job: ${(error.message.split("\n", 1)[0] ?? "").trim()}; the job is being stopped (supervisor_lost)\n`);
+        out.stderr(
+          `brim: internal error while guarding the job: ${(error.message.split("\n", 1)[0] ?? "").trim()}; the job is being stopped (supervisor_lost)\n`,
+        );
         process.exit(EXIT_GUARD_FAILED);
       };
       process.once("uncaughtException", lastNet);

@@ -156,7 +156,9 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
       onTrialEnd: (event) => {
         if (!talk) return;
         erase();
-        out.stderr(`brim: ${renderTrialLine(event.index, event.plannedTotal, knobDelta(event.knobs, event.index === 0 ? {} : (baseline ?? {})), event.result)}\n`);
+        out.stderr(
+          `brim: ${renderTrialLine(event.index, event.plannedTotal, knobDelta(event.knobs, event.index === 0 ? {} : (baseline ?? {})), event.result)}\n`,
+        );
       },
     },
     { devices, store },
@@ -166,7 +168,10 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
     process.off("SIGHUP", onSignal);
   });
   erase();
-  const applied = options.apply && result.record.winner !== null && result.record.stop_reason !== "interrupted" ? await applyTune(result.record, { force: options.force === true, dryRun: false }) : null;
+  const applied =
+    options.apply && result.record.winner !== null && result.record.stop_reason !== "interrupted"
+      ? await applyTune(result.record, { force: options.force === true, dryRun: false })
+      : null;
   return { tune: result, applied };
 }
 
@@ -190,16 +195,35 @@ export function registerTune(program: Command, out: Output, setExitCode: (code: 
     )
     .argument("<command...>", "the training command, after --")
     .passThroughOptions()
-    .option("--cap <size>", "memory cap of the job's process tree: GPU memory, or RAM in CPU mode (default 90% of the GPU / half the RAM)", (text) => parseByteSize(text))
+    .option("--cap <size>", "memory cap of the job's process tree: GPU memory, or RAM in CPU mode (default 90% of the GPU / half the RAM)", (text) =>
+      parseByteSize(text),
+    )
     .option("--effective-batch <n>", "hold micro-batch × accumulation at n (the maths stay the same)", integerAtLeast("--effective-batch", 1))
     .option("--free-batch", "let the effective batch change with the micro-batch even when your accumulation is > 1")
-    .option("--bind <knob=file:key|knob=env>", "where a knob lives, when brim cannot find it: conf/train.yaml:loader.bs, or env (brim.knob only); repeatable", collect, [])
-    .addOption(new Option("--knob <name=v1,v2,...>", "values to try for a knob (one value: the baseline of a {name} template); repeatable").default({}).argParser(knobList))
+    .option(
+      "--bind <knob=file:key|knob=env>",
+      "where a knob lives, when brim cannot find it: conf/train.yaml:loader.bs, or env (brim.knob only); repeatable",
+      collect,
+      [],
+    )
+    .addOption(
+      new Option("--knob <name=v1,v2,...>", "values to try for a knob (one value: the baseline of a {name} template); repeatable")
+        .default({})
+        .argParser(knobList),
+    )
     .option("--fix <knob>", "do not tune this knob; repeatable", collect, [])
     .addOption(new Option("--max-trials <n>", "stop after n trials").default(16).argParser(integerAtLeast("--max-trials", 1)))
     .addOption(new Option("--max-time <duration>", "stop starting trials after this long (90s, 15m, 1h)").default(20 * 60, "20m").argParser(parseDuration))
-    .addOption(new Option("--warmup <steps>", "steps per trial always left out of the measurement (slower leading steps are found and left out too)").default(1).argParser(integerAtLeast("--warmup", 0)))
-    .addOption(new Option("--steps <n>", "measured steps per trial at most (a trial stops sooner once its throughput is stable)").default(20).argParser(integerAtLeast("--steps", 2)))
+    .addOption(
+      new Option("--warmup <steps>", "steps per trial always left out of the measurement (slower leading steps are found and left out too)")
+        .default(1)
+        .argParser(integerAtLeast("--warmup", 0)),
+    )
+    .addOption(
+      new Option("--steps <n>", "measured steps per trial at most (a trial stops sooner once its throughput is stable)")
+        .default(20)
+        .argParser(integerAtLeast("--steps", 2)),
+    )
     .addOption(new Option("--window <duration>", "measured seconds per trial at most").default(10, "10s").argParser(parseDuration))
     .addOption(new Option("--trial-time <duration>", "longest a single trial may run, start-up included").default(300, "5m").argParser(parseDuration))
     .option("--max-batch <n>", "largest micro-batch to try (e.g. the dataset size)", integerAtLeast("--max-batch", 1))

@@ -43,7 +43,8 @@ export type ParsedFormat =
 export function formatOf(path: string): ConfigFormat {
   const ext = extname(path).toLowerCase();
   const format = EXTENSIONS[ext];
-  if (format === undefined) throw new InputError(`brim edits .yaml, .yml, .json and .toml config files, not ${ext === "" ? "a file without an extension" : ext}`, { file: path });
+  if (format === undefined)
+    throw new InputError(`brim edits .yaml, .yml, .json and .toml config files, not ${ext === "" ? "a file without an extension" : ext}`, { file: path });
   return format;
 }
 
@@ -138,4 +139,3 @@ export function parseFormat(text: string, format: ConfigFormat, path: string): P
   const toml = parseToml(body, path);
   return { format, data: toml.data, empty: false, toml };
 }
-

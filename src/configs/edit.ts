@@ -66,11 +66,17 @@ function verify(next: string, expected: unknown, segments: readonly KeySegment[]
   try {
     reparsed = parseFormat(next, doc.format, doc.path);
   } catch (error) {
-    throw new InputError(`cannot be set safely: the edited file would not parse (${(error as Error).message}); edit it by hand`, { file: doc.path, field: key }, { cause: error });
+    throw new InputError(
+      `cannot be set safely: the edited file would not parse (${(error as Error).message}); edit it by hand`,
+      { file: doc.path, field: key },
+      { cause: error },
+    );
   }
   if (sameValue(reparsed.data, expected)) return reparsed;
   const got = getAt(reparsed.data, segments);
-  const why = sameValue(got, value) ? "other keys would change with it" : `it would read back as ${JSON.stringify(got) ?? "nothing"}, not ${JSON.stringify(value)}`;
+  const why = sameValue(got, value)
+    ? "other keys would change with it"
+    : `it would read back as ${JSON.stringify(got) ?? "nothing"}, not ${JSON.stringify(value)}`;
   throw new InputError(`cannot be set safely: ${why}; edit it by hand`, { file: doc.path, field: key });
 }
 
@@ -83,7 +89,8 @@ function checkValue(edit: ConfigEdit, file: string): ConfigValue {
     return value === 0 ? 0 : value;
   }
   if (typeof value === "string") {
-    if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(value)) throw new InputError("the string holds a lone UTF-16 surrogate, which UTF-8 cannot store", { file, field });
+    if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(value))
+      throw new InputError("the string holds a lone UTF-16 surrogate, which UTF-8 cannot store", { file, field });
     return value;
   }
   throw new InputError(`must be a string, a number, a boolean or null, got ${Array.isArray(value) ? "an array" : typeof value}`, { file, field });

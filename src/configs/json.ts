@@ -119,7 +119,10 @@ function insertMember(text: string, object: Extract<JsonNode, { kind: "object" }
   const colon = first === undefined ? ": " : text.slice(first.keyEnd, first.value.start);
   const multiline = first === undefined ? unit !== null : text.slice(object.start, first.keyStart).includes("\n");
   const outer = indentOf(text, object.start);
-  const inner = first !== undefined && multiline && /^[ \t]*$/.test(text.slice(lineStartOf(text, first.keyStart), first.keyStart)) ? indentOf(text, first.keyStart) : outer + (unit ?? "  ");
+  const inner =
+    first !== undefined && multiline && /^[ \t]*$/.test(text.slice(lineStartOf(text, first.keyStart), first.keyStart))
+      ? indentOf(text, first.keyStart)
+      : outer + (unit ?? "  ");
   const step = unit ?? "  ";
   const member = (depth: number, i: number): string => {
     const key = `${JSON.stringify(rest[i]?.name ?? "")}${colon}`;

@@ -81,7 +81,9 @@ export function parseKeyPath(key: string): KeySegment[] {
  */
 export function formatKeyPath(segments: readonly KeySegment[]): string {
   return segments
-    .map((s) => (s.name !== "" && !/["\\.]/.test(s.name) && (s.index !== undefined || !/^\d+$/.test(s.name)) ? s.name : `"${s.name.replace(/["\\]/g, (c) => `\\${c}`)}"`))
+    .map((s) =>
+      s.name !== "" && !/["\\.]/.test(s.name) && (s.index !== undefined || !/^\d+$/.test(s.name)) ? s.name : `"${s.name.replace(/["\\]/g, (c) => `\\${c}`)}"`,
+    )
     .join(".");
 }
 
@@ -126,7 +128,8 @@ export function setAt(data: unknown, segments: readonly KeySegment[], value: unk
       if (last) node[segment.index] = value;
       else node = node[segment.index];
     } else if (isPlainObject(node)) {
-      if (last || !Object.hasOwn(node, segment.name)) Object.defineProperty(node, segment.name, { value: last ? value : {}, writable: true, enumerable: true, configurable: true });
+      if (last || !Object.hasOwn(node, segment.name))
+        Object.defineProperty(node, segment.name, { value: last ? value : {}, writable: true, enumerable: true, configurable: true });
       node = node[segment.name];
     } else {
       throw new BrimError("E_INTERNAL", `setAt: cannot descend into ${typeof node} at ${segment.name}`);
@@ -156,8 +159,10 @@ export function checkEditPath(data: unknown, segments: readonly KeySegment[], ke
   for (const [i, segment] of segments.entries()) {
     const where = i === 0 ? "the document root" : formatKeyPath(segments.slice(0, i));
     if (Array.isArray(node)) {
-      if (segment.index === undefined) throw new InputError(`${where} is a ${words.list}; index it with a number, not ${JSON.stringify(segment.name)}`, { file, field: key });
-      if (segment.index >= node.length) throw new InputError(`index ${segment.index} is out of range: ${where} has ${node.length} item${node.length === 1 ? "" : "s"}`, { file, field: key });
+      if (segment.index === undefined)
+        throw new InputError(`${where} is a ${words.list}; index it with a number, not ${JSON.stringify(segment.name)}`, { file, field: key });
+      if (segment.index >= node.length)
+        throw new InputError(`index ${segment.index} is out of range: ${where} has ${node.length} item${node.length === 1 ? "" : "s"}`, { file, field: key });
       node = node[segment.index];
     } else if (isPlainObject(node)) {
       if (!Object.hasOwn(node, segment.name)) return;

@@ -171,7 +171,9 @@ export function tomlSplice(parsed: ParsedToml, text: string, segments: readonly 
       }
     }
     if (best !== undefined) return pairAfter(text, container, best, line);
-    const throughArray = parsed.containers.some((c) => c.path.some((p) => typeof p === "number") && c.path.length <= parent.length && c.path.every((p, i) => String(p) === parent[i]));
+    const throughArray = parsed.containers.some(
+      (c) => c.path.some((p) => typeof p === "number") && c.path.length <= parent.length && c.path.every((p, i) => String(p) === parent[i]),
+    );
     if (container.kind === "root" && !throughArray) return newTable(text, parent, `${tomlKey(target.at(-1) ?? "")} = ${renderTomlValue(value, undefined)}`);
   }
   const last = container.pairs.at(-1);

@@ -79,14 +79,19 @@ async function resolveLink(path: string): Promise<string> {
 
 async function hashOf(path: string): Promise<string> {
   try {
-    return createHash("sha256").update(await readFile(path)).digest("hex");
+    return createHash("sha256")
+      .update(await readFile(path))
+      .digest("hex");
   } catch (error) {
     throw ioError("read", path, error);
   }
 }
 
 function staleError(path: string, expected: string, actual: string): BrimError {
-  return new BrimError("E_STALE", `${path} changed since brim read it (sha256 ${expected.slice(0, 12)}… is now ${actual.slice(0, 12)}…); re-run the tune or apply with --force`);
+  return new BrimError(
+    "E_STALE",
+    `${path} changed since brim read it (sha256 ${expected.slice(0, 12)}… is now ${actual.slice(0, 12)}…); re-run the tune or apply with --force`,
+  );
 }
 
 async function replaceFile(shownPath: string, target: string, text: string, beforeRename?: () => Promise<void>): Promise<void> {
@@ -99,7 +104,12 @@ async function replaceFile(shownPath: string, target: string, text: string, befo
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw ioError("write", shownPath, error);
   }
-  await writeAtomic(target, text, { shownPath, ...(mode !== undefined ? { mode } : {}), ...(owner !== undefined ? { owner } : {}), ...(beforeRename ? { beforeRename } : {}) });
+  await writeAtomic(target, text, {
+    shownPath,
+    ...(mode !== undefined ? { mode } : {}),
+    ...(owner !== undefined ? { owner } : {}),
+    ...(beforeRename ? { beforeRename } : {}),
+  });
 }
 
 async function writeBackup(target: string, text: string): Promise<string> {

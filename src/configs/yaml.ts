@@ -64,7 +64,10 @@ function checkMappings(doc: Document.Parsed, text: string, file: string): void {
   visit(doc, {
     Map(_key, node) {
       if (node.items.length > MAX_YAML_KEYS_PER_MAPPING) {
-        throw new BrimError("E_INPUT", `${file}: a mapping with ${node.items.length} keys (brim reads configs with up to ${MAX_YAML_KEYS_PER_MAPPING} keys per mapping)`);
+        throw new BrimError(
+          "E_INPUT",
+          `${file}: a mapping with ${node.items.length} keys (brim reads configs with up to ${MAX_YAML_KEYS_PER_MAPPING} keys per mapping)`,
+        );
       }
       const seen = new Set<string>();
       for (const pair of node.items) {
@@ -97,14 +100,18 @@ export function yamlSplice(parsed: ParsedYaml, text: string, segments: readonly 
     if (!shared.has(node)) return;
     const where = i === 0 ? "the document root" : formatKeyPath(segments.slice(0, i));
     const anchor = (node as Node).anchor ?? "";
-    throw new InputError(`${where} has the anchor &${anchor}, which aliases (*${anchor}) reuse; setting it here would change them too, so edit it by hand`, { file, field: key });
+    throw new InputError(`${where} has the anchor &${anchor}, which aliases (*${anchor}) reuse; setting it here would change them too, so edit it by hand`, {
+      file,
+      field: key,
+    });
   };
   if (parsed.empty) return { start: text.length, end: text.length, insert: appendToEmpty(text, segments, value) };
   let node: unknown = doc.contents;
   let inFlow = false;
   for (const [i, segment] of segments.entries()) {
     const where = i === 0 ? "the document root" : formatKeyPath(segments.slice(0, i));
-    if (isAlias(node)) throw new InputError(`${where} is the alias *${node.source}; set the key under its anchor &${node.source} instead`, { file, field: key });
+    if (isAlias(node))
+      throw new InputError(`${where} is the alias *${node.source}; set the key under its anchor &${node.source} instead`, { file, field: key });
     refuseShared(node, i);
     const last = i === segments.length - 1;
     if (isMap(node)) {
@@ -219,7 +226,14 @@ function replaceValue(text: string, node: unknown, value: ConfigValue, inFlow: b
   return { start, end, insert: renderYamlScalar(value, node.type, inFlow) };
 }
 
-function insertIntoMap(doc: Document.Parsed, text: string, map: YAMLMap<ParsedNode, ParsedNode | null>, rest: readonly KeySegment[], value: ConfigValue, inFlow: boolean): Splice {
+function insertIntoMap(
+  doc: Document.Parsed,
+  text: string,
+  map: YAMLMap<ParsedNode, ParsedNode | null>,
+  rest: readonly KeySegment[],
+  value: ConfigValue,
+  inFlow: boolean,
+): Splice {
   const flow = inFlow || map.flow === true;
   const leaf = renderYamlScalar(value, undefined, flow);
   if (map.flow === true) {
@@ -247,9 +261,7 @@ function appendToEmpty(text: string, segments: readonly KeySegment[], value: Con
 }
 
 function blockLines(rest: readonly KeySegment[], leaf: string, column: number, step: number, eol: string, inFlow: boolean): string {
-  return rest
-    .map((segment, i) => `${eol}${" ".repeat(column + i * step)}${yamlKey(segment.name, inFlow)}:${i === rest.length - 1 ? ` ${leaf}` : ""}`)
-    .join("");
+  return rest.map((segment, i) => `${eol}${" ".repeat(column + i * step)}${yamlKey(segment.name, inFlow)}:${i === rest.length - 1 ? ` ${leaf}` : ""}`).join("");
 }
 
 function indentStep(doc: Document.Parsed, text: string): number {

@@ -166,11 +166,32 @@ export async function listRuns(store: RunStore, limit = 500, now = Date.now()): 
     }
     const { status, live } = await runStatus(store, meta, now / 1000);
     const s = meta.summary;
-    let measured: { samples_per_s: number | null; data_wait_share: number | null; gpu_util_mean: number | null; peak: number | null; duration: number | null } | null = s === null ? null : { samples_per_s: s.samples_per_s, data_wait_share: s.data_wait_share, gpu_util_mean: s.gpu_util_mean, peak: s.peak_tree_gpu_bytes ?? s.peak_tree_rss_bytes, duration: s.duration_s };
+    let measured: {
+      samples_per_s: number | null;
+      data_wait_share: number | null;
+      gpu_util_mean: number | null;
+      peak: number | null;
+      duration: number | null;
+    } | null =
+      s === null
+        ? null
+        : {
+            samples_per_s: s.samples_per_s,
+            data_wait_share: s.data_wait_share,
+            gpu_util_mean: s.gpu_util_mean,
+            peak: s.peak_tree_gpu_bytes ?? s.peak_tree_rss_bytes,
+            duration: s.duration_s,
+          };
     if (measured === null && live) {
       const { timeline } = await loadTimelineSpread(timelinePath(store, id), { budgetBytes: PAGE_READ_BYTES / 4 });
       const m = measureRun(meta, timeline);
-      measured = { samples_per_s: m.samples_per_s, data_wait_share: m.data_wait_share, gpu_util_mean: m.gpu_util_mean, peak: m.peak_tree_gpu_bytes ?? m.peak_tree_rss_bytes, duration: null };
+      measured = {
+        samples_per_s: m.samples_per_s,
+        data_wait_share: m.data_wait_share,
+        gpu_util_mean: m.gpu_util_mean,
+        peak: m.peak_tree_gpu_bytes ?? m.peak_tree_rss_bytes,
+        duration: null,
+      };
     }
     items.push({
       id,
@@ -217,7 +238,12 @@ export async function listTunes(store: RunStore, limit = 200): Promise<TuneListI
       running: tune.ended_at === null,
       trials: tune.trials.length,
       finished: tune.trials.filter((t) => t.end === "ok").length,
-      winner: tune.winner === null ? null : Object.entries(tune.winner.knobs).map(([k, v]) => `${k}=${String(v)}`).join(", "),
+      winner:
+        tune.winner === null
+          ? null
+          : Object.entries(tune.winner.knobs)
+              .map(([k, v]) => `${k}=${String(v)}`)
+              .join(", "),
       speedup: tune.winner?.speedup ?? null,
     });
   }
@@ -267,7 +293,11 @@ export async function tuneView(store: RunStore, id: string): Promise<TuneView> {
  */
 export function liveCharts(meta: RunMeta, tl: Timeline): { charts: ChartSpec[]; numbers: NumberRow[]; tiles: NumberRow[] } {
   const m = measureRun(meta, tl);
-  return { charts: [...runCharts(meta, tl, m), ...progressCharts([{ label: "this run", meta, timeline: tl }], "step")], numbers: measureRows(m, isGpuRun(meta)), tiles: liveTiles(meta, tl) };
+  return {
+    charts: [...runCharts(meta, tl, m), ...progressCharts([{ label: "this run", meta, timeline: tl }], "step")],
+    numbers: measureRows(m, isGpuRun(meta)),
+    tiles: liveTiles(meta, tl),
+  };
 }
 
 /**

@@ -66,7 +66,11 @@ export function trialName(knobs: Record<string, number | string | boolean>): str
 
 function runRow(r: RunListItem, now: number, trial: boolean): string {
   const name = trial ? `<a href="/runs/${esc(r.id)}" class="name">${esc(trialName(r.knobs))}</a>` : `<a href="/runs/${esc(r.id)}">${esc(r.id)}</a>`;
-  const what = trial ? `trial <span class="muted">${esc(r.id)}</span>` : r.kind === "trial" && r.tune_id !== null ? `trial of <a href="/tunes/${esc(r.tune_id)}">tune</a>` : esc(r.kind);
+  const what = trial
+    ? `trial <span class="muted">${esc(r.id)}</span>`
+    : r.kind === "trial" && r.tune_id !== null
+      ? `trial of <a href="/tunes/${esc(r.tune_id)}">tune</a>`
+      : esc(r.kind);
   return `<tr data-run-id="${esc(r.id)}"${trial ? ` class="trial" data-trial-of="${esc(r.tune_id ?? "")}"` : ""}><td>${name}${r.live ? ` <span class="live-badge">live</span>` : ""}</td><td>${what}</td><td class="status-${esc(r.status)}">${esc(r.status)}</td><td>${esc(ago(r.started_at, now))}</td><td><code>${esc(r.command)}</code></td><td>${esc(r.device)}</td><td class="num">${esc(formatRate(r.samples_per_s))}</td><td class="num">${esc(formatShare(r.data_wait_share))}</td><td class="num">${esc(formatPercent(r.gpu_util_mean))}</td><td class="num">${esc(formatMaybeBytes(r.peak_bytes))}</td><td class="num">${esc(formatSeconds(r.duration_s))}</td></tr>`;
 }
 
@@ -89,7 +93,10 @@ export function indexPage(runs: readonly RunListItem[], tunes: readonly TuneList
     .map((t) => {
       const trials = runs.filter((r) => grouped(r) && r.tune_id === t.id).reverse();
       const head = `<tr data-tune-id="${esc(t.id)}" class="tune"><td><a href="/tunes/${esc(t.id)}">${esc(t.id)}</a>${t.running ? ` <span class="live-badge">running</span>` : ""}</td><td>${esc(ago(t.started_at, now))}</td><td><code>${esc(t.command)}</code></td><td class="num" data-trials>${t.finished} ok of ${t.trials}</td><td>${esc(t.winner ?? "none")}</td><td class="num">${t.speedup === null ? "n/a" : `${t.speedup.toFixed(2)}×`}</td></tr>`;
-      const nested = trials.length === 0 ? "" : `<tr class="trials" data-trials-of="${esc(t.id)}"><td colspan="6"><details><summary>${trials.length} trial run${trials.length === 1 ? "" : "s"}</summary><table class="runs trials"><tbody>${trials.map((r) => runRow(r, now, true)).join("")}</tbody></table></details></td></tr>`;
+      const nested =
+        trials.length === 0
+          ? ""
+          : `<tr class="trials" data-trials-of="${esc(t.id)}"><td colspan="6"><details><summary>${trials.length} trial run${trials.length === 1 ? "" : "s"}</summary><table class="runs trials"><tbody>${trials.map((r) => runRow(r, now, true)).join("")}</tbody></table></details></td></tr>`;
       return head + nested;
     })
     .join("");
@@ -141,7 +148,10 @@ export function runPage(view: RunView, storeRoot: string, nonce: string, options
   const { model, meta } = view;
   const axis = options.axis ?? "step";
   const vs = options.vs ?? null;
-  const progressRuns: ProgressRun[] = [{ label: vs === null ? "this run" : meta.id, meta, timeline: view.timeline }, ...(vs === null ? [] : [{ label: `vs ${vs.meta.id}`, meta: vs.meta, timeline: vs.timeline }])];
+  const progressRuns: ProgressRun[] = [
+    { label: vs === null ? "this run" : meta.id, meta, timeline: view.timeline },
+    ...(vs === null ? [] : [{ label: `vs ${vs.meta.id}`, meta: vs.meta, timeline: vs.timeline }]),
+  ];
   // the live stream redraws the single-run, step-axis charts; an overlay or a time axis stays as loaded
   const fixed = vs !== null || axis !== "step";
   const query = (next: { x?: ProgressAxis }): string => {
@@ -160,9 +170,16 @@ export function runPage(view: RunView, storeRoot: string, nonce: string, options
       : differences.length === 0
         ? `<p data-knob-diff>Same knobs, cap and command as ${esc(vs.meta.id)}.</p>`
         : `<table class="facts" data-knob-diff><thead><tr><th>differs</th><th>${esc(vs.meta.id)}</th><th>this run</th></tr></thead><tbody>${differences.map((d) => `<tr><th>${esc(d.name)}</th><td>${esc(d.a)}</td><td>${esc(d.b)}</td></tr>`).join("")}</tbody></table>`,
-    chartsHtml(progressCharts(progressRuns, axis).map((c) => ({ id: c.id, svg: renderChart(c) }))).replace(/<figure data-chart-box=/g, fixed ? "<figure data-static data-chart-box=" : "<figure data-chart-box="),
+    chartsHtml(progressCharts(progressRuns, axis).map((c) => ({ id: c.id, svg: renderChart(c) }))).replace(
+      /<figure data-chart-box=/g,
+      fixed ? "<figure data-static data-chart-box=" : "<figure data-chart-box=",
+    ),
   ].join("\n");
-  const statusText = view.live ? "live" : view.status === "unfinished" ? "unfinished: no end recorded and the timeline stopped growing" : `ended: ${view.status}`;
+  const statusText = view.live
+    ? "live"
+    : view.status === "unfinished"
+      ? "unfinished: no end recorded and the timeline stopped growing"
+      : `ended: ${view.status}`;
   const body = [
     header(storeRoot),
     `<main data-run="${esc(meta.id)}" data-live="${view.live ? "true" : "false"}" data-offset="${view.offset}">`,

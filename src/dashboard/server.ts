@@ -181,23 +181,32 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   async function route(req: IncomingMessage, res: ServerResponse, url: URL, nonce: string): Promise<Reply | null> {
     const path = url.pathname;
     const wantsJson = path.startsWith("/api/");
-    const notFound = (message: string): Reply => (wantsJson ? json(404, { error: message }) : { status: 404, type: "text/html; charset=utf-8", body: errorPage(404, message, store.root, nonce) });
-    const segments = path.split("/").slice(1).map((s) => {
-      try {
-        return decodeURIComponent(s);
-      } catch {
-        return "\0";
-      }
-    });
+    const notFound = (message: string): Reply =>
+      wantsJson ? json(404, { error: message }) : { status: 404, type: "text/html; charset=utf-8", body: errorPage(404, message, store.root, nonce) };
+    const segments = path
+      .split("/")
+      .slice(1)
+      .map((s) => {
+        try {
+          return decodeURIComponent(s);
+        } catch {
+          return "\0";
+        }
+      });
     const [a, b, c, d] = segments;
     const idOk = (id: string | undefined): id is string => id !== undefined && isRecordId(id);
-    if (path === "/" || path === "") return { status: 200, type: "text/html; charset=utf-8", body: indexPage(await listRuns(store), await listTunes(store), store.root, nonce) };
+    if (path === "/" || path === "")
+      return { status: 200, type: "text/html; charset=utf-8", body: indexPage(await listRuns(store), await listTunes(store), store.root, nonce) };
     if (a === "runs" && segments.length === 2) {
       if (!idOk(b)) return notFound(`'${b ?? ""}' is not a run id`);
       const vsId = url.searchParams.get("vs");
       if (vsId !== null && !isRecordId(vsId)) return notFound(`?vs=${vsId}: not a run id`);
       const vs = vsId === null ? null : await loadRun(store, vsId);
-      return { status: 200, type: "text/html; charset=utf-8", body: runPage(await runView(store, b), store.root, nonce, { axis: url.searchParams.get("x") === "time" ? "time" : "step", vs }) };
+      return {
+        status: 200,
+        type: "text/html; charset=utf-8",
+        body: runPage(await runView(store, b), store.root, nonce, { axis: url.searchParams.get("x") === "time" ? "time" : "step", vs }),
+      };
     }
     if (a === "tunes" && segments.length === 2) {
       if (!idOk(b)) return notFound(`'${b ?? ""}' is not a tune id`);
@@ -330,7 +339,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       res.writeHead(r.status, { ...headers, "Content-Type": r.type, "Content-Length": Buffer.byteLength(r.body), ...(r.headers ?? {}) });
       res.end(req.method === "HEAD" ? undefined : r.body);
     };
-    const text = (status: number, message: string, extra?: Record<string, string>): void => reply({ status, type: "text/plain; charset=utf-8", body: `${message}\n`, headers: extra });
+    const text = (status: number, message: string, extra?: Record<string, string>): void =>
+      reply({ status, type: "text/plain; charset=utf-8", body: `${message}\n`, headers: extra });
     if (req.method !== "GET" && req.method !== "HEAD") return text(405, "the dashboard is read-only: GET and HEAD only", { Allow: "GET, HEAD" });
     const raw = req.url ?? "/";
     if (DOT_DOT.test(raw)) return text(400, "paths with '..' are refused");
@@ -342,7 +352,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     }
     if (!hostAllowed(req)) return text(403, `the dashboard answers to 127.0.0.1:${port} and localhost:${port} only`);
     const auth = authorized(req, url);
-    if (!auth.ok) return text(401, "this dashboard needs its token: open the URL brim dashboard printed (…/?token=…)", { "WWW-Authenticate": 'Bearer realm="brim dashboard"' });
+    if (!auth.ok)
+      return text(401, "this dashboard needs its token: open the URL brim dashboard printed (…/?token=…)", {
+        "WWW-Authenticate": 'Bearer realm="brim dashboard"',
+      });
     if (auth.setCookie && token !== null) res.setHeader("Set-Cookie", `${TOKEN_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`);
     try {
       const r = await route(req, res, url, nonce);
@@ -354,7 +367,9 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       }
       if (error instanceof BrimError && (error.code === "E_NOT_FOUND" || error.code === "E_INPUT")) {
         const api = url.pathname.startsWith("/api/");
-        return reply(api ? json(404, { error: error.message }) : { status: 404, type: "text/html; charset=utf-8", body: errorPage(404, error.message, store.root, nonce) });
+        return reply(
+          api ? json(404, { error: error.message }) : { status: 404, type: "text/html; charset=utf-8", body: errorPage(404, error.message, store.root, nonce) },
+        );
       }
       options.onError?.(error);
       return text(500, `internal error: ${(error as Error).message}`);

@@ -93,7 +93,8 @@ export function gpuCapabilities(gpu: { name: string; computeCapability?: string 
     if (architecture !== null) basis = "name";
   }
   const identified = basis !== "unknown";
-  const from = (first: GpuArchitecture): boolean | null => (!identified ? null : architecture !== null && ARCHITECTURES.indexOf(architecture) >= ARCHITECTURES.indexOf(first));
+  const from = (first: GpuArchitecture): boolean | null =>
+    !identified ? null : architecture !== null && ARCHITECTURES.indexOf(architecture) >= ARCHITECTURES.indexOf(first);
   const tensorCores = gtx16 ? false : from("volta");
   const bf16 = gtx16 ? false : from("ampere");
   return { architecture: gtx16 && architecture === null ? "turing" : architecture, tensorCores, bf16, fp16: tensorCores, basis };

@@ -255,7 +255,11 @@ export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: Smi
   for (const optional of OPTIONAL_FIELD_SETS) {
     const tried = [...SMI_GPU_FIELDS, ...optional];
     try {
-      const stdout = execFileSync(path, [`--query-gpu=${tried.join(",")}`, "--format=csv,noheader,nounits"], { encoding: "utf8", timeout, stdio: ["ignore", "pipe", "pipe"] });
+      const stdout = execFileSync(path, [`--query-gpu=${tried.join(",")}`, "--format=csv,noheader,nounits"], {
+        encoding: "utf8",
+        timeout,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       fields = tried;
       rows = parseSmiGpus(stdout, fields);
       break;
@@ -292,11 +296,16 @@ export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: Smi
   const refresh = async (): Promise<void> => {
     const startedMs = nowMs();
     try {
-      const [gpuText, appText] = await Promise.all([run([`--query-gpu=${fields.join(",")}`, "--format=csv,noheader,nounits"]), run(["--query-compute-apps=pid,used_memory,gpu_uuid", "--format=csv,noheader,nounits"])]);
+      const [gpuText, appText] = await Promise.all([
+        run([`--query-gpu=${fields.join(",")}`, "--format=csv,noheader,nounits"]),
+        run(["--query-compute-apps=pid,used_memory,gpu_uuid", "--format=csv,noheader,nounits"]),
+      ]);
       const apps = parseSmiApps(appText);
       latest = parseSmiGpus(gpuText, fields).map((row) => {
         if (row.lost) lost.add(row.index);
-        const processes: GpuProcess[] = apps.filter((app) => app.uuid !== null && app.uuid === row.uuid).map((app) => ({ pid: app.pid, usedBytes: app.usedBytes, smUtil: null, memUtil: null }));
+        const processes: GpuProcess[] = apps
+          .filter((app) => app.uuid !== null && app.uuid === row.uuid)
+          .map((app) => ({ pid: app.pid, usedBytes: app.usedBytes, smUtil: null, memUtil: null }));
         return {
           index: row.index,
           usedBytes: row.usedBytes ?? 0,

@@ -188,7 +188,8 @@ class NvmlGpu {
     const h = this.handle;
     const major = Buffer.alloc(4);
     const minor = Buffer.alloc(4);
-    const capability = this.#invoke("capability", () => api.nvmlDeviceGetCudaComputeCapability?.(h, major, minor)) === OK ? `${readU32(major)}.${readU32(minor)}` : null;
+    const capability =
+      this.#invoke("capability", () => api.nvmlDeviceGetCudaComputeCapability?.(h, major, minor)) === OK ? `${readU32(major)}.${readU32(minor)}` : null;
     this.#memory = this.#readMemory();
     return {
       index: this.index,
@@ -342,7 +343,11 @@ class NvmlGpu {
     if (this.#gpmTakenAtMs !== null) {
       const request = encodeGpmMetricsRequest(older, spare, Object.values(GPM_METRIC));
       if (this.#invoke("gpm", () => api.nvmlGpmMetricsGet?.(request)) === OK) {
-        this.#gpmValues = new Map(decodeGpmMetrics(request).filter((m) => m.ret === OK && Number.isFinite(m.value)).map((m) => [m.metricId, m.value]));
+        this.#gpmValues = new Map(
+          decodeGpmMetrics(request)
+            .filter((m) => m.ret === OK && Number.isFinite(m.value))
+            .map((m) => [m.metricId, m.value]),
+        );
       }
     }
     this.#gpmNewer = 1 - this.#gpmNewer;

@@ -106,7 +106,12 @@ export function loadNvmlLibrary(path: string = DEFAULT_NVML_LIBRARY): { api: Nvm
   } catch {
     // Optional.
   }
-  if (bound.nvmlInit_v2 === undefined || bound.nvmlShutdown === undefined || bound.nvmlDeviceGetCount_v2 === undefined || bound.nvmlDeviceGetHandleByIndex_v2 === undefined) {
+  if (
+    bound.nvmlInit_v2 === undefined ||
+    bound.nvmlShutdown === undefined ||
+    bound.nvmlDeviceGetCount_v2 === undefined ||
+    bound.nvmlDeviceGetHandleByIndex_v2 === undefined
+  ) {
     return { error: `${path} lacks nvmlInit_v2/nvmlDeviceGetCount_v2 (not an NVML library, or one too old)` };
   }
   return { api: { library: path, ...bound } as unknown as NvmlApi };

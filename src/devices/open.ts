@@ -86,7 +86,15 @@ function openGpuSource(options: OpenDevicesOptions): GpuSource {
     }
     why = `${why}; ${smi.error}`;
   }
-  return { backend: "cpu", note: `no NVIDIA GPU found (${why}): ${CPU_MODE}`, driver: null, cuda: null, gpus: () => [], read: () => Promise.resolve([]), close: () => {} };
+  return {
+    backend: "cpu",
+    note: `no NVIDIA GPU found (${why}): ${CPU_MODE}`,
+    driver: null,
+    cuda: null,
+    gpus: () => [],
+    read: () => Promise.resolve([]),
+    close: () => {},
+  };
 }
 
 /**
@@ -100,7 +108,12 @@ function openGpuSource(options: OpenDevicesOptions): GpuSource {
  * treeGpuBytes([10, 11], [{ pid: 11, usedBytes: 1024, smUtil: null, memUtil: null }], () => true, () => null); // 1024
  * ```
  */
-export function treeGpuBytes(treePids: readonly number[], processes: readonly GpuProcess[], pidVisible: (pid: number) => boolean, nsPids: (pid: number) => number[] | null): number | null {
+export function treeGpuBytes(
+  treePids: readonly number[],
+  processes: readonly GpuProcess[],
+  pidVisible: (pid: number) => boolean,
+  nsPids: (pid: number) => number[] | null,
+): number | null {
   const tree = new Set(treePids);
   let innerPids: Set<number> | null = null;
   let total = 0;
@@ -156,7 +169,14 @@ export function openDevices(options: OpenDevicesOptions = {}): Devices {
         const { pids, rssBytes, pssBytes, cpuPercent, visiblePids } = trees.read(rootPid);
         const processes = gpus.flatMap((g) => g.processes);
         const listed = source.gpus().some((g) => g.available.includes("processes"));
-        const gpuBytes = !listed ? null : treeGpuBytes(pids, processes, (pid) => visiblePids.has(pid), (pid) => proc.nsPids(pid));
+        const gpuBytes = !listed
+          ? null
+          : treeGpuBytes(
+              pids,
+              processes,
+              (pid) => visiblePids.has(pid),
+              (pid) => proc.nsPids(pid),
+            );
         tree = { rootPid, pids, rssBytes, pssBytes, cpuPercent, gpuBytes };
       }
       return { t, gpus, tree, host: host.read() };

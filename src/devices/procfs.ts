@@ -46,7 +46,10 @@ export function parseProcStat(text: string): ProcStat | null {
   const close = text.lastIndexOf(")");
   if (open < 0 || close < open) return null;
   const pid = Number(text.slice(0, open).trim());
-  const fields = text.slice(close + 2).trim().split(" ");
+  const fields = text
+    .slice(close + 2)
+    .trim()
+    .split(" ");
   // fields[0] is stat's field 3 (state), so field n is fields[n - 3].
   const field = (n: number): number => Number(fields[n - 3]);
   const stat: ProcStat = {
@@ -255,7 +258,9 @@ export class ProcFs {
   /** Every pid with a directory under the root. */
   pids(): number[] {
     try {
-      return readdirSync(this.root).filter((name) => /^\d+$/.test(name)).map(Number);
+      return readdirSync(this.root)
+        .filter((name) => /^\d+$/.test(name))
+        .map(Number);
     } catch {
       return [];
     }
@@ -381,13 +386,24 @@ export function createTreeReader(
       for (const stat of stats) {
         rssPages += stat.rssPages;
         const known = pssOf.get(stat.pid);
-        const pss = known !== undefined && known.startTicks === stat.startTicks ? Math.max(0, known.pss + (stat.rssPages - known.rssPages) * proc.pageSize) : stat.rssPages * proc.pageSize;
+        const pss =
+          known !== undefined && known.startTicks === stat.startTicks
+            ? Math.max(0, known.pss + (stat.rssPages - known.rssPages) * proc.pageSize)
+            : stat.rssPages * proc.pageSize;
         pssBytes = pssUnreadable || pssBytes === null ? null : pssBytes + pss;
         ticks.set(`${stat.pid}:${stat.startTicks}`, stat.utimeTicks + stat.stimeTicks);
       }
-      const cpuPercent = previous !== null && previous.rootPid === rootPid ? treeCpuPercent(previous.ticks, ticks, (atMs - previous.atMs) / 1000, proc.clockTicks) : null;
+      const cpuPercent =
+        previous !== null && previous.rootPid === rootPid ? treeCpuPercent(previous.ticks, ticks, (atMs - previous.atMs) / 1000, proc.clockTicks) : null;
       previous = { rootPid, atMs, ticks };
-      return { rootPid, pids: stats.map((stat) => stat.pid), rssBytes: rssPages * proc.pageSize, pssBytes: stats.length === 0 ? null : pssBytes, cpuPercent, visiblePids: visible };
+      return {
+        rootPid,
+        pids: stats.map((stat) => stat.pid),
+        rssBytes: rssPages * proc.pageSize,
+        pssBytes: stats.length === 0 ? null : pssBytes,
+        cpuPercent,
+        visiblePids: visible,
+      };
     },
   };
 }

@@ -67,11 +67,7 @@ export class InputError extends BrimError {
   readonly field: string | undefined;
   readonly file: string | undefined;
 
-  constructor(
-    cause: string,
-    where: { field?: string; file?: string; code?: ErrorCode } = {},
-    options?: { cause?: unknown },
-  ) {
+  constructor(cause: string, where: { field?: string; file?: string; code?: ErrorCode } = {}, options?: { cause?: unknown }) {
     const prefix = [where.file, where.field].filter((part) => part !== undefined && part !== "").join(": ");
     super(where.code ?? "E_INPUT", prefix === "" ? cause : `${prefix}: ${cause}`, options);
     this.name = "InputError";

@@ -210,7 +210,8 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     device: runDevice(inventory),
     versions: versionsFrom(undefined),
   });
-  const dog = options.watchdog === false ? null : Watchdog.start({ runDir: writer.dir, graceS: options.killGraceS ?? 10, keep: options.keepOnSupervisorLoss === true });
+  const dog =
+    options.watchdog === false ? null : Watchdog.start({ runDir: writer.dir, graceS: options.killGraceS ?? 10, keep: options.keepOnSupervisorLoss === true });
   // Set once the job runs: what a handler or a timer does when brim itself fails while guarding.
   let failGuard: (error: unknown) => void = () => {};
   const guarded =
@@ -223,7 +224,10 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       }
     };
   const live = new LiveTracker({ startedAt: Date.now() / 1000, capBytes: options.capBytes, capScope, totalSteps: options.stepBudget ?? null });
-  const watcher = options.capBytes !== null ? new CapWatcher({ capBytes: options.capBytes, scope: capScope, ...(options.shrinkAt !== undefined ? { shrinkAt: options.shrinkAt } : {}) }) : null;
+  const watcher =
+    options.capBytes !== null
+      ? new CapWatcher({ capBytes: options.capBytes, scope: capScope, ...(options.shrinkAt !== undefined ? { shrinkAt: options.shrinkAt } : {}) })
+      : null;
   let mainHello: ChannelMessage | undefined;
   let peakGpu: number | null = null;
   let peakRss: number | null = null;
@@ -239,7 +243,15 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       early = () => onSignal(signal);
       return;
     }
-    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: `brim received ${signal} and passed it to the job`, details: { signal } });
+    writer.append({
+      t: Date.now() / 1000,
+      kind: "event",
+      event: "signal_forwarded",
+      pid: null,
+      step: null,
+      message: `brim received ${signal} and passed it to the job`,
+      details: { signal },
+    });
     started.interrupt(signal);
   });
   const onHangup = guarded((): void => {
@@ -248,10 +260,26 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       return;
     }
     if (options.keepOnSupervisorLoss === true) {
-      writer.append({ t: Date.now() / 1000, kind: "event", event: "sighup_ignored", pid: null, step: null, message: "brim lost its terminal (SIGHUP) and goes on guarding the job (--keep-on-supervisor-loss)", details: {} });
+      writer.append({
+        t: Date.now() / 1000,
+        kind: "event",
+        event: "sighup_ignored",
+        pid: null,
+        step: null,
+        message: "brim lost its terminal (SIGHUP) and goes on guarding the job (--keep-on-supervisor-loss)",
+        details: {},
+      });
       return;
     }
-    writer.append({ t: Date.now() / 1000, kind: "event", event: "signal_forwarded", pid: null, step: null, message: "brim lost its terminal (SIGHUP): it stops the job rather than leave it unguarded", details: { signal: "SIGHUP" } });
+    writer.append({
+      t: Date.now() / 1000,
+      kind: "event",
+      event: "signal_forwarded",
+      pid: null,
+      step: null,
+      message: "brim lost its terminal (SIGHUP): it stops the job rather than leave it unguarded",
+      details: { signal: "SIGHUP" },
+    });
     started.interrupt("SIGTERM");
   });
   const removeSignalHandlers = (): void => {
@@ -321,7 +349,6 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   started = job;
   (early as (() => void) | null)?.();
 
-
   const timers: NodeJS.Timeout[] = [];
   if (options.timeLimitS != null) {
     const limit = options.timeLimitS;
@@ -329,7 +356,12 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       setTimeout(
         guarded(() => {
           job.requestStop(`time limit of ${limit} s`);
-          timers.push(setTimeout(guarded(() => job.stop("hung", `the job ran past its time limit of ${limit} s`, 2)), 5000));
+          timers.push(
+            setTimeout(
+              guarded(() => job.stop("hung", `the job ran past its time limit of ${limit} s`, 2)),
+              5000,
+            ),
+          );
         }),
         limit * 1000,
       ),
@@ -340,58 +372,74 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   let sampler: Sampler | null = null;
   try {
     sampler = startSampler(deps.devices, {
-    rootPid: job.pid,
-    hz: options.hz ?? 10,
-    onReading: guarded((reading: Reading) => {
-      // A reading taken while the job is being reaped shows its pid with no memory: not a measurement.
-      if (reading.tree !== null && reading.tree.rssBytes === 0) return;
-      const gpuBytes = reading.tree?.gpuBytes ?? null;
-      const rssBytes = reading.tree?.rssBytes ?? null;
-      const pssBytes = reading.tree?.pssBytes ?? null;
-      if (gpuBytes !== null) peakGpu = Math.max(peakGpu ?? 0, gpuBytes);
-      if (rssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakRss = Math.max(peakRss ?? 0, rssBytes);
-      if (pssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakPss = Math.max(peakPss ?? 0, pssBytes);
-      // RAM as the OS counts it: PSS (shared pages of forked workers counted once), RSS where PSS is unreadable.
-      const used = capScope === "gpu" ? gpuBytes : (pssBytes ?? rssBytes);
-      const gpus = reading.gpus;
-      const mean = (values: (number | null)[]): number | null => {
-        const known = values.filter((value): value is number => value !== null);
-        return known.length === 0 ? null : known.reduce((a, b) => a + b, 0) / known.length;
-      };
-      const powers = gpus.map((gpu) => gpu.powerW).filter((value): value is number => value !== null);
-      live.reading({
-        t: reading.t,
-        usedBytes: used,
-        treeGpuBytes: gpuBytes,
-        treeRssBytes: rssBytes,
-        gpuUtil: mean(gpus.map((gpu) => gpu.util)),
-        smActivity: mean(gpus.map((gpu) => gpu.smActivity)),
-        powerW: powers.length > 0 ? powers.reduce((a, b) => a + b, 0) : null,
-        cpuPercent: reading.tree?.cpuPercent ?? null,
-        processes: reading.tree?.pids.length ?? null,
-      });
-      if (gpus.some((gpu) => gpu.lost)) job.markGpuLost();
-      if (watcher !== null && used !== null && job.stoppedBy === null) {
-        const action = watcher.observe(used, reading.t, options.shrink !== false && job.channel.stats.open > 0);
-        if (action.kind === "shrink" && job.requestShrink(`memory ${used} bytes near the cap ${options.capBytes}`) > 0) {
-          live.shrinkRequested();
-          writer.append({ t: reading.t, kind: "event", event: "shrink_requested", pid: null, step: null, message: "near the cap: brim asked the job to shrink its micro-batch", details: { used_bytes: used, cap_bytes: options.capBytes } });
-        } else if (action.kind === "stop") {
-          writer.append({ t: reading.t, kind: "event", event: "cap_stop", pid: null, step: null, message: action.detail, details: { used_bytes: used, cap_bytes: options.capBytes } });
-          job.stop("cap_exceeded", action.detail, 3);
+      rootPid: job.pid,
+      hz: options.hz ?? 10,
+      onReading: guarded((reading: Reading) => {
+        // A reading taken while the job is being reaped shows its pid with no memory: not a measurement.
+        if (reading.tree !== null && reading.tree.rssBytes === 0) return;
+        const gpuBytes = reading.tree?.gpuBytes ?? null;
+        const rssBytes = reading.tree?.rssBytes ?? null;
+        const pssBytes = reading.tree?.pssBytes ?? null;
+        if (gpuBytes !== null) peakGpu = Math.max(peakGpu ?? 0, gpuBytes);
+        if (rssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakRss = Math.max(peakRss ?? 0, rssBytes);
+        if (pssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakPss = Math.max(peakPss ?? 0, pssBytes);
+        // RAM as the OS counts it: PSS (shared pages of forked workers counted once), RSS where PSS is unreadable.
+        const used = capScope === "gpu" ? gpuBytes : (pssBytes ?? rssBytes);
+        const gpus = reading.gpus;
+        const mean = (values: (number | null)[]): number | null => {
+          const known = values.filter((value): value is number => value !== null);
+          return known.length === 0 ? null : known.reduce((a, b) => a + b, 0) / known.length;
+        };
+        const powers = gpus.map((gpu) => gpu.powerW).filter((value): value is number => value !== null);
+        live.reading({
+          t: reading.t,
+          usedBytes: used,
+          treeGpuBytes: gpuBytes,
+          treeRssBytes: rssBytes,
+          gpuUtil: mean(gpus.map((gpu) => gpu.util)),
+          smActivity: mean(gpus.map((gpu) => gpu.smActivity)),
+          powerW: powers.length > 0 ? powers.reduce((a, b) => a + b, 0) : null,
+          cpuPercent: reading.tree?.cpuPercent ?? null,
+          processes: reading.tree?.pids.length ?? null,
+        });
+        if (gpus.some((gpu) => gpu.lost)) job.markGpuLost();
+        if (watcher !== null && used !== null && job.stoppedBy === null) {
+          const action = watcher.observe(used, reading.t, options.shrink !== false && job.channel.stats.open > 0);
+          if (action.kind === "shrink" && job.requestShrink(`memory ${used} bytes near the cap ${options.capBytes}`) > 0) {
+            live.shrinkRequested();
+            writer.append({
+              t: reading.t,
+              kind: "event",
+              event: "shrink_requested",
+              pid: null,
+              step: null,
+              message: "near the cap: brim asked the job to shrink its micro-batch",
+              details: { used_bytes: used, cap_bytes: options.capBytes },
+            });
+          } else if (action.kind === "stop") {
+            writer.append({
+              t: reading.t,
+              kind: "event",
+              event: "cap_stop",
+              pid: null,
+              step: null,
+              message: action.detail,
+              details: { used_bytes: used, cap_bytes: options.capBytes },
+            });
+            job.stop("cap_exceeded", action.detail, 3);
+          }
         }
-      }
-      pendingSample = reading;
-      if (reading.t - lastKeptSampleAt >= TIMELINE_SAMPLE_EVERY_S) {
-        lastKeptSampleAt = reading.t;
-        const kept = sampleEntryOf(reading);
-        writer.append(kept);
-        live.sample(kept);
-        pendingSample = null;
-      }
-      options.onState?.(live.snapshot(reading.t), reading.t);
-    }),
-  });
+        pendingSample = reading;
+        if (reading.t - lastKeptSampleAt >= TIMELINE_SAMPLE_EVERY_S) {
+          lastKeptSampleAt = reading.t;
+          const kept = sampleEntryOf(reading);
+          writer.append(kept);
+          live.sample(kept);
+          pendingSample = null;
+        }
+        options.onState?.(live.snapshot(reading.t), reading.t);
+      }),
+    });
 
     result = await job.wait();
     // the last steps arrive after the last reading: one more state, so the final frame agrees with the summary
@@ -411,7 +459,15 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     const { refused, overflowed, admittedByPid } = result.channel;
     if (refused > 0 || overflowed > 0) {
       const message = `the SDK channel refused ${refused} connection(s) from outside the job and closed ${overflowed} that sent more than it holds`;
-      writer.append({ t: result.endedAt, kind: "event", event: "channel_refused", pid: null, step: null, message, details: { refused, overflowed, admitted_by_pid: admittedByPid } });
+      writer.append({
+        t: result.endedAt,
+        kind: "event",
+        event: "channel_refused",
+        pid: null,
+        step: null,
+        message,
+        details: { refused, overflowed, admitted_by_pid: admittedByPid },
+      });
     }
     writer.flush();
     const loss = writer.loss;
@@ -419,10 +475,16 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       result = { ...result, end: { ...result.end, cause: "store_failed", message: `${loss.error.message}; the record is incomplete` } };
     }
     if (loss !== null) {
-      result = { ...result, end: { ...result.end, message: `${result.end.message} (${loss.entriesLost} timeline entries and ${loss.outputLinesLost} output lines not recorded)` } };
+      result = {
+        ...result,
+        end: { ...result.end, message: `${result.end.message} (${loss.entriesLost} timeline entries and ${loss.outputLinesLost} output lines not recorded)` },
+      };
     }
     const timeline = await loadTimeline(join(writer.dir, "timeline.ndjson"));
-    const summary: RunSummary = { ...summarizeRun(timeline, { treeGpuBytes: peakGpu, treeRssBytes: peakRss }, result.endedAt - result.startedAt), peak_tree_pss_bytes: peakPss };
+    const summary: RunSummary = {
+      ...summarizeRun(timeline, { treeGpuBytes: peakGpu, treeRssBytes: peakRss }, result.endedAt - result.startedAt),
+      peak_tree_pss_bytes: peakPss,
+    };
     if (loss === null) await writer.update({ versions: versionsFrom(mainHello) }).catch(() => undefined);
     await writer.finish(result.end, summary, new Date(result.endedAt * 1000));
     const meta = await deps.store.readRunMeta(writer.id);

@@ -120,7 +120,14 @@ export class LiveTracker {
   /** Takes one SDK message. */
   message(message: ChannelMessage): void {
     if (message.type === "hello") {
-      this.#fold.hello({ t: message.t, pid: message.pid, role: typeof message.role === "string" ? message.role : null, rank: finite(message.rank) ? message.rank : null, framework: null, versions: {} });
+      this.#fold.hello({
+        t: message.t,
+        pid: message.pid,
+        role: typeof message.role === "string" ? message.role : null,
+        rank: finite(message.rank) ? message.rank : null,
+        framework: null,
+        versions: {},
+      });
       return;
     }
     if (message.type === "event") {
@@ -151,10 +158,15 @@ export class LiveTracker {
     if (step.accumulation !== null) state.accumulation = step.accumulation;
     if (typeof step.loss === "number") state.loss = step.loss;
     if (step.warmup) return;
-    const totals = recent.reduce((sum, r) => ({ samples: sum.samples + r.samples, wait: sum.wait + r.wait, busy: sum.busy + r.busy }), { samples: 0, wait: 0, busy: 0 });
+    const totals = recent.reduce((sum, r) => ({ samples: sum.samples + r.samples, wait: sum.wait + r.wait, busy: sum.busy + r.busy }), {
+      samples: 0,
+      wait: 0,
+      busy: 0,
+    });
     state.samplesPerS = totals.busy > 0 && totals.samples > 0 ? totals.samples / totals.busy : null;
     state.waitShare = totals.busy > 0 ? totals.wait / totals.busy : null;
-    if (state.totalSteps !== null && totals.busy > 0 && recent.length > 0) state.etaS = Math.max(0, state.totalSteps - state.steps) * (totals.busy / recent.length);
+    if (state.totalSteps !== null && totals.busy > 0 && recent.length > 0)
+      state.etaS = Math.max(0, state.totalSteps - state.steps) * (totals.busy / recent.length);
   }
 
   /** Takes one reading as the timeline keeps it (a `sample` entry): the GPU means come from these, as the summary's do. */

@@ -53,21 +53,61 @@ export function formatPrometheus(state: LiveState, labels: Record<string, string
   const scope = { scope: state.capScope };
   const ratio = (percent: number | null): number | null => (percent === null ? null : percent / 100);
   const metrics: Metric[] = [
-    { name: "brim_build_info", help: "brim's version and the runtime it runs on (always 1).", type: "gauge", value: context.build !== undefined ? 1 : null, labels: context.build },
-    { name: "brim_job_running", help: "1 while the job runs, 0 after it ended (the endpoint stays up for a grace period).", type: "gauge", value: context.running === undefined ? null : context.running ? 1 : 0 },
+    {
+      name: "brim_build_info",
+      help: "brim's version and the runtime it runs on (always 1).",
+      type: "gauge",
+      value: context.build !== undefined ? 1 : null,
+      labels: context.build,
+    },
+    {
+      name: "brim_job_running",
+      help: "1 while the job runs, 0 after it ended (the endpoint stays up for a grace period).",
+      type: "gauge",
+      value: context.running === undefined ? null : context.running ? 1 : 0,
+    },
     { name: "brim_steps_total", help: "Training steps reported by the job's main process.", type: "counter", value: state.steps },
     { name: "brim_samples_per_second", help: "Training throughput over recent steady steps.", type: "gauge", value: state.samplesPerS },
     { name: "brim_data_wait_ratio", help: "Share of recent step time spent waiting for data (0-1).", type: "gauge", value: state.waitShare },
     { name: "brim_eta_seconds", help: "Estimated time until the step budget is reached.", type: "gauge", value: state.etaS },
     { name: "brim_loss", help: "The loss of the last step the job reported.", type: "gauge", value: state.loss },
     { name: "brim_micro_batch", help: "Micro-batch in force (samples per forward pass).", type: "gauge", value: state.microBatch },
-    { name: "brim_memory_used_bytes", help: "Memory held by the job's process tree (scope gpu: GPU memory; ram: RSS in CPU mode).", type: "gauge", value: state.memUsedBytes, labels: scope },
+    {
+      name: "brim_memory_used_bytes",
+      help: "Memory held by the job's process tree (scope gpu: GPU memory; ram: RSS in CPU mode).",
+      type: "gauge",
+      value: state.memUsedBytes,
+      labels: scope,
+    },
     { name: "brim_memory_peak_bytes", help: "Most memory the job's process tree held at once.", type: "gauge", value: state.memPeakBytes, labels: scope },
     { name: "brim_memory_cap_bytes", help: "The memory cap brim enforces.", type: "gauge", value: state.capBytes, labels: scope },
-    { name: "brim_gpu_utilization_ratio", help: "NVML GPU utilization (0-1): share of time a kernel ran, not SM occupancy; the mean over the GPUs in the gpu label.", type: "gauge", value: gpu ? ratio(state.gpuUtil) : null, labels: gpu ?? {} },
-    { name: "brim_gpu_sm_activity_ratio", help: "GPM SM activity (0-1, Hopper and newer); the mean over the GPUs in the gpu label.", type: "gauge", value: gpu ? ratio(state.smActivity) : null, labels: gpu ?? {} },
-    { name: "brim_gpu_power_watts", help: "GPU power draw, summed over the GPUs in the gpu label.", type: "gauge", value: gpu ? state.powerW : null, labels: gpu ?? {} },
-    { name: "brim_cpu_cores", help: "CPU cores the job's process tree keeps busy (1 = one core fully).", type: "gauge", value: state.cpuPercent === null ? null : state.cpuPercent / 100 },
+    {
+      name: "brim_gpu_utilization_ratio",
+      help: "NVML GPU utilization (0-1): share of time a kernel ran, not SM occupancy; the mean over the GPUs in the gpu label.",
+      type: "gauge",
+      value: gpu ? ratio(state.gpuUtil) : null,
+      labels: gpu ?? {},
+    },
+    {
+      name: "brim_gpu_sm_activity_ratio",
+      help: "GPM SM activity (0-1, Hopper and newer); the mean over the GPUs in the gpu label.",
+      type: "gauge",
+      value: gpu ? ratio(state.smActivity) : null,
+      labels: gpu ?? {},
+    },
+    {
+      name: "brim_gpu_power_watts",
+      help: "GPU power draw, summed over the GPUs in the gpu label.",
+      type: "gauge",
+      value: gpu ? state.powerW : null,
+      labels: gpu ?? {},
+    },
+    {
+      name: "brim_cpu_cores",
+      help: "CPU cores the job's process tree keeps busy (1 = one core fully).",
+      type: "gauge",
+      value: state.cpuPercent === null ? null : state.cpuPercent / 100,
+    },
     { name: "brim_processes", help: "Processes in the job's process tree.", type: "gauge", value: state.processes },
     { name: "brim_oom_recoveries_total", help: "Out-of-memory errors recovered inside the step.", type: "counter", value: state.oomRecoveries },
     { name: "brim_shrink_requests_total", help: "Times brim asked the job to lower memory use.", type: "counter", value: state.shrinkRequests },
@@ -76,7 +116,11 @@ export function formatPrometheus(state: LiveState, labels: Record<string, string
   const lines: string[] = [];
   for (const metric of metrics) {
     if (metric.value === null || !Number.isFinite(metric.value)) continue;
-    lines.push(`# HELP ${metric.name} ${metric.help}`, `# TYPE ${metric.name} ${metric.type}`, `${metric.name}${labelSet({ ...labels, ...metric.labels })} ${metric.value}`);
+    lines.push(
+      `# HELP ${metric.name} ${metric.help}`,
+      `# TYPE ${metric.name} ${metric.type}`,
+      `${metric.name}${labelSet({ ...labels, ...metric.labels })} ${metric.value}`,
+    );
   }
   return `${lines.join("\n")}\n`;
 }
@@ -101,7 +145,13 @@ export async function serveMetrics(port: number, body: () => string, host = "127
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", (error: NodeJS.ErrnoException) =>
-      reject(new BrimError(error.code === "EADDRINUSE" ? "E_USAGE" : "E_IO", `--prometheus ${port}: ${error.code === "EADDRINUSE" ? "the port is in use" : error.message}`, { cause: error })),
+      reject(
+        new BrimError(
+          error.code === "EADDRINUSE" ? "E_USAGE" : "E_IO",
+          `--prometheus ${port}: ${error.code === "EADDRINUSE" ? "the port is in use" : error.message}`,
+          { cause: error },
+        ),
+      ),
     );
     server.listen(port, host, () => resolve());
   });

@@ -18,7 +18,16 @@ export function formatDuration(seconds: number): string {
 }
 
 const percent = (value: number | null, digits = 0): string => (value === null ? "–" : `${value.toFixed(digits)}%`);
-const rate = (value: number | null): string => (value === null ? "–" : value >= 1e6 ? `${(value / 1e6).toPrecision(3)}M` : value >= 1e4 ? `${(value / 1e3).toPrecision(3)}k` : value >= 100 ? value.toFixed(0) : value.toPrecision(3));
+const rate = (value: number | null): string =>
+  value === null
+    ? "–"
+    : value >= 1e6
+      ? `${(value / 1e6).toPrecision(3)}M`
+      : value >= 1e4
+        ? `${(value / 1e3).toPrecision(3)}k`
+        : value >= 100
+          ? value.toFixed(0)
+          : value.toPrecision(3);
 
 /** Styling switches for the view. */
 export interface ViewStyle {
@@ -62,7 +71,9 @@ export function renderLiveView(state: LiveState, style: ViewStyle): string[] {
     const peak = state.memPeakBytes !== null ? ` (peak ${formatBytes(state.memPeakBytes)})` : "";
     if (state.capBytes !== null) {
       const barWidth = Math.max(10, Math.min(30, style.width - 70));
-      memoryParts.push(`memory ${memoryBar(state.memUsedBytes, state.capBytes, barWidth, style)} ${formatBytes(state.memUsedBytes)} / ${formatBytes(state.capBytes)} ${scope}${peak}`);
+      memoryParts.push(
+        `memory ${memoryBar(state.memUsedBytes, state.capBytes, barWidth, style)} ${formatBytes(state.memUsedBytes)} / ${formatBytes(state.capBytes)} ${scope}${peak}`,
+      );
     } else {
       memoryParts.push(`memory ${formatBytes(state.memUsedBytes)} ${scope}${peak}`);
     }
@@ -70,10 +81,13 @@ export function renderLiveView(state: LiveState, style: ViewStyle): string[] {
   if (state.gpuUtil !== null) memoryParts.push(`util ${percent(state.gpuUtil)}`);
   if (state.smActivity !== null) memoryParts.push(`SM ${percent(state.smActivity)}`);
   if (state.powerW !== null) memoryParts.push(`${state.powerW.toFixed(0)} W`);
-  if (state.gpuUtil === null && state.cpuPercent !== null) memoryParts.push(`CPU ${percent(state.cpuPercent)} over ${state.processes ?? "?"} process${state.processes === 1 ? "" : "es"}`);
+  if (state.gpuUtil === null && state.cpuPercent !== null)
+    memoryParts.push(`CPU ${percent(state.cpuPercent)} over ${state.processes ?? "?"} process${state.processes === 1 ? "" : "es"}`);
   const third = [
     `data wait ${percent(state.waitShare === null ? null : state.waitShare * 100)}`,
-    ...(state.microBatch !== null ? [`micro-batch ${state.microBatch}${state.accumulation !== null && state.accumulation > 1 ? ` × ${state.accumulation}` : ""}`] : []),
+    ...(state.microBatch !== null
+      ? [`micro-batch ${state.microBatch}${state.accumulation !== null && state.accumulation > 1 ? ` × ${state.accumulation}` : ""}`]
+      : []),
     ...(state.loss !== null ? [`loss ${state.loss.toPrecision(4)}`] : []),
     ...(state.oomRecoveries > 0 ? [paint(style, "33", `${state.oomRecoveries} OOM recovered`)] : []),
   ].join(" · ");
@@ -93,7 +107,9 @@ export function renderLiveView(state: LiveState, style: ViewStyle): string[] {
 export function renderStatusLine(state: LiveState): string {
   const parts = [`brim: step ${state.steps}${state.totalSteps !== null ? `/${state.totalSteps}` : ""}`, `${rate(state.samplesPerS)} samples/s`];
   if (state.memUsedBytes !== null) {
-    parts.push(`memory ${formatBytes(state.memUsedBytes)}${state.capBytes !== null ? `/${formatBytes(state.capBytes)}` : ""} ${state.capScope === "gpu" ? "GPU" : "RAM"}`);
+    parts.push(
+      `memory ${formatBytes(state.memUsedBytes)}${state.capBytes !== null ? `/${formatBytes(state.capBytes)}` : ""} ${state.capScope === "gpu" ? "GPU" : "RAM"}`,
+    );
   }
   parts.push(`wait ${percent(state.waitShare === null ? null : state.waitShare * 100)}`);
   if (state.gpuUtil !== null) parts.push(`util ${percent(state.gpuUtil)}`);
@@ -207,6 +223,5 @@ export class StatusFooter {
 }
 
 function visibleLength(text: string): number {
-   
   return settleLine(text).replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").length;
 }

@@ -102,7 +102,10 @@ export class ChannelServer {
    * removing sockets that brims no longer running left there. The socket is removed again when the
    * server closes and when brim's process exits in any orderly way.
    */
-  static async listen(onMessage: (message: ChannelMessage) => void, where: string | { path?: string; admission?: ChannelAdmission } = {}): Promise<ChannelServer> {
+  static async listen(
+    onMessage: (message: ChannelMessage) => void,
+    where: string | { path?: string; admission?: ChannelAdmission } = {},
+  ): Promise<ChannelServer> {
     const options = typeof where === "string" ? { path: where } : where;
     if (options.path === undefined) removeStaleSockets();
     const path = options.path ?? defaultSocketPath();

@@ -67,28 +67,44 @@ export function classifyEnd(evidence: EndEvidence): RunEnd {
   if (evidence.stoppedBy === "budget") return end("ok", `${evidence.stopDetail ?? "the step budget was reached"}; brim ended the job there (${status})`);
   if (evidence.stoppedBy === "interrupted") return end("interrupted", `interrupted by the user (${status}); the timeline so far is kept`);
   if (evidence.stoppedBy === "cap_exceeded") {
-    return end("cap_exceeded", `${evidence.stopDetail ?? "the job went over the memory cap"}; brim stopped it. Lower the micro-batch (brim tune finds one that fits) or raise --cap`);
+    return end(
+      "cap_exceeded",
+      `${evidence.stopDetail ?? "the job went over the memory cap"}; brim stopped it. Lower the micro-batch (brim tune finds one that fits) or raise --cap`,
+    );
   }
   if (evidence.stoppedBy === "hung") {
-    return end("hung", `${evidence.stopDetail ?? "no training step for too long"}; brim stopped it. Look at the end of output.log for where it was stuck, or raise --hung-after`);
+    return end(
+      "hung",
+      `${evidence.stopDetail ?? "no training step for too long"}; brim stopped it. Look at the end of output.log for where it was stuck, or raise --hung-after`,
+    );
   }
   if (evidence.stoppedBy === "store_failed") {
-    return end("store_failed", `${evidence.stopDetail ?? "the run store refused a write"}; brim stopped the job rather than run it unrecorded. Free space in the store or pass --store`);
+    return end(
+      "store_failed",
+      `${evidence.stopDetail ?? "the run store refused a write"}; brim stopped the job rather than run it unrecorded. Free space in the store or pass --store`,
+    );
   }
   if (evidence.stoppedBy === "guard_failed") {
     return end("supervisor_lost", `${evidence.stopDetail ?? "brim's guard failed"}; brim stopped the job rather than leave it unguarded`);
   }
-  if (evidence.gpuLost) return end("gpu_fault", `the GPU reported a fault (fallen off the bus or Xid) during the run (${status}); check 'nvidia-smi' and the kernel log (dmesg)`);
+  if (evidence.gpuLost)
+    return end("gpu_fault", `the GPU reported a fault (fallen off the bus or Xid) during the run (${status}); check 'nvidia-smi' and the kernel log (dmesg)`);
   const failed = exitCode !== 0 || signal !== null;
   if (failed && (evidence.sdkOomFatal || evidence.oomLine?.kind === "gpu")) {
     const what = evidence.oomLine?.kind === "gpu" ? `: ${truncate(evidence.oomLine.line)}` : "";
     return end("gpu_oom", `the job ran out of GPU memory (${status})${what}. Lower the micro-batch or let brim find one: brim tune`);
   }
   if (failed && evidence.oomLine?.kind === "host") {
-    return end("host_oom", `the job ran out of host memory (${status}): ${truncate(evidence.oomLine.line)}. Fewer loader workers, a smaller batch, or more RAM`);
+    return end(
+      "host_oom",
+      `the job ran out of host memory (${status}): ${truncate(evidence.oomLine.line)}. Fewer loader workers, a smaller batch, or more RAM`,
+    );
   }
   if (signal === "SIGKILL") {
-    return end("host_oom", "the job was killed with SIGKILL by something other than brim, most likely the kernel's out-of-memory killer (check 'dmesg | grep -i oom'); fewer loader workers or a smaller batch need less RAM");
+    return end(
+      "host_oom",
+      "the job was killed with SIGKILL by something other than brim, most likely the kernel's out-of-memory killer (check 'dmesg | grep -i oom'); fewer loader workers or a smaller batch need less RAM",
+    );
   }
   if (signal !== null) return end("crashed", `the job was killed by ${signal}`);
   if (exitCode === 0) return end("ok", "finished normally");

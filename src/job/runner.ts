@@ -153,7 +153,7 @@ function resolveProgram(program: string, env: NodeJS.ProcessEnv, cwd: string | u
   return null;
 }
 
-const signalName = (n: number | undefined): string | null => (n ? ((Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0]) ?? null) : null);
+const signalName = (n: number | undefined): string | null => (n ? (Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0] ?? null) : null);
 
 /**
  * The environment a job runs with: the SDK's variables (docs/sdk.md) on top of the base.
@@ -227,7 +227,14 @@ export class Job {
   #hungTimer: NodeJS.Timeout | null = null;
   #done: Promise<JobResult>;
 
-  private constructor(child: Spawned, sources: Source[], channel: ChannelServer, options: JobOptions, exited: Promise<{ code: number | null; signal: string | null }>, pattern: RegExp | undefined) {
+  private constructor(
+    child: Spawned,
+    sources: Source[],
+    channel: ChannelServer,
+    options: JobOptions,
+    exited: Promise<{ code: number | null; signal: string | null }>,
+    pattern: RegExp | undefined,
+  ) {
     this.#child = child;
     this.#pattern = pattern;
     this.pid = child.pid;
@@ -337,11 +344,20 @@ export class Job {
       await channel.close();
       const code = (error as NodeJS.ErrnoException).code;
       const missingCwd = code === "ENOENT" && options.cwd !== undefined && !existsSync(options.cwd);
-      const why = missingCwd ? `the working folder ${options.cwd} does not exist` : code === "ENOENT" ? "command not found" : code === "EACCES" ? "permission denied" : (error as Error).message;
+      const why = missingCwd
+        ? `the working folder ${options.cwd} does not exist`
+        : code === "ENOENT"
+          ? "command not found"
+          : code === "EACCES"
+            ? "permission denied"
+            : (error as Error).message;
       throw new BrimError("E_JOB_START", `cannot start '${program}': ${why}`, { cause: error });
     }
     const sources: Source[] = [];
-    for (const [stream, readable] of [[1, child.stdout], [2, child.stderr]] as const) {
+    for (const [stream, readable] of [
+      [1, child.stdout],
+      [2, child.stderr],
+    ] as const) {
       if (!readable) continue;
       readable.setEncoding("utf8");
       const ended = new Promise<void>((r) => {
@@ -475,7 +491,18 @@ export class Job {
     this.#steps++;
     this.#lastStepAt = Date.now() / 1000;
     const warmup = before < (this.#options.warmupSteps ?? 0);
-    this.#options.onMessage?.({ v: 1, type: "step", t: this.#lastStepAt, pid: this.pid, ...step, warmup, micro_batch: null, accumulation: null, loss: null, mem: null });
+    this.#options.onMessage?.({
+      v: 1,
+      type: "step",
+      t: this.#lastStepAt,
+      pid: this.pid,
+      ...step,
+      warmup,
+      micro_batch: null,
+      accumulation: null,
+      loss: null,
+      mem: null,
+    });
     const budget = this.#options.stepBudget;
     if (budget != null && this.#progress.total >= budget) {
       this.stop("budget", `step budget of ${budget} steps reached (counted from the job's progress lines: ${Math.round(this.#progress.total)} steps)`, 3);
@@ -483,11 +510,14 @@ export class Job {
   }
 
   #watchForHang(seconds: number): void {
-    this.#hungTimer = setInterval(() => {
-      if (this.#lastStepAt === null || this.#stoppedBy !== null) return;
-      const quiet = Date.now() / 1000 - this.#lastStepAt;
-      if (quiet >= seconds) this.stop("hung", `no training step for ${quiet.toFixed(0)} s (limit ${seconds} s) after step ${this.#steps}`);
-    }, Math.min(1000, Math.max(100, (seconds * 1000) / 4)));
+    this.#hungTimer = setInterval(
+      () => {
+        if (this.#lastStepAt === null || this.#stoppedBy !== null) return;
+        const quiet = Date.now() / 1000 - this.#lastStepAt;
+        if (quiet >= seconds) this.stop("hung", `no training step for ${quiet.toFixed(0)} s (limit ${seconds} s) after step ${this.#steps}`);
+      },
+      Math.min(1000, Math.max(100, (seconds * 1000) / 4)),
+    );
     this.#hungTimer.unref();
   }
 

@@ -84,8 +84,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     // No tensor cores: fp16 is the 2x packed-half2 CUDA-core rate.
     peakTflops: { fp32: 9.3, fp16: 18.7 },
     sms: 56,
-    source:
-      "NVIDIA Tesla P100 datasheet, PCIe 16 GB column (FP32 9.3, FP16 18.7 TFLOPS, 732 GB/s); 56 SMs per NVIDIA Tesla P100 (GP100) whitepaper",
+    source: "NVIDIA Tesla P100 datasheet, PCIe 16 GB column (FP32 9.3, FP16 18.7 TFLOPS, 732 GB/s); 56 SMs per NVIDIA Tesla P100 (GP100) whitepaper",
   },
   // ---------------------------------------------------------------- Volta
   {
@@ -109,8 +108,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     bandwidthGBs: 900,
     peakTflops: { fp32: 15.7, fp16: 125 },
     sms: 80,
-    source:
-      "NVIDIA Tesla V100 GPU datasheet, SXM2 column (FP32 15.7, Tensor 125 TFLOPS, 900 GB/s); 80 SMs per NVIDIA Tesla V100 GPU Architecture whitepaper",
+    source: "NVIDIA Tesla V100 GPU datasheet, SXM2 column (FP32 15.7, Tensor 125 TFLOPS, 900 GB/s); 80 SMs per NVIDIA Tesla V100 GPU Architecture whitepaper",
   },
   // ---------------------------------------------------------------- Turing
   {
@@ -135,8 +133,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     bandwidthGBs: 672,
     peakTflops: { fp32: 16.3, fp16: 130.5 },
     sms: 72,
-    source:
-      "NVIDIA Quadro RTX 6000 datasheet (FP32 16.3, Tensor 130.5 TFLOPS, 24 GB GDDR6, 672 GB/s; 4,608 CUDA cores = 72 SMs)",
+    source: "NVIDIA Quadro RTX 6000 datasheet (FP32 16.3, Tensor 130.5 TFLOPS, 24 GB GDDR6, 672 GB/s; 4,608 CUDA cores = 72 SMs)",
   },
   // ---------------------------------------------------------------- Ampere
   {
@@ -195,8 +192,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     bandwidthGBs: 600,
     peakTflops: { fp32: 31.2, tf32: 62.5, fp16: 125, bf16: 125 },
     sms: 72,
-    source:
-      "NVIDIA A10 Tensor Core GPU datasheet (FP32 31.2; TF32 62.5, BF16/FP16 125 dense; 600 GB/s; 9,216 CUDA cores = 72 SMs)",
+    source: "NVIDIA A10 Tensor Core GPU datasheet (FP32 31.2; TF32 62.5, BF16/FP16 125 dense; 600 GB/s; 9,216 CUDA cores = 72 SMs)",
   },
   {
     id: "a100-40gb",
@@ -207,8 +203,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     bandwidthGBs: 1555,
     peakTflops: { fp32: 19.5, tf32: 156, fp16: 312, bf16: 312 },
     sms: 108,
-    source:
-      "NVIDIA A100 Tensor Core GPU datasheet, A100 40GB SXM column (1,555 GB/s); 108 SMs per NVIDIA A100 Tensor Core GPU Architecture whitepaper",
+    source: "NVIDIA A100 Tensor Core GPU datasheet, A100 40GB SXM column (1,555 GB/s); 108 SMs per NVIDIA A100 Tensor Core GPU Architecture whitepaper",
   },
   {
     id: "a100-80gb",
@@ -220,8 +215,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     bandwidthGBs: 2039,
     peakTflops: { fp32: 19.5, tf32: 156, fp16: 312, bf16: 312 },
     sms: 108,
-    source:
-      "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column (2,039 GB/s); 108 SMs per NVIDIA A100 Tensor Core GPU Architecture whitepaper",
+    source: "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column (2,039 GB/s); 108 SMs per NVIDIA A100 Tensor Core GPU Architecture whitepaper",
   },
   // ---------------------------------------------------------------- Ada
   {
@@ -309,9 +303,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     bandwidthGBs: 300,
     peakTflops: { fp32: 30.3, tf32: 60, fp16: 121, bf16: 121 },
     sms: 58,
-    source:
-      "NVIDIA L4 Tensor Core GPU datasheet (FP32 30.3; TF32 120, FP16/BF16 242 sparse; 300 GB/s); 58 SMs (7,424 CUDA cores) per " +
-      ADA_WP,
+    source: "NVIDIA L4 Tensor Core GPU datasheet (FP32 30.3; TF32 120, FP16/BF16 242 sparse; 300 GB/s); 58 SMs (7,424 CUDA cores) per " + ADA_WP,
   },
   {
     id: "l40s",
@@ -322,8 +314,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     bandwidthGBs: 864,
     peakTflops: { fp32: 91.6, tf32: 183, fp16: 362, bf16: 362 },
     sms: 142,
-    source:
-      "NVIDIA L40S datasheet (FP32 91.6; TF32 183 / 366 sparse; FP16/BF16 362 / 733 sparse; 864 GB/s; 18,176 CUDA cores = 142 SMs)",
+    source: "NVIDIA L40S datasheet (FP32 91.6; TF32 183 / 366 sparse; FP16/BF16 362 / 733 sparse; 864 GB/s; 18,176 CUDA cores = 142 SMs)",
   },
   // ---------------------------------------------------------------- Hopper
   {
@@ -335,9 +326,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     bandwidthGBs: 2000,
     peakTflops: { fp32: 51.2, tf32: 378, fp16: 756, bf16: 756 },
     sms: 114,
-    source:
-      "NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column (FP32 51; TF32 756, BF16/FP16 1,513 sparse; 2 TB/s); 114 SMs per " +
-      HOPPER_WP,
+    source: "NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column (FP32 51; TF32 756, BF16/FP16 1,513 sparse; 2 TB/s); 114 SMs per " + HOPPER_WP,
   },
   {
     id: "h100-sxm",
@@ -349,9 +338,7 @@ export const GPU_CATALOG: readonly GpuSpec[] = [
     bandwidthGBs: 3350,
     peakTflops: { fp32: 66.9, tf32: 494.7, fp16: 989.4, bf16: 989.4 },
     sms: 132,
-    source:
-      "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (3.35 TB/s; TF32 989, BF16/FP16 1,979 sparse); dense values and 132 SMs per " +
-      HOPPER_WP,
+    source: "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (3.35 TB/s; TF32 989, BF16/FP16 1,979 sparse); dense values and 132 SMs per " + HOPPER_WP,
   },
   {
     id: "h200",

@@ -58,7 +58,8 @@ const DEFAULT_SOURCES: Record<keyof PlanConstants, string> = {
   allocator_slack_fraction: "estimate: caching allocator rounds large blocks to 2 MiB and fragments (pytorch #35901); not yet measured by brim",
   conv_workspace_factor:
     "estimate: one im2col matrix of the largest convolution (GEMM-based algorithms); cuDNN may pick FFT or Winograd algorithms with other sizes when memory is free (pytorch #49207); not yet measured by brim",
-  rnn_workspace_factor: "estimate: backward-data holds one layer's gate and hidden-state gradients (cudnnRNNBackwardData_v8 workspace); not yet measured by brim",
+  rnn_workspace_factor:
+    "estimate: backward-data holds one layer's gate and hidden-state gradients (cudnnRNNBackwardData_v8 workspace); not yet measured by brim",
   peak_efficiency: "speed model: assumed share of dense peak reached by large matmuls; not yet measured by brim",
   half_efficiency_rows: "speed model: assumed rows at half efficiency; not yet measured by brim",
   op_overhead_s: "speed model: kernel launch latency, about 5–10 µs per op; not yet measured by brim",
@@ -131,9 +132,10 @@ export function resolveConstants(
   frameworkMajor: number = DEFAULT_FRAMEWORK_MAJOR,
 ): ResolvedConstants {
   const values: PlanConstants = { ...DEFAULT_CONSTANTS };
-  const sources = Object.fromEntries(
-    Object.entries(DEFAULT_SOURCES).map(([k, source]) => [k, { source, calibrated: false }]),
-  ) as Record<keyof PlanConstants, ConstantSource>;
+  const sources = Object.fromEntries(Object.entries(DEFAULT_SOURCES).map(([k, source]) => [k, { source, calibrated: false }])) as Record<
+    keyof PlanConstants,
+    ConstantSource
+  >;
   const match = calibrations.find((c) => c.framework.major === frameworkMajor && c.matches.some((m) => m === gpuId || m === architecture));
   if (match === undefined) return { values, sources, calibration: null };
   const on = match.measured_on;

@@ -66,7 +66,9 @@ function nbeatsGraph(spec: Spec<"nbeats">): ModelGraph {
   spec.stacks.forEach((stack, s) => {
     for (let k = 0; k < stack.blocks; k++) {
       const first = s === 0 && k === 0;
-      const options = spec.share_weights_in_stack ? { checkpoint: true, shareKey: `stack${s}`, inputIsBatch: first } : { checkpoint: true, inputIsBatch: first };
+      const options = spec.share_weights_in_stack
+        ? { checkpoint: true, shareKey: `stack${s}`, inputIsBatch: first }
+        : { checkpoint: true, inputIsBatch: first };
       const name = `stacks.${s}.blocks.${spec.share_weights_in_stack ? 0 : k}`;
       const b = new BlockBuilder(name, backcast, true, options);
       let prev = backcast;
@@ -82,7 +84,14 @@ function nbeatsGraph(spec: Spec<"nbeats">): ModelGraph {
         const coefficients = stack.type === "trend" ? stack.degree + 1 : 2 * stack.harmonics;
         // The basis is a fixed buffer: its matmul keeps no per-sample tensor.
         b.linear(`${name}.theta`, spec.units, 2 * coefficients * spec.features, 1);
-        b.ops.push({ kind: "basis", params: [], saved: { compute: 0, fp32: 0, mixedOnly: 0, bytes: 0 }, outElems: backcast + forecast, flops: 2 * coefficients * (backcast + forecast), trainable: false });
+        b.ops.push({
+          kind: "basis",
+          params: [],
+          saved: { compute: 0, fp32: 0, mixedOnly: 0, bytes: 0 },
+          outElems: backcast + forecast,
+          flops: 2 * coefficients * (backcast + forecast),
+          trainable: false,
+        });
       }
       b.residual(backcast);
       blocks.push(b.build());
@@ -108,7 +117,15 @@ function sequenceLength(spec: { seq_len?: number | undefined }, fallback?: numbe
 function recurrentGraph(spec: Spec<"lstm"> | Spec<"gru">): ModelGraph {
   const seqLen = sequenceLength(spec);
   const dirs = spec.bidirectional ? 2 : 1;
-  const rnn = new BlockBuilder("rnn", seqLen * spec.input, true, { inputIsBatch: true }).recurrent(spec.family, "rnn", spec.input, spec.hidden, spec.layers, spec.bidirectional, seqLen);
+  const rnn = new BlockBuilder("rnn", seqLen * spec.input, true, { inputIsBatch: true }).recurrent(
+    spec.family,
+    "rnn",
+    spec.input,
+    spec.hidden,
+    spec.layers,
+    spec.bidirectional,
+    seqLen,
+  );
   const head = new BlockBuilder("head", spec.hidden * dirs, true).linear("head", spec.hidden * dirs, spec.output, 1).mseLoss(spec.output);
   return {
     name: spec.name ?? spec.family,
@@ -138,7 +155,15 @@ function cnnLstmGraph(spec: Spec<"cnn1d-lstm">): ModelGraph {
     length = pooled;
   });
   const dirs = spec.lstm.bidirectional ? 2 : 1;
-  const rnn = new BlockBuilder("lstm", channels * length, true).recurrent("lstm", "lstm", channels, spec.lstm.hidden, spec.lstm.layers, spec.lstm.bidirectional, length);
+  const rnn = new BlockBuilder("lstm", channels * length, true).recurrent(
+    "lstm",
+    "lstm",
+    channels,
+    spec.lstm.hidden,
+    spec.lstm.layers,
+    spec.lstm.bidirectional,
+    length,
+  );
   const head = new BlockBuilder("head", spec.lstm.hidden * dirs, true).linear("head", spec.lstm.hidden * dirs, spec.output, 1).crossEntropyLoss(1, spec.output);
   blocks.push(rnn.build(), head.build());
   return {
@@ -166,10 +191,21 @@ function transformerGraph(spec: Spec<"transformer-encoder">): ModelGraph {
   const embed = new BlockBuilder("embed", rows, baseTrainable, { inputIsBatch: true });
   if (spec.vocab !== undefined) embed.embedding("embed.tokens", spec.vocab, d, rows);
   else embed.linear("embed.input", spec.input ?? 0, d, rows);
-  embed.embedding("embed.positions", spec.max_positions, d, rows).residual(rows * d).dropout(rows * d, spec.dropout);
+  embed
+    .embedding("embed.positions", spec.max_positions, d, rows)
+    .residual(rows * d)
+    .dropout(rows * d, spec.dropout);
   const blocks: Block[] = [embed.build()];
 
-  const proj = (b: BlockBuilder, name: string, target: (typeof spec.lora & {})["targets"][number], inF: number, outF: number, tokens: number, shared = false): void => {
+  const proj = (
+    b: BlockBuilder,
+    name: string,
+    target: (typeof spec.lora & {})["targets"][number],
+    inF: number,
+    outF: number,
+    tokens: number,
+    shared = false,
+  ): void => {
     if (lora !== undefined && targets.has(target)) b.loraLinear(name, inF, outF, lora.rank, tokens, { inputShared: shared });
     else b.linear(name, inF, outF, tokens, { inputShared: shared });
   };

@@ -37,7 +37,10 @@ function int(config: Record<string, unknown>, key: string, file: string | undefi
 function layerCount(config: Record<string, unknown>, key: string, file: string | undefined): number {
   const layers = int(config, key, file);
   if (layers > MAX_GRAPH_UNITS) {
-    throw new InputError(`${layers.toLocaleString("en-US")} layers; brim plans up to ${MAX_GRAPH_UNITS.toLocaleString("en-US")} (a typo?)`, { field: key, ...(file === undefined ? {} : { file }) });
+    throw new InputError(`${layers.toLocaleString("en-US")} layers; brim plans up to ${MAX_GRAPH_UNITS.toLocaleString("en-US")} (a typo?)`, {
+      field: key,
+      ...(file === undefined ? {} : { file }),
+    });
   }
   return layers;
 }
@@ -144,7 +147,12 @@ function gpt2Graph(config: Record<string, unknown>, options: HfPlanOptions): Mod
   const tied = config["tie_word_embeddings"] !== false;
 
   const blocks: Block[] = [
-    new BlockBuilder("embed", rows, true).embedding("wte", vocab, d, rows).embedding("wpe", positions, d, rows).residual(rows * d).dropout(rows * d, 0.1).build(),
+    new BlockBuilder("embed", rows, true)
+      .embedding("wte", vocab, d, rows)
+      .embedding("wpe", positions, d, rows)
+      .residual(rows * d)
+      .dropout(rows * d, 0.1)
+      .build(),
   ];
   for (let i = 0; i < layers; i++) {
     const n = `h.${i}`;

@@ -47,12 +47,7 @@ export interface MemoryBreakdown {
  * optimizerStateBytes("adamw", "fp32", 1000, undefined); // 8000
  * ```
  */
-export function optimizerStateBytes(
-  optimizer: Optimizer,
-  precision: Precision,
-  trainable: number,
-  tensors: ModelFootprint["params"]["tensors"],
-): number {
+export function optimizerStateBytes(optimizer: Optimizer, precision: Precision, trainable: number, tensors: ModelFootprint["params"]["tensors"]): number {
   const state = precisionBytes(precision).weight;
   switch (optimizer) {
     case "sgd":
@@ -127,7 +122,9 @@ export function memoryAt(footprint: ModelFootprint, setup: TrainingSetup, microB
   // DDP without gradient_as_bucket_view keeps a second copy of the gradients in its buckets
   const ddpBuckets = setup.gpus > 1 && (setup.sharding === "ddp" || setup.sharding === "none") ? 2 : 1;
   const gradients = Math.ceil((trainable * bytes.weight * ddpBuckets) / shardFactor(setup, "gradients"));
-  const optimizer_state = Math.ceil(optimizerStateBytes(setup.optimizer, setup.precision, trainable, footprint.params.tensors) / shardFactor(setup, "optimizer"));
+  const optimizer_state = Math.ceil(
+    optimizerStateBytes(setup.optimizer, setup.precision, trainable, footprint.params.tensors) / shardFactor(setup, "optimizer"),
+  );
 
   const perSample = setup.checkpointing ? (act.perSampleCheckpointed ?? act.perSample) : act.perSample;
   const activations = Math.ceil(microBatch * perSample + act.fixed);

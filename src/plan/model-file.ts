@@ -27,11 +27,7 @@ export function parseModelFile(text: string, file?: string): ModelInput {
     value = isJson ? JSON.parse(text) : parseYaml(text, { prettyErrors: false });
   } catch (error) {
     const detail =
-      error instanceof YAMLParseError
-        ? `${error.message.split("\n")[0] ?? "invalid YAML"}`
-        : error instanceof Error
-          ? error.message
-          : String(error);
+      error instanceof YAMLParseError ? `${error.message.split("\n")[0] ?? "invalid YAML"}` : error instanceof Error ? error.message : String(error);
     throw new InputError(`not valid ${isJson ? "JSON" : "YAML"}: ${detail}`, { ...where, code: "E_PARSE" }, { cause: error });
   }
   if (value === null || value === undefined) throw new InputError("the file is empty", where);

@@ -184,11 +184,16 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
     );
   }
   const context: PlanContext = { gpu: gpu.spec, budget, constants: constants.values, memory: memoryOf };
-  const section = planSection(mainFootprint, base, {
-    batch: options.batch ?? training?.batch,
-    batchFrom: options.batch !== undefined ? "--batch" : "spec",
-    effectiveBatch: options.effectiveBatch ?? training?.effective_batch,
-  }, context);
+  const section = planSection(
+    mainFootprint,
+    base,
+    {
+      batch: options.batch ?? training?.batch,
+      batchFrom: options.batch !== undefined ? "--batch" : "spec",
+      effectiveBatch: options.effectiveBatch ?? training?.effective_batch,
+    },
+    context,
+  );
   section.notes.unshift(...notes);
 
   const stages: PlanSection[] = [];
@@ -196,11 +201,16 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
     for (const stage of model.spec.stages ?? []) {
       const stageNotes: string[] = [];
       const footprint = footprintOf(model, options.seqLen, stage, stageNotes);
-      const s = planSection(footprint, base, {
-        batch: options.batch ?? stage.batch ?? training?.batch,
-        batchFrom: options.batch !== undefined ? "--batch" : "spec",
-        effectiveBatch: options.effectiveBatch ?? stage.effective_batch ?? training?.effective_batch,
-      }, context);
+      const s = planSection(
+        footprint,
+        base,
+        {
+          batch: options.batch ?? stage.batch ?? training?.batch,
+          batchFrom: options.batch !== undefined ? "--batch" : "spec",
+          effectiveBatch: options.effectiveBatch ?? stage.effective_batch ?? training?.effective_batch,
+        },
+        context,
+      );
       s.name = stage.name;
       const seq = options.seqLen ?? stage.seq_len ?? model.spec.seq_len;
       if (seq !== undefined) s.seq_len = seq;
@@ -271,7 +281,13 @@ function resolveGpu(options: PlanOptions): ResolvedGpu {
     return { id: spec.id, name: spec.name, memoryBytes, memorySource, spec };
   }
   if (options.gpuMemoryBytes !== undefined) {
-    return { id: "custom", name: `GPU with ${formatBytes(options.gpuMemoryBytes)}`, memoryBytes: options.gpuMemoryBytes, memorySource: "--gpu-memory", spec: undefined };
+    return {
+      id: "custom",
+      name: `GPU with ${formatBytes(options.gpuMemoryBytes)}`,
+      memoryBytes: options.gpuMemoryBytes,
+      memorySource: "--gpu-memory",
+      spec: undefined,
+    };
   }
   throw new InputError("name the GPU to plan for: --gpu <id> (e.g. rtx-4090) or --gpu-memory <GiB>", { field: "--gpu" });
 }
@@ -304,8 +320,13 @@ function footprintOf(model: ModelInput, seqLen: number | undefined, stage: Stage
   const footprint = buildFootprint(model, seqLen, stage, notes);
   const perSample = Math.max(...Object.values(footprint.activations).map((a) => a.perSample), footprint.inputBytesPerSample);
   if (!Number.isSafeInteger(footprint.params.total) || !(perSample <= Number.MAX_SAFE_INTEGER)) {
-    const what = Number.isSafeInteger(footprint.params.total) ? `${formatBytes(perSample)} of activations per sample` : `${footprint.params.total.toExponential(2)} parameters`;
-    throw new InputError(`the model has ${what}: beyond what brim can count exactly (2^53); check the sizes for a typo`, model.file === undefined ? {} : { file: model.file });
+    const what = Number.isSafeInteger(footprint.params.total)
+      ? `${formatBytes(perSample)} of activations per sample`
+      : `${footprint.params.total.toExponential(2)} parameters`;
+    throw new InputError(
+      `the model has ${what}: beyond what brim can count exactly (2^53); check the sizes for a typo`,
+      model.file === undefined ? {} : { file: model.file },
+    );
   }
   return footprint;
 }
@@ -325,8 +346,15 @@ function buildFootprint(model: ModelInput, seqLen: number | undefined, stage: St
       const saved = (model.profile as ModelProfile).per_sample.saved_bytes;
       const missing = (["bf16-mixed", "fp16-mixed"] as const).filter((precision) => saved[precision] === undefined);
       if (missing.length > 0) {
-        const from = saved["bf16-mixed"] !== undefined ? "the bf16-mixed measurement" : saved["fp16-mixed"] !== undefined ? "the fp16-mixed measurement" : "half the fp32 measurement";
-        notes.push(`the profile has no ${missing.join(" or ")} measurement: those activations are estimated from ${from} (profile on a device whose autocast supports it for a measured number)`);
+        const from =
+          saved["bf16-mixed"] !== undefined
+            ? "the bf16-mixed measurement"
+            : saved["fp16-mixed"] !== undefined
+              ? "the fp16-mixed measurement"
+              : "half the fp32 measurement";
+        notes.push(
+          `the profile has no ${missing.join(" or ")} measurement: those activations are estimated from ${from} (profile on a device whose autocast supports it for a measured number)`,
+        );
       }
       return footprint;
     }
@@ -386,7 +414,10 @@ function planSection(
     microFrom = wanted.batchFrom;
   } else if (effective !== undefined) {
     const perGpu = effective / setup.gpus;
-    micro = divisors(perGpu).filter((d) => d <= Math.max(1, maxMicro)).pop() ?? 1;
+    micro =
+      divisors(perGpu)
+        .filter((d) => d <= Math.max(1, maxMicro))
+        .pop() ?? 1;
     microFrom = "largest that fits";
   } else {
     micro = Math.max(1, maxMicro);
@@ -400,9 +431,13 @@ function planSection(
   const accumulation = perGpuEffective / micro;
 
   const memory = context.memory(footprint, effectiveSetup, micro);
-  const shares = Object.fromEntries(COMPONENTS.map((c) => [c, memory.peak_bytes === 0 ? 0 : memory.components[c] / memory.peak_bytes])) as Record<Component, number>;
+  const shares = Object.fromEntries(COMPONENTS.map((c) => [c, memory.peak_bytes === 0 ? 0 : memory.components[c] / memory.peak_bytes])) as Record<
+    Component,
+    number
+  >;
   const fits = memory.peak_bytes <= context.budget;
-  if (maxMicro === 0) notes.push("not even one sample fits the budget with these settings; see the suggestions (checkpointing, 16-bit precision, sharding, a smaller optimizer)");
+  if (maxMicro === 0)
+    notes.push("not even one sample fits the budget with these settings; see the suggestions (checkpointing, 16-bit precision, sharding, a smaller optimizer)");
   else if (!fits) notes.push(`micro-batch ${micro} does not fit: at most ${maxMicro} does`);
   const yours: YourConfig = {
     micro_batch: micro,
@@ -444,12 +479,17 @@ const UNDERUSED = 0.25;
 function underuseNotes(yours: YourConfig, perGpuEffective: number, effective: number, maxMicro: number, memoryLimited: boolean, budget: number): string[] {
   if (yours.budget_share >= UNDERUSED || yours.peak_bytes > budget) return [];
   const used = `${yours.micro_batch} × ${yours.accumulation} uses ${Math.max(1, Math.round(100 * yours.budget_share))} % of ${formatBytes(budget)}`;
-  const bigger = divisors(perGpuEffective).filter((d) => d <= maxMicro).pop() ?? yours.micro_batch;
+  const bigger =
+    divisors(perGpuEffective)
+      .filter((d) => d <= maxMicro)
+      .pop() ?? yours.micro_batch;
   if (yours.accumulation > 1 && bigger > yours.micro_batch) {
     return [`${used}: ${bigger} × ${perGpuEffective / bigger} keeps the effective batch at ${effective} with fewer, larger steps`];
   }
   if (!memoryLimited) {
-    return [`${used}, and the whole effective batch is one micro-batch: memory is not what limits this job (data, the CPU or step overhead is); a larger effective batch would fit, up to ${maxMicro.toLocaleString("en-US")} per micro-batch`];
+    return [
+      `${used}, and the whole effective batch is one micro-batch: memory is not what limits this job (data, the CPU or step overhead is); a larger effective batch would fit, up to ${maxMicro.toLocaleString("en-US")} per micro-batch`,
+    ];
   }
   return [`${used}: memory is underused`];
 }
@@ -463,7 +503,10 @@ function suggest(
   peakAt: (s: TrainingSetup) => (b: number) => number,
   yours: YourConfig,
 ): Suggestion[] {
-  const precisions = new Set<Precision>([setup.precision, ...SUGGESTED_PRECISIONS.filter((p) => context.gpu === undefined || peakFor(context.gpu, p) !== undefined)]);
+  const precisions = new Set<Precision>([
+    setup.precision,
+    ...SUGGESTED_PRECISIONS.filter((p) => context.gpu === undefined || peakFor(context.gpu, p) !== undefined),
+  ]);
   const candidates: Suggestion[] = [];
   for (const precision of precisions) {
     for (const checkpointing of canCheckpoint ? [false, true] : [false]) {
@@ -472,7 +515,10 @@ function suggest(
       const largest = maxMicroBatch(peak, context.budget, perGpuEffective);
       const options = divisors(perGpuEffective).filter((m) => m <= largest);
       const ranked = options
-        .map((m) => ({ m, speed: predictedSamplesPerSecond(footprint, s, { microBatch: m, accumulation: perGpuEffective / m }, context.gpu, context.constants) }))
+        .map((m) => ({
+          m,
+          speed: predictedSamplesPerSecond(footprint, s, { microBatch: m, accumulation: perGpuEffective / m }, context.gpu, context.constants),
+        }))
         .sort((a, b) => b.speed - a.speed);
       for (const { m, speed } of ranked.slice(0, 2)) {
         candidates.push({
@@ -526,10 +572,16 @@ function dropDominated(candidates: Suggestion[], yours: YourConfig): void {
     if (c.is_yours) return true;
     if (c.checkpointing && candidates.some((o) => !o.checkpointing && o.precision === c.precision && o.micro_batch >= c.micro_batch)) return false;
     const twin = candidates.find(
-      (o) => o !== c && o.micro_batch === c.micro_batch && o.checkpointing === c.checkpointing && o.peak_bytes === c.peak_bytes && Math.abs(o.samples_per_s - c.samples_per_s) <= 1e-9 * c.samples_per_s,
+      (o) =>
+        o !== c &&
+        o.micro_batch === c.micro_batch &&
+        o.checkpointing === c.checkpointing &&
+        o.peak_bytes === c.peak_bytes &&
+        Math.abs(o.samples_per_s - c.samples_per_s) <= 1e-9 * c.samples_per_s,
     );
     // of two identical rows keep the user's precision, else the first (fp32 before tf32)
-    if (twin !== undefined && (twin.precision === yours.precision || candidates.indexOf(twin) < candidates.indexOf(c)) && c.precision !== yours.precision) return false;
+    if (twin !== undefined && (twin.precision === yours.precision || candidates.indexOf(twin) < candidates.indexOf(c)) && c.precision !== yours.precision)
+      return false;
     return true;
   };
   const kept = candidates.filter(keep);
@@ -551,16 +603,16 @@ function assumptionsOf(setup: TrainingSetup, constants: ResolvedConstants, gpu: 
     {
       name: "bytes_per_parameter",
       value: setup.precision === "bf16" ? "weights 2, gradients 2, optimizer state in bf16" : "weights 4, gradients 4, optimizer state in fp32",
-      source:
-        setup.precision.endsWith("-mixed")
-          ? "mixed precision keeps fp32 master weights and gradients and a 16-bit copy of matmul weights during forward/backward (HF 'model training anatomy'; torch autocast weight cache)"
-          : "PyTorch stores parameters, gradients and optimizer state in the parameter dtype",
+      source: setup.precision.endsWith("-mixed")
+        ? "mixed precision keeps fp32 master weights and gradients and a 16-bit copy of matmul weights during forward/backward (HF 'model training anatomy'; torch autocast weight cache)"
+        : "PyTorch stores parameters, gradients and optimizer state in the parameter dtype",
       calibrated: false,
     },
     {
       name: "optimizer_state",
       value: setup.optimizer,
-      source: "sgd 0, sgd-momentum 1 state, adam/adamw 2 states per trainable parameter; adamw-8bit 2 bytes + block absmax (bitsandbytes); adafactor factored second moment (rows + columns)",
+      source:
+        "sgd 0, sgd-momentum 1 state, adam/adamw 2 states per trainable parameter; adamw-8bit 2 bytes + block absmax (bitsandbytes); adafactor factored second moment (rows + columns)",
       calibrated: false,
     },
     {
@@ -572,8 +624,19 @@ function assumptionsOf(setup: TrainingSetup, constants: ResolvedConstants, gpu: 
           : "tensors autograd keeps for backward as PyTorch's derivative formulas save them; a tensor kept by two ops counted once; attention through fused SDPA kernels (no seq² tensor) unless `attention: math`; see docs/model-spec.md",
       calibrated: false,
     },
-    { name: "input_batch", value: "one micro-batch resident", source: "inputs and targets of the current micro-batch; a prefetched batch in flight is inside the margin", calibrated: false },
-    { name: "sharding", value: setup.sharding, source: "zero1 shards optimizer state, zero2 also gradients, zero3/fsdp also weights (plus two gathered tensors); ddp keeps a second copy of gradients in its buckets", calibrated: false },
+    {
+      name: "input_batch",
+      value: "one micro-batch resident",
+      source: "inputs and targets of the current micro-batch; a prefetched batch in flight is inside the margin",
+      calibrated: false,
+    },
+    {
+      name: "sharding",
+      value: setup.sharding,
+      source:
+        "zero1 shards optimizer state, zero2 also gradients, zero3/fsdp also weights (plus two gathered tensors); ddp keeps a second copy of gradients in its buckets",
+      calibrated: false,
+    },
   );
   return out;
 }

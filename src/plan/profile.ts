@@ -18,9 +18,7 @@ export const modelProfileSchema = z.object({
     trainable: integer,
     by_dtype: z.record(z.string(), integer).optional(),
     buffer_bytes: integer.optional(),
-    tensors: z
-      .array(z.object({ name: z.string().optional(), shape: z.array(integer), dtype: z.string().optional(), trainable: z.boolean() }))
-      .optional(),
+    tensors: z.array(z.object({ name: z.string().optional(), shape: z.array(integer), dtype: z.string().optional(), trainable: z.boolean() })).optional(),
   }),
   per_sample: z.object({
     input_bytes: integer,
@@ -60,7 +58,11 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
   const parsed = modelProfileSchema.safeParse(value);
   if (!parsed.success) {
     const v = (value as Record<string, unknown> | null)?.["version"];
-    if (v !== undefined && v !== 1) throw new InputError(`profile version ${JSON.stringify(v)} is not supported (this brim reads version 1)`, { field: "version", ...(file === undefined ? {} : { file }) });
+    if (v !== undefined && v !== 1)
+      throw new InputError(`profile version ${JSON.stringify(v)} is not supported (this brim reads version 1)`, {
+        field: "version",
+        ...(file === undefined ? {} : { file }),
+      });
     throw zodToInputError(parsed.error, file);
   }
   const profile = parsed.data;
@@ -84,7 +86,15 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
     matmul: t.shape.length >= 2,
   }));
   const matmulElems = tensors?.filter((t) => t.matmul).reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0) ?? profile.params.total;
-  const largestTensorElems = tensors?.reduce((m, t) => Math.max(m, t.shape.reduce((a, b) => a * b, 1)), 0) ?? 0;
+  const largestTensorElems =
+    tensors?.reduce(
+      (m, t) =>
+        Math.max(
+          m,
+          t.shape.reduce((a, b) => a * b, 1),
+        ),
+      0,
+    ) ?? 0;
   const largest = profile.per_sample.largest_saved_bytes ?? saved.fp32;
   const activations = {} as Record<Precision, ActivationBytes>;
   for (const precision of PRECISIONS) {
@@ -101,7 +111,7 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
   }
   const forward = profile.per_sample.forward_flops ?? 0;
   return {
-    name: profile.name ?? (file ?? "profile"),
+    name: profile.name ?? file ?? "profile",
     family: "profile",
     source: "profile",
     params: { total: profile.params.total, trainable: profile.params.trainable, matmulElems, largestTensorElems, tensors },

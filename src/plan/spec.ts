@@ -112,9 +112,7 @@ const transformer = z
     attention: z.enum(["sdpa", "math"]).default("sdpa"),
     positives: size.default(0),
     negatives: size.default(0),
-    lora: z
-      .strictObject({ rank: count, alpha: z.number().positive().optional(), targets: z.array(z.enum(LORA_TARGETS)).min(1) })
-      .optional(),
+    lora: z.strictObject({ rank: count, alpha: z.number().positive().optional(), targets: z.array(z.enum(LORA_TARGETS)).min(1) }).optional(),
     moe: z
       .strictObject({ layers: z.array(size).min(1), experts: count, top_k: count, ffn: count })
       .refine((m) => m.top_k <= m.experts, { message: "top_k must not exceed experts", path: ["top_k"] })
@@ -215,10 +213,13 @@ function checkGraphSize(spec: ModelSpec, file: string | undefined): void {
   const total = units.reduce((n, [, u]) => n + u, 0);
   if (total <= MAX_GRAPH_UNITS) return;
   const [field] = units.reduce((a, b) => (b[1] > a[1] ? b : a));
-  throw new InputError(`the model would have ${total.toLocaleString("en-US")} layers/blocks/experts; brim plans up to ${MAX_GRAPH_UNITS.toLocaleString("en-US")} (a typo?)`, {
-    field,
-    ...(file === undefined ? {} : { file }),
-  });
+  throw new InputError(
+    `the model would have ${total.toLocaleString("en-US")} layers/blocks/experts; brim plans up to ${MAX_GRAPH_UNITS.toLocaleString("en-US")} (a typo?)`,
+    {
+      field,
+      ...(file === undefined ? {} : { file }),
+    },
+  );
 }
 
 /**

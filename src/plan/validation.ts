@@ -211,7 +211,8 @@ function featuresOf(p: AccuracyPair): Features {
   const base = memoryAt(p.footprint, p.setup, p.micro_batch, { ...DEFAULT_CONSTANTS, ...ZERO });
   const c = base.components;
   const staticBytes = c.weights + c.gradients + c.optimizer_state;
-  const at = (k: Partial<PlanConstants>): number => memoryAt(p.footprint, p.setup, p.micro_batch, { ...DEFAULT_CONSTANTS, ...ZERO, ...k }).peak_bytes - base.peak_bytes;
+  const at = (k: Partial<PlanConstants>): number =>
+    memoryAt(p.footprint, p.setup, p.micro_batch, { ...DEFAULT_CONSTANTS, ...ZERO, ...k }).peak_bytes - base.peak_bytes;
   return {
     static: staticBytes,
     dynamic: base.peak_bytes - staticBytes,
@@ -355,9 +356,20 @@ export function fitConstants(pairs: readonly AccuracyPair[]): FittedConstants | 
   const first = pairs.map((_, i) => i).filter(usable);
   const anyCudnn = first.some((i) => feats[i]!.cudnn > 0);
   const noCudnn = first.some((i) => feats[i]!.cudnn === 0);
-  const defaults: Solution = { fixed: 0, cudnn: DEFAULT_CONSTANTS.cudnn_workspace_bytes, conv: DEFAULT_CONSTANTS.conv_workspace_factor, rnn: DEFAULT_CONSTANTS.rnn_workspace_factor };
+  const defaults: Solution = {
+    fixed: 0,
+    cudnn: DEFAULT_CONSTANTS.cudnn_workspace_bytes,
+    conv: DEFAULT_CONSTANTS.conv_workspace_factor,
+    rnn: DEFAULT_CONSTANTS.rnn_workspace_factor,
+  };
   const free: Free[] = ["fixed", ...(anyCudnn && noCudnn ? (["cudnn"] as const) : []), ...alone];
-  const stage1 = leastSquares(first.map((i) => pairs[i]!), first.map((i) => feats[i]!), free, defaults, SLACK_GRID);
+  const stage1 = leastSquares(
+    first.map((i) => pairs[i]!),
+    first.map((i) => feats[i]!),
+    free,
+    defaults,
+    SLACK_GRID,
+  );
   if (stage1 === null) return null;
   let k = stage1.k;
   // factors seen only beside one another: fitted one at a time once the others are known
@@ -366,7 +378,13 @@ export function fitConstants(pairs: readonly AccuracyPair[]): FittedConstants | 
     const jobs = [...jobKinds].filter(([, set]) => set.has(kind) && [...set].every((other) => other === kind || alone.has(other))).map(([job]) => job);
     const idx = pairs.map((_, i) => i).filter((i) => jobs.includes(pairs[i]!.job));
     if (idx.length === 0) continue;
-    const stage2 = leastSquares(idx.map((i) => pairs[i]!), idx.map((i) => feats[i]!), [kind], k, [stage1.slack]);
+    const stage2 = leastSquares(
+      idx.map((i) => pairs[i]!),
+      idx.map((i) => feats[i]!),
+      [kind],
+      k,
+      [stage1.slack],
+    );
     if (stage2 !== null) k = stage2.k;
   }
   const outsideOf = (withCudnn: boolean): number[] =>
@@ -421,7 +439,12 @@ export function leaveOneJobOutErrors(pairs: readonly AccuracyPair[]): number[] {
   if (jobs.length < 2) return [];
   return jobs.flatMap((job) => {
     const fit = fitConstants(pairs.filter((p) => p.job !== job));
-    return fit === null ? [] : errorsOf(pairs.filter((p) => p.job === job), fit);
+    return fit === null
+      ? []
+      : errorsOf(
+          pairs.filter((p) => p.job === job),
+          fit,
+        );
   });
 }
 
@@ -448,7 +471,12 @@ export function oneTrialPredictions(pairs: readonly AccuracyPair[]): { pair: Acc
       const group = mine.filter((p) => p.precision === precision).sort((a, b) => a.micro_batch - b.micro_batch);
       if (group.length < 2) continue;
       const anchor = group[group.length - 2]!;
-      const { peakAt } = reanchor(anchor.footprint, anchor.setup, k, { micro_batch: anchor.micro_batch, peak_bytes: anchor.measured, allocated_bytes: anchor.allocated, reserved_bytes: anchor.reserved });
+      const { peakAt } = reanchor(anchor.footprint, anchor.setup, k, {
+        micro_batch: anchor.micro_batch,
+        peak_bytes: anchor.measured,
+        allocated_bytes: anchor.allocated,
+        reserved_bytes: anchor.reserved,
+      });
       for (const p of group) if (p !== anchor) out.push({ pair: p, anchor, predicted: peakAt(p.micro_batch) });
     }
   }

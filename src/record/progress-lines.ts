@@ -47,7 +47,10 @@ function fromPattern(segment: string, pattern: RegExp): ProgressRate | null {
   const rate: ProgressRate = { kind: "rate" };
   const samples = positive(groups.samples_per_s) ?? (Object.keys(groups).length === 0 ? positive(match[1]) : undefined);
   if (samples !== undefined) rate.samplesPerSec = samples;
-  const steps = positive(groups.steps_per_s) ?? (positive(groups.s_per_step) ? 1 / Number(groups.s_per_step) : undefined) ?? (positive(groups.ms_per_step) ? 1000 / Number(groups.ms_per_step) : undefined);
+  const steps =
+    positive(groups.steps_per_s) ??
+    (positive(groups.s_per_step) ? 1 / Number(groups.s_per_step) : undefined) ??
+    (positive(groups.ms_per_step) ? 1000 / Number(groups.ms_per_step) : undefined);
   if (steps !== undefined) rate.stepsPerSec = steps;
   const step = groups.step !== undefined ? Number(groups.step) : undefined;
   if (step !== undefined && Number.isFinite(step)) rate.step = step;

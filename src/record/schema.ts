@@ -74,7 +74,15 @@ const tuneSchema = z.object({
   id: z.string(),
   command: z.array(z.string()),
   cwd: z.string(),
-  bindings: z.array(z.object({ knob: z.string(), via: z.enum(["template", "config", "env"]), file: z.string().optional(), key: z.string().optional(), file_sha256: z.string().optional() })),
+  bindings: z.array(
+    z.object({
+      knob: z.string(),
+      via: z.enum(["template", "config", "env"]),
+      file: z.string().optional(),
+      key: z.string().optional(),
+      file_sha256: z.string().optional(),
+    }),
+  ),
   cap_bytes: n,
   cap_scope: z.enum(["gpu", "ram"]),
   effective_batch: nn.default(null),

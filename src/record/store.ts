@@ -68,7 +68,12 @@ export function parseTimeline(text: string): TimelineEntry[] {
     } catch {
       continue;
     }
-    if (typeof value === "object" && value !== null && typeof (value as { t?: unknown }).t === "number" && typeof (value as { kind?: unknown }).kind === "string") {
+    if (
+      typeof value === "object" &&
+      value !== null &&
+      typeof (value as { t?: unknown }).t === "number" &&
+      typeof (value as { kind?: unknown }).kind === "string"
+    ) {
       entries.push(value as TimelineEntry);
     }
   }
@@ -363,7 +368,9 @@ export class RunWriter {
       this.#loss.outputLinesLost += outputLines;
       return;
     }
-    const why = error ?? new BrimError("E_IO", `the run store cannot keep up: more than ${MAX_PENDING_BYTES / 2 ** 20} MiB of timeline waiting to be written in ${this.dir}`);
+    const why =
+      error ??
+      new BrimError("E_IO", `the run store cannot keep up: more than ${MAX_PENDING_BYTES / 2 ** 20} MiB of timeline waiting to be written in ${this.dir}`);
     this.#loss = { error: why, entriesLost: entries, outputLinesLost: outputLines };
     this.#pending = [];
     this.#pendingBytes = 0;
@@ -432,7 +439,11 @@ export class RunStore {
     try {
       await mkdir(dir, { recursive: true });
     } catch (error) {
-      throw new BrimError("E_IO", `cannot create the run folder ${dir}: ${ioCause(await whyNotWritable(dir, error))} (pass --store <dir> for a writable folder with free space)`, { cause: error });
+      throw new BrimError(
+        "E_IO",
+        `cannot create the run folder ${dir}: ${ioCause(await whyNotWritable(dir, error))} (pass --store <dir> for a writable folder with free space)`,
+        { cause: error },
+      );
     }
     const meta: RunMeta = { schema: "brim.run/v1", id, ...run, started_at: startedAt.toISOString(), ended_at: null, end: null, summary: null };
     try {
@@ -441,7 +452,11 @@ export class RunStore {
       return new RunWriter(dir, meta, this.#io);
     } catch (error) {
       await rm(dir, { recursive: true, force: true }).catch(() => undefined);
-      throw new BrimError("E_IO", `cannot start a run in the store ${this.root}: ${ioCause(error)} (pass --store <dir> for a writable folder with free space)`, { cause: error });
+      throw new BrimError(
+        "E_IO",
+        `cannot start a run in the store ${this.root}: ${ioCause(error)} (pass --store <dir> for a writable folder with free space)`,
+        { cause: error },
+      );
     }
   }
 
@@ -541,7 +556,8 @@ async function listIds(dir: string): Promise<string[]> {
 }
 
 function resolveRef(ref: string, ids: string[], what: "run" | "tune", root: string): string {
-  if (ids.length === 0) throw new BrimError("E_NOT_FOUND", `no ${what}s in the store ${root} (run 'brim ${what === "run" ? "run" : "tune"} -- <command>' first, or pass --store)`);
+  if (ids.length === 0)
+    throw new BrimError("E_NOT_FOUND", `no ${what}s in the store ${root} (run 'brim ${what === "run" ? "run" : "tune"} -- <command>' first, or pass --store)`);
   if (ref === "latest" || ref === "last") return ids[ids.length - 1] as string;
   if (isRecordId(ref) && ids.includes(ref)) return ref;
   if (/^[0-9a-f-]+$/.test(ref)) {

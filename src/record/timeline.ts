@@ -213,7 +213,8 @@ const MAX_HELLOS = 1_024;
 
 const num = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) ? value : null);
 const str = (value: unknown): string | null => (typeof value === "string" ? value : null);
-const obj = (value: unknown): Record<string, unknown> | null => (typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null);
+const obj = (value: unknown): Record<string, unknown> | null =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 const kib = (value: number | null): number | null => (value === null ? null : value * 1024);
 
 /**
@@ -290,7 +291,13 @@ export function sampleOf(e: TimelineEntry): SampleEntry {
   const rss = num(tree.rss_bytes);
   return {
     t: e.t,
-    tree: { pids: num(tree.pids), rss_bytes: rss === 0 ? null : rss, cpu_percent: num(tree.cpu_percent), gpu_bytes: num(tree.gpu_bytes), gpu_pids: num(tree.gpu_pids) },
+    tree: {
+      pids: num(tree.pids),
+      rss_bytes: rss === 0 ? null : rss,
+      cpu_percent: num(tree.cpu_percent),
+      gpu_bytes: num(tree.gpu_bytes),
+      gpu_pids: num(tree.gpu_pids),
+    },
     gpus: Array.isArray(e.gpus) ? e.gpus.map(readGpu).filter((g): g is GpuReading => g !== null) : [],
     host: { mem_available_bytes: num(host.mem_available_bytes), cpu_percent: num(host.cpu_percent) },
   };
@@ -299,7 +306,15 @@ export function sampleOf(e: TimelineEntry): SampleEntry {
 function readMemory(value: unknown): StepMemory | null {
   const m = obj(value);
   if (m === null) return null;
-  return { device: str(m.device), allocated: num(m.allocated), reserved: num(m.reserved), peak: num(m.peak), peak_reserved: num(m.peak_reserved), rss: num(m.rss), peak_rss: num(m.peak_rss) };
+  return {
+    device: str(m.device),
+    allocated: num(m.allocated),
+    reserved: num(m.reserved),
+    peak: num(m.peak),
+    peak_reserved: num(m.peak_reserved),
+    rss: num(m.rss),
+    peak_rss: num(m.peak_rss),
+  };
 }
 
 const nonNegative = (value: number | null): number | null => (value === null ? null : Math.max(0, value));
@@ -381,7 +396,10 @@ export function parseTimelineLine(line: string): TimelineEntry | null {
  * for await (const entry of timelineEntries(path)) if (entry.kind === "end") console.log(entry.cause);
  * ```
  */
-export async function* timelineEntries(path: string, options: { from?: number; until?: number; onOffset?: (offset: number) => void } = {}): AsyncGenerator<TimelineEntry> {
+export async function* timelineEntries(
+  path: string,
+  options: { from?: number; until?: number; onOffset?: (offset: number) => void } = {},
+): AsyncGenerator<TimelineEntry> {
   const from = options.from ?? 0;
   const until = options.until ?? Infinity;
   if (until <= from) {
@@ -530,16 +548,31 @@ class ReadingSums {
     for (const g of s.gpus) {
       let sums = this.gpus.get(g.index);
       if (sums === undefined) this.gpus.set(g.index, (sums = newSums()));
-      if (g.util !== null) { sums.util += g.util; sums.utilN++; }
-      if (g.sm_activity !== null) { sums.sm += g.sm_activity; sums.smN++; }
-      if (g.power_w !== null) { sums.power += g.power_w; sums.powerN++; }
+      if (g.util !== null) {
+        sums.util += g.util;
+        sums.utilN++;
+      }
+      if (g.sm_activity !== null) {
+        sums.sm += g.sm_activity;
+        sums.smN++;
+      }
+      if (g.power_w !== null) {
+        sums.power += g.power_w;
+        sums.powerN++;
+      }
       if (g.energy_j !== null) {
         sums.energyFirst ??= g.energy_j;
         sums.energyLast = g.energy_j;
       }
     }
-    if (s.tree.cpu_percent !== null) { this.treeCpu += s.tree.cpu_percent; this.treeCpuN++; }
-    if (s.host.cpu_percent !== null) { this.hostCpu += s.host.cpu_percent; this.hostCpuN++; }
+    if (s.tree.cpu_percent !== null) {
+      this.treeCpu += s.tree.cpu_percent;
+      this.treeCpuN++;
+    }
+    if (s.host.cpu_percent !== null) {
+      this.hostCpu += s.host.cpu_percent;
+      this.hostCpuN++;
+    }
   }
 
   addAll(other: ReadingSums): void {
@@ -563,7 +596,9 @@ class ReadingSums {
   }
 
   /** GPU means over the given GPUs: utilization and SM activity over every reading of them; power summed over the GPUs. */
-  means(indexes: readonly number[]): Pick<TimelineMeasures, "gpu_util_mean" | "sm_activity_mean" | "power_mean_w" | "energy_j" | "tree_cpu_percent_mean" | "host_cpu_percent_mean"> {
+  means(
+    indexes: readonly number[],
+  ): Pick<TimelineMeasures, "gpu_util_mean" | "sm_activity_mean" | "power_mean_w" | "energy_j" | "tree_cpu_percent_mean" | "host_cpu_percent_mean"> {
     let util = 0;
     let utilN = 0;
     let sm = 0;
@@ -661,7 +696,11 @@ class ProcessFold {
  * mainProcessPid({ startPid: 10, stepCounts: new Map([[10, 5], [11, 9]]), hellos: [] }); // 10
  * ```
  */
-export function mainProcessPid(facts: { startPid: number | null; stepCounts: ReadonlyMap<number, number>; hellos: readonly Pick<HelloEntry, "pid" | "rank" | "role">[] }): number | null {
+export function mainProcessPid(facts: {
+  startPid: number | null;
+  stepCounts: ReadonlyMap<number, number>;
+  hellos: readonly Pick<HelloEntry, "pid" | "rank" | "role">[];
+}): number | null {
   const { startPid, stepCounts, hellos } = facts;
   if (stepCounts.size === 0) return startPid;
   const stepping = hellos.filter((h) => stepCounts.has(h.pid));

@@ -60,10 +60,16 @@ export function timeOrigin(meta: RunMeta, tl: Timeline): number {
 export function utilizationChart(meta: RunMeta, tl: Timeline, m: RunMeasures): ChartSpec {
   const t0 = timeOrigin(meta, tl);
   if (!isGpuRun(meta)) {
-    const series: Series[] = [{ name: "CPU of the job's processes", points: tl.samples.map((s) => [s.t - t0, s.tree.cpu_percent === null ? null : s.tree.cpu_percent / 100]) }];
+    const series: Series[] = [
+      { name: "CPU of the job's processes", points: tl.samples.map((s) => [s.t - t0, s.tree.cpu_percent === null ? null : s.tree.cpu_percent / 100]) },
+    ];
     if (tl.samples.some((s) => s.host.cpu_percent !== null) && m.host_cpus !== null) {
       const cpus = m.host_cpus;
-      series.push({ name: "whole host", style: "dashed", points: tl.samples.map((s) => [s.t - t0, s.host.cpu_percent === null ? null : (s.host.cpu_percent / 100) * cpus]) });
+      series.push({
+        name: "whole host",
+        style: "dashed",
+        points: tl.samples.map((s) => [s.t - t0, s.host.cpu_percent === null ? null : (s.host.cpu_percent / 100) * cpus]),
+      });
     }
     return {
       id: "utilization",
@@ -118,12 +124,17 @@ export function memoryChart(meta: RunMeta, tl: Timeline, m: RunMeasures): ChartS
       series.push({ name: "job's processes (NVML)", points: tl.samples.map((s) => [s.t - t0, s.tree.gpu_bytes]) });
     } else {
       for (const index of m.gpu_indexes) {
-        series.push({ name: `GPU ${index} used (all processes)`, points: tl.samples.map((s) => [s.t - t0, s.gpus.find((g) => g.index === index)?.used_bytes ?? null]) });
+        series.push({
+          name: `GPU ${index} used (all processes)`,
+          points: tl.samples.map((s) => [s.t - t0, s.gpus.find((g) => g.index === index)?.used_bytes ?? null]),
+        });
       }
     }
     const steps = mainSteps(tl).filter((s) => s.mem !== null && s.mem.device !== "cpu");
-    if (steps.some((s) => s.mem?.reserved !== null)) series.push({ name: "PyTorch reserved", style: "dashed", points: steps.map((s) => [s.t - t0, s.mem?.reserved ?? null]) });
-    if (steps.some((s) => s.mem?.allocated !== null)) series.push({ name: "PyTorch allocated", points: steps.map((s) => [s.t - t0, s.mem?.allocated ?? null]) });
+    if (steps.some((s) => s.mem?.reserved !== null))
+      series.push({ name: "PyTorch reserved", style: "dashed", points: steps.map((s) => [s.t - t0, s.mem?.reserved ?? null]) });
+    if (steps.some((s) => s.mem?.allocated !== null))
+      series.push({ name: "PyTorch allocated", points: steps.map((s) => [s.t - t0, s.mem?.allocated ?? null]) });
     if (meta.cap_bytes !== null && meta.cap_scope === "gpu") lines.push({ axis: "y", value: meta.cap_bytes, label: `cap ${formatBytes(meta.cap_bytes)}` });
     if (m.gpu?.total_bytes != null) lines.push({ axis: "y", value: m.gpu.total_bytes, label: `card ${formatBytes(m.gpu.total_bytes)}`, color: "#555" });
   } else {
@@ -178,10 +189,17 @@ function windows(steps: readonly StepEntry[], t0: number, target = 150): { t: nu
 export function throughputChart(meta: RunMeta, tl: Timeline, m: RunMeasures): ChartSpec {
   const t0 = timeOrigin(meta, tl);
   const steps = mainSteps(tl);
-  const steady = windows(steps.filter((s) => !s.warmup), t0);
-  const warm = windows(steps.filter((s) => s.warmup), t0);
+  const steady = windows(
+    steps.filter((s) => !s.warmup),
+    t0,
+  );
+  const warm = windows(
+    steps.filter((s) => s.warmup),
+    t0,
+  );
   const series: Series[] = [{ name: "samples/s", style: "line+points", points: steady.map((w) => [w.t, w.busy > 0 ? w.samples / w.busy : null]) }];
-  if (warm.length > 0) series.push({ name: "warm-up", style: "points", color: "#999999", points: warm.map((w) => [w.t, w.busy > 0 ? w.samples / w.busy : null]) });
+  if (warm.length > 0)
+    series.push({ name: "warm-up", style: "points", color: "#999999", points: warm.map((w) => [w.t, w.busy > 0 ? w.samples / w.busy : null]) });
   return {
     id: "throughput",
     title: "Throughput over time",
@@ -203,7 +221,10 @@ export function throughputChart(meta: RunMeta, tl: Timeline, m: RunMeasures): Ch
  */
 export function dataWaitChart(meta: RunMeta, tl: Timeline, m: RunMeasures): ChartSpec {
   const t0 = timeOrigin(meta, tl);
-  const steps = windows(mainSteps(tl).filter((s) => !s.warmup), t0);
+  const steps = windows(
+    mainSteps(tl).filter((s) => !s.warmup),
+    t0,
+  );
   return {
     id: "data_wait",
     title: "Waiting for data (share of step time)",
@@ -321,7 +342,11 @@ export function tuneThroughputChart(tune: TuneRecord, points: readonly TrialPoin
     const key = groupLabel(p.knobs, varying);
     groups.set(key, [...(groups.get(key) ?? []), p]);
   }
-  const series: Series[] = [...groups.entries()].map(([name, ps]) => ({ name, style: "line+points" as const, points: ps.sort((a, b) => x(a) - x(b)).map((p) => [x(p), p.samples_per_s] as Point) }));
+  const series: Series[] = [...groups.entries()].map(([name, ps]) => ({
+    name,
+    style: "line+points" as const,
+    points: ps.sort((a, b) => x(a) - x(b)).map((p) => [x(p), p.samples_per_s] as Point),
+  }));
   const winner = points.find((p) => p.winner && p.samples_per_s !== null);
   if (winner !== undefined) series.push({ name: "winner", style: "points", color: "#009E73", points: [[x(winner), winner.samples_per_s]] });
   const failed = points.filter((p) => !p.ok && (!byMb || p.micro_batch !== null));
@@ -372,11 +397,23 @@ export function tuneMemoryChart(tune: TuneRecord, points: readonly TrialPoint[])
     xs.push(xEnd);
     const beyond = predicted !== null && predicted > xEnd ? ` (fits ≤ ${predicted}, beyond the chart)` : "";
     series.push({ name: `fitted memory line${beyond}`, style: "dashed", color: "#555555", points: xs.map((v) => [v, fitted(v)]) });
-    if (!capFar && line.margin_bytes > 0) lines.push({ axis: "y", value: tune.cap_bytes - line.margin_bytes, label: `cap − margin ${formatBytes(tune.cap_bytes - line.margin_bytes)}`, color: "#E69F00" });
+    if (!capFar && line.margin_bytes > 0)
+      lines.push({
+        axis: "y",
+        value: tune.cap_bytes - line.margin_bytes,
+        label: `cap − margin ${formatBytes(tune.cap_bytes - line.margin_bytes)}`,
+        color: "#E69F00",
+      });
     if (predicted !== null && predicted <= xEnd) lines.push({ axis: "x", value: predicted, label: `fits ≤ ${predicted}`, color: "#009E73" });
   }
   const failed = points.filter((p) => !p.ok && p.micro_batch !== null);
-  if (failed.length > 0) series.push({ name: "failed (OOM or crash)", style: "cross", color: "#C62828", points: failed.map((p) => [p.micro_batch as number, capFar ? (top ?? 0) : tune.cap_bytes] as Point) });
+  if (failed.length > 0)
+    series.push({
+      name: "failed (OOM or crash)",
+      style: "cross",
+      color: "#C62828",
+      points: failed.map((p) => [p.micro_batch as number, capFar ? (top ?? 0) : tune.cap_bytes] as Point),
+    });
   const log = maxMb !== null && minMb !== null && Math.max(maxMb, xEnd ?? 0) / minMb >= 4;
   return {
     id: "tune_memory",

@@ -40,7 +40,10 @@ function code(text: string): string {
  */
 export function comparisonMarkdown(c: Comparison): string[] {
   const out = [`| | ${cell(c.before.label)} | ${cell(c.after.label)} | change |`, "|---|---:|---:|---:|"];
-  for (const r of c.rows) out.push(`| ${r.key === "speedup" ? "**speedup**" : cell(r.label)} | ${cell(r.before_text)} | ${r.key === "speedup" ? `**${cell(r.after_text)}**` : cell(r.after_text)} | ${cell(r.change)} |`);
+  for (const r of c.rows)
+    out.push(
+      `| ${r.key === "speedup" ? "**speedup**" : cell(r.label)} | ${cell(r.before_text)} | ${r.key === "speedup" ? `**${cell(r.after_text)}**` : cell(r.after_text)} | ${cell(r.change)} |`,
+    );
   for (const note of c.notes) out.push("", `> ${note}`);
   return out;
 }
@@ -135,7 +138,9 @@ export function tuneMarkdown(model: TuneReportModel, files: ChartFiles): string 
   if (model.comparison !== null) out.push("## Before and after", "", ...comparisonMarkdown(model.comparison), "");
   out.push("## Trials", "", "| # | purpose | knobs | end | samples/s | peak | utilization | data wait |", "|---:|---|---|---|---:|---:|---:|---:|");
   for (const t of model.trials) {
-    out.push(`| ${t.index}${t.winner ? " ★" : ""} | ${cell(t.purpose)} | ${cell(t.knobs)} | ${cell(t.end)} | ${t.samples_per_s} | ${t.peak} | ${t.utilization} | ${t.data_wait} |`);
+    out.push(
+      `| ${t.index}${t.winner ? " ★" : ""} | ${cell(t.purpose)} | ${cell(t.knobs)} | ${cell(t.end)} | ${t.samples_per_s} | ${t.peak} | ${t.utilization} | ${t.data_wait} |`,
+    );
   }
   out.push("", "## Charts", "", ...charts(model, files));
   return out.join("\n").replace(/\n{3,}/g, "\n\n");

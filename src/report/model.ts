@@ -95,13 +95,22 @@ export interface TuneReportModel {
 function runFacts(meta: RunMeta, m: RunMeasures): NumberRow[] {
   const rows: NumberRow[] = [
     { label: "command", value: meta.command.join(" ") },
-    { label: "device", value: isGpuRun(meta) ? meta.device.gpus.map((g) => `${g.name} (${formatBytes(g.total_bytes)})`).join(", ") : `CPU, ${meta.device.host.cpus} cores` },
+    {
+      label: "device",
+      value: isGpuRun(meta) ? meta.device.gpus.map((g) => `${g.name} (${formatBytes(g.total_bytes)})`).join(", ") : `CPU, ${meta.device.host.cpus} cores`,
+    },
     { label: "started", value: meta.started_at },
     { label: "duration", value: formatSeconds(m.duration_s) },
     { label: "end", value: meta.end === null ? "still running (or brim stopped before recording the end)" : `${meta.end.cause}: ${meta.end.message}` },
   ];
   if (meta.cap_bytes !== null) rows.push({ label: "cap", value: `${formatBytes(meta.cap_bytes)} (${meta.cap_scope === "gpu" ? "GPU memory" : "RAM"})` });
-  if (Object.keys(meta.knobs).length > 0) rows.push({ label: "knobs", value: Object.entries(meta.knobs).map(([k, v]) => `${k}=${String(v)}`).join(", ") });
+  if (Object.keys(meta.knobs).length > 0)
+    rows.push({
+      label: "knobs",
+      value: Object.entries(meta.knobs)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(", "),
+    });
   if (meta.kind === "trial" && meta.tune_id !== null) rows.push({ label: "tune", value: meta.tune_id });
   return rows;
 }
@@ -118,7 +127,10 @@ export function measureRows(m: RunMeasures, gpu: boolean): NumberRow[] {
   const rows: NumberRow[] = [
     { label: "samples/s (steady state)", value: `${formatRate(m.samples_per_s)} over ${m.steady_steps} steady steps` },
     { label: "data wait", value: formatShare(m.data_wait_share) },
-    { label: "step time (median)", value: `${formatSeconds(m.step_time_s)} (wait ${formatSeconds(m.wait_time_s)}, compute ${formatSeconds(m.compute_time_s)})` },
+    {
+      label: "step time (median)",
+      value: `${formatSeconds(m.step_time_s)} (wait ${formatSeconds(m.wait_time_s)}, compute ${formatSeconds(m.compute_time_s)})`,
+    },
     { label: "micro-batch × accumulation", value: `${m.micro_batch ?? "?"} × ${m.accumulation ?? "?"}` },
     { label: "precision", value: m.precision ?? "not reported" },
   ];
@@ -126,12 +138,19 @@ export function measureRows(m: RunMeasures, gpu: boolean): NumberRow[] {
     rows.push({ label: "GPU utilization (mean)", value: formatPercent(m.gpu_util_mean) });
     rows.push({ label: "SM activity (mean)", value: m.sm_activity_mean === null ? "not recorded (GPM: Hopper and newer)" : formatPercent(m.sm_activity_mean) });
     rows.push({ label: "peak GPU memory (process tree)", value: formatMaybeBytes(m.peak_tree_gpu_bytes) });
-    rows.push({ label: "PyTorch peak allocated / reserved", value: `${formatMaybeBytes(m.framework_peak_allocated_bytes)} / ${formatMaybeBytes(m.framework_peak_reserved_bytes)}` });
+    rows.push({
+      label: "PyTorch peak allocated / reserved",
+      value: `${formatMaybeBytes(m.framework_peak_allocated_bytes)} / ${formatMaybeBytes(m.framework_peak_reserved_bytes)}`,
+    });
   } else {
     rows.push({ label: "CPU of the job (mean, 100 % = one core)", value: formatPercent(m.tree_cpu_percent_mean) });
   }
   rows.push({ label: "peak RSS (process tree)", value: formatMaybeBytes(m.peak_tree_rss_bytes) });
-  if (m.memory_limit_bytes !== null) rows.push({ label: "memory limit", value: `${formatBytes(m.memory_limit_bytes)} (${m.memory_limit_source === "cap" ? "cap" : m.memory_limit_source === "gpu_total" ? "card" : "host"})` });
+  if (m.memory_limit_bytes !== null)
+    rows.push({
+      label: "memory limit",
+      value: `${formatBytes(m.memory_limit_bytes)} (${m.memory_limit_source === "cap" ? "cap" : m.memory_limit_source === "gpu_total" ? "card" : "host"})`,
+    });
   if (m.oom_recoveries > 0) rows.push({ label: "out-of-memory recoveries", value: String(m.oom_recoveries) });
   return rows;
 }
@@ -254,7 +273,10 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
   if (winner !== undefined && vs !== undefined) {
     comparison = compareRuns(comparedRun(vs, `before (${vs.meta.id})`), trialSide(tune, winner, runs, `winner (trial ${winner.index})`));
   } else if (winner !== undefined && baseline !== undefined && baseline.index !== winner.index) {
-    comparison = compareRuns(trialSide(tune, baseline, runs, `baseline (trial ${baseline.index})`), trialSide(tune, winner, runs, `winner (trial ${winner.index})`));
+    comparison = compareRuns(
+      trialSide(tune, baseline, runs, `baseline (trial ${baseline.index})`),
+      trialSide(tune, winner, runs, `winner (trial ${winner.index})`),
+    );
   }
   if (tune.winner === null) notes.push("No winner: no trial finished with a throughput.");
   const missing = tune.trials.filter((t) => t.run_id !== null && !runs.has(t.index)).length;
@@ -270,9 +292,20 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
       { label: "trials", value: `${tune.trials.length} (${tune.trials.filter((t) => t.end === "ok").length} finished)` },
       { label: "stopped", value: tune.stop_reason ?? (tune.ended_at === null ? "still running" : "?") },
       ...(tune.strategy !== undefined ? [{ label: "strategy", value: tune.strategy }] : []),
-      { label: "winner", value: tune.winner === null ? "none" : `trial ${tune.winner.index}: ${knobText(tune.winner.knobs)}${tune.winner.speedup !== null ? ` (×${tune.winner.speedup.toFixed(2)} vs baseline)` : ""}` },
+      {
+        label: "winner",
+        value:
+          tune.winner === null
+            ? "none"
+            : `trial ${tune.winner.index}: ${knobText(tune.winner.knobs)}${tune.winner.speedup !== null ? ` (×${tune.winner.speedup.toFixed(2)} vs baseline)` : ""}`,
+      },
       ...(tune.memory_line !== null
-        ? [{ label: "memory line", value: `${formatBytes(tune.memory_line.intercept_bytes)} + ${formatBytes(tune.memory_line.bytes_per_sample)} per sample; largest micro-batch predicted to fit: ${tune.memory_line.predicted_max_micro_batch}` }]
+        ? [
+            {
+              label: "memory line",
+              value: `${formatBytes(tune.memory_line.intercept_bytes)} + ${formatBytes(tune.memory_line.bytes_per_sample)} per sample; largest micro-batch predicted to fit: ${tune.memory_line.predicted_max_micro_batch}`,
+            },
+          ]
         : []),
     ],
     trials: tune.trials.map((t) => ({

@@ -70,7 +70,14 @@ function counters(tl: Timeline, pid: number, origin: number, out: TraceEvent[]):
       if (g.power_w !== null) out.push({ name: `GPU ${g.index} power (W)`, ph: "C", ts, pid, tid: 0, args: { power: g.power_w } });
       if (g.sm_clock_mhz !== null) out.push({ name: `GPU ${g.index} SM clock (MHz)`, ph: "C", ts, pid, tid: 0, args: { clock: g.sm_clock_mhz } });
       if (g.pcie_rx_bytes_per_s !== null || g.pcie_tx_bytes_per_s !== null) {
-        out.push({ name: `GPU ${g.index} PCIe (MiB/s)`, ph: "C", ts, pid, tid: 0, args: { to_gpu: (g.pcie_rx_bytes_per_s ?? 0) / MIB, from_gpu: (g.pcie_tx_bytes_per_s ?? 0) / MIB } });
+        out.push({
+          name: `GPU ${g.index} PCIe (MiB/s)`,
+          ph: "C",
+          ts,
+          pid,
+          tid: 0,
+          args: { to_gpu: (g.pcie_rx_bytes_per_s ?? 0) / MIB, from_gpu: (g.pcie_tx_bytes_per_s ?? 0) / MIB },
+        });
       }
     }
   }
@@ -88,7 +95,9 @@ function counters(tl: Timeline, pid: number, origin: number, out: TraceEvent[]):
  */
 export function perfettoTrace(runs: readonly (RecordedRun & { label?: string })[]): TraceFile {
   const timelines = runs.map((r) => ({ run: r, tl: r.timeline }));
-  const starts = timelines.map(({ run, tl }) => tl.start?.t ?? tl.samples[0]?.t ?? tl.steps[0]?.t ?? Date.parse(run.meta.started_at) / 1000).filter(Number.isFinite);
+  const starts = timelines
+    .map(({ run, tl }) => tl.start?.t ?? tl.samples[0]?.t ?? tl.steps[0]?.t ?? Date.parse(run.meta.started_at) / 1000)
+    .filter(Number.isFinite);
   const origin = starts.length > 0 ? Math.min(...starts) : 0;
   const events: TraceEvent[] = [];
   timelines.forEach(({ run, tl }, i) => {
@@ -107,19 +116,48 @@ export function perfettoTrace(runs: readonly (RecordedRun & { label?: string })[
       if (s.micro_batch !== null) args.micro_batch = s.micro_batch;
       if (s.accumulation !== null) args.accumulation = s.accumulation;
       if (s.loss !== null) args.loss = s.loss;
-      events.push({ name: `step ${s.step}${s.warmup ? " (warm-up)" : ""}`, cat: "step", ph: "X", ts: us(start, origin), dur: Math.max(1, Math.round((stepSeconds(s) ?? 0) * 1e6)), pid: s.pid, tid: s.pid, args });
-      if (s.wait_s !== null && s.wait_s > 0) events.push({ name: "data wait", cat: "wait", ph: "X", ts: us(start, origin), dur: Math.max(1, Math.round(s.wait_s * 1e6)), pid: s.pid, tid: s.pid });
-      if (s.compute_s !== null && s.compute_s > 0) events.push({ name: "compute", cat: "compute", ph: "X", ts: us(start + (s.wait_s ?? 0), origin), dur: Math.max(1, Math.round(s.compute_s * 1e6)), pid: s.pid, tid: s.pid });
+      events.push({
+        name: `step ${s.step}${s.warmup ? " (warm-up)" : ""}`,
+        cat: "step",
+        ph: "X",
+        ts: us(start, origin),
+        dur: Math.max(1, Math.round((stepSeconds(s) ?? 0) * 1e6)),
+        pid: s.pid,
+        tid: s.pid,
+        args,
+      });
+      if (s.wait_s !== null && s.wait_s > 0)
+        events.push({ name: "data wait", cat: "wait", ph: "X", ts: us(start, origin), dur: Math.max(1, Math.round(s.wait_s * 1e6)), pid: s.pid, tid: s.pid });
+      if (s.compute_s !== null && s.compute_s > 0)
+        events.push({
+          name: "compute",
+          cat: "compute",
+          ph: "X",
+          ts: us(start + (s.wait_s ?? 0), origin),
+          dur: Math.max(1, Math.round(s.compute_s * 1e6)),
+          pid: s.pid,
+          tid: s.pid,
+        });
     }
     const samplerPid = SAMPLER_PID_BASE + i;
     events.push({ name: "process_name", ph: "M", ts: 0, pid: samplerPid, tid: 0, args: { name: `${label} · brim sampler` } });
     counters(tl, samplerPid, origin, events);
     for (const e of tl.events) {
       const pid = e.pid ?? samplerPid;
-      events.push({ name: e.event, cat: "event", ph: "i", s: e.pid === null ? "g" : "p", ts: us(e.t, origin), pid, tid: e.pid ?? 0, args: { ...e.details, ...(e.message !== null ? { message: e.message } : {}), ...(e.step !== null ? { step: e.step } : {}) } });
+      events.push({
+        name: e.event,
+        cat: "event",
+        ph: "i",
+        s: e.pid === null ? "g" : "p",
+        ts: us(e.t, origin),
+        pid,
+        tid: e.pid ?? 0,
+        args: { ...e.details, ...(e.message !== null ? { message: e.message } : {}), ...(e.step !== null ? { step: e.step } : {}) },
+      });
     }
     if (tl.start !== null) events.push({ name: "job started", cat: "run", ph: "i", s: "g", ts: us(tl.start.t, origin), pid: samplerPid, tid: 0 });
-    if (tl.end !== null) events.push({ name: `job ended: ${tl.end.cause ?? "?"}`, cat: "run", ph: "i", s: "g", ts: us(tl.end.t, origin), pid: samplerPid, tid: 0 });
+    if (tl.end !== null)
+      events.push({ name: `job ended: ${tl.end.cause ?? "?"}`, cat: "run", ph: "i", s: "g", ts: us(tl.end.t, origin), pid: samplerPid, tid: 0 });
   });
   return {
     traceEvents: events,

@@ -21,7 +21,14 @@ import type { Resvg as ResvgClass } from "@resvg/resvg-js";
 export const FONT_DIRS: readonly string[] = ["/usr/share/fonts", "/usr/local/share/fonts", join(homedir(), ".local/share/fonts"), join(homedir(), ".fonts")];
 
 // Sans faces the charts' font-family list names or falls back to, best first.
-const PREFERRED = [/^DejaVuSans(-Bold)?\.ttf$/, /^LiberationSans-(Regular|Bold)\.ttf$/, /^NotoSans-(Regular|Bold)\.[ot]tf$/, /^Roboto-(Regular|Bold)\.ttf$/, /^FreeSans(Bold)?\.[ot]tf$/, /^(Arial|Helvetica)\.[ot]tf$/i];
+const PREFERRED = [
+  /^DejaVuSans(-Bold)?\.ttf$/,
+  /^LiberationSans-(Regular|Bold)\.ttf$/,
+  /^NotoSans-(Regular|Bold)\.[ot]tf$/,
+  /^Roboto-(Regular|Bold)\.ttf$/,
+  /^FreeSans(Bold)?\.[ot]tf$/,
+  /^(Arial|Helvetica)\.[ot]tf$/i,
+];
 const FONT_FILE = /\.(ttf|otf|ttc)$/i;
 const SCAN_LIMIT = 5000;
 
@@ -99,7 +106,8 @@ export function fontDirs(env: NodeJS.ProcessEnv): string[] {
 export async function openPngRenderer(options: { env?: NodeJS.ProcessEnv; scale?: number } = {}): Promise<{ renderer: PngRenderer } | { unavailable: string }> {
   const dirs = fontDirs(options.env ?? process.env);
   const fonts = findFonts(dirs);
-  if (fonts.length === 0) return { unavailable: `no font found under ${dirs.join(", ") || "(no folder)"} (install one, e.g. Debian's fonts-dejavu-core, or set BRIM_FONT_DIRS)` };
+  if (fonts.length === 0)
+    return { unavailable: `no font found under ${dirs.join(", ") || "(no folder)"} (install one, e.g. Debian's fonts-dejavu-core, or set BRIM_FONT_DIRS)` };
   let Resvg: typeof ResvgClass;
   try {
     ({ Resvg } = await import("@resvg/resvg-js"));

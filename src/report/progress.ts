@@ -75,8 +75,22 @@ export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis 
   });
   const by = axis === "step" ? "by step" : "over time";
   return [
-    { id: "loss", title: `Loss ${by}`, x, y: { label: "loss", kind: "number" }, series: loss, empty: "no loss reported (brim.track(..).log(loss=...) or a framework callback)" },
-    { id: "throughput_steps", title: `Throughput ${by}`, x, y: { label: "samples per second", kind: "number", min: 0 }, series: rate, empty: "no step reports" },
+    {
+      id: "loss",
+      title: `Loss ${by}`,
+      x,
+      y: { label: "loss", kind: "number" },
+      series: loss,
+      empty: "no loss reported (brim.track(..).log(loss=...) or a framework callback)",
+    },
+    {
+      id: "throughput_steps",
+      title: `Throughput ${by}`,
+      x,
+      y: { label: "samples per second", kind: "number", min: 0 },
+      series: rate,
+      empty: "no step reports",
+    },
   ];
 }
 
@@ -131,11 +145,21 @@ export function overlayRunCharts(run: ProgressRun, vs: ProgressRun): ChartSpec[]
     const other = theirs.get(mine.id);
     if (other === undefined) return mine;
     const named = (series: readonly Series[], label: string, offset: number, dashed: boolean): Series[] =>
-      series.map((s, i) => ({ ...s, name: `${label}: ${s.name}`, color: s.color ?? COLORS[(offset + i) % COLORS.length], ...(dashed && (s.style === undefined || s.style === "line" || s.style === "line+points") ? { style: "dashed" as const } : {}) }));
+      series.map((s, i) => ({
+        ...s,
+        name: `${label}: ${s.name}`,
+        color: s.color ?? COLORS[(offset + i) % COLORS.length],
+        ...(dashed && (s.style === undefined || s.style === "line" || s.style === "line+points") ? { style: "dashed" as const } : {}),
+      }));
     return {
       ...mine,
       series: [...named(mine.series, run.label, 0, false), ...named(other.series, vs.label, mine.series.length, true)],
-      lines: [...(mine.lines ?? []), ...(other.lines ?? []).filter((l) => !(mine.lines ?? []).some((m) => m.axis === l.axis && m.value === l.value)).map((l) => ({ ...l, label: `${vs.label}: ${l.label}`, color: "#999999" }))],
+      lines: [
+        ...(mine.lines ?? []),
+        ...(other.lines ?? [])
+          .filter((l) => !(mine.lines ?? []).some((m) => m.axis === l.axis && m.value === l.value))
+          .map((l) => ({ ...l, label: `${vs.label}: ${l.label}`, color: "#999999" })),
+      ],
     };
   });
   return [...overlaid, ...progressCharts([run, vs], "step")];

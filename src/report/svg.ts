@@ -345,9 +345,13 @@ export function renderChart(spec: ChartSpec): string {
     if (v < yDomain[0] - 1e-9 || v > yDomain[1] + 1e-9) continue;
     const y = num(ty(v));
     out.push(`<line x1="${MARGIN.left}" y1="${y}" x2="${MARGIN.left + pw}" y2="${y}" stroke="#e6e6e6"/>`);
-    out.push(`<text class="tick" x="${MARGIN.left - 6}" y="${y}" dy="0.32em" text-anchor="end" fill="#555">${escapeXml(formatAxisValue(v, yKind, ySpan))}</text>`);
+    out.push(
+      `<text class="tick" x="${MARGIN.left - 6}" y="${y}" dy="0.32em" text-anchor="end" fill="#555">${escapeXml(formatAxisValue(v, yKind, ySpan))}</text>`,
+    );
   }
-  out.push(`<text class="axis-label" transform="translate(14 ${num(MARGIN.top + ph / 2)}) rotate(-90)" text-anchor="middle" fill="#333">${escapeXml(spec.y.label)}</text></g>`);
+  out.push(
+    `<text class="axis-label" transform="translate(14 ${num(MARGIN.top + ph / 2)}) rotate(-90)" text-anchor="middle" fill="#333">${escapeXml(spec.y.label)}</text></g>`,
+  );
   out.push(`<g class="x-axis">`);
   for (const v of xt.ticks) {
     if (v < xDomain[0] - 1e-9 || v > xDomain[1] + 1e-9) continue;
@@ -355,19 +359,25 @@ export function renderChart(spec: ChartSpec): string {
     out.push(`<line x1="${x}" y1="${MARGIN.top + ph}" x2="${x}" y2="${MARGIN.top + ph + 4}" stroke="#999"/>`);
     out.push(`<text class="tick" x="${x}" y="${MARGIN.top + ph + 16}" text-anchor="middle" fill="#555">${escapeXml(formatAxisValue(v, xKind, xSpan))}</text>`);
   }
-  out.push(`<text class="axis-label" x="${num(MARGIN.left + pw / 2)}" y="${height - 6}" text-anchor="middle" fill="#333">${escapeXml(spec.x.label)}</text></g>`);
+  out.push(
+    `<text class="axis-label" x="${num(MARGIN.left + pw / 2)}" y="${height - 6}" text-anchor="middle" fill="#333">${escapeXml(spec.x.label)}</text></g>`,
+  );
   out.push(`<g class="ref-lines">`);
   for (const l of spec.lines ?? []) {
     const color = l.color ?? "#C62828";
     if (l.axis === "y") {
       if (l.value < yDomain[0] || l.value > yDomain[1]) continue;
       const y = num(ty(l.value));
-      out.push(`<g class="ref-line" data-axis="y" data-value="${raw(l.value)}" data-label="${escapeXml(l.label)}"><line x1="${MARGIN.left}" y1="${y}" x2="${MARGIN.left + pw}" y2="${y}" stroke="${color}" stroke-width="1.5" stroke-dasharray="6 4"/>`);
+      out.push(
+        `<g class="ref-line" data-axis="y" data-value="${raw(l.value)}" data-label="${escapeXml(l.label)}"><line x1="${MARGIN.left}" y1="${y}" x2="${MARGIN.left + pw}" y2="${y}" stroke="${color}" stroke-width="1.5" stroke-dasharray="6 4"/>`,
+      );
       out.push(`<text x="${MARGIN.left + pw - 4}" y="${y}" dy="-4" text-anchor="end" fill="${color}"${HALO}>${escapeXml(l.label)}</text></g>`);
     } else {
       if (l.value < xDomain[0] || l.value > xDomain[1]) continue;
       const x = num(tx(l.value));
-      out.push(`<g class="ref-line" data-axis="x" data-value="${raw(l.value)}" data-label="${escapeXml(l.label)}"><line x1="${x}" y1="${MARGIN.top}" x2="${x}" y2="${MARGIN.top + ph}" stroke="${color}" stroke-width="1.5" stroke-dasharray="6 4"/>`);
+      out.push(
+        `<g class="ref-line" data-axis="x" data-value="${raw(l.value)}" data-label="${escapeXml(l.label)}"><line x1="${x}" y1="${MARGIN.top}" x2="${x}" y2="${MARGIN.top + ph}" stroke="${color}" stroke-width="1.5" stroke-dasharray="6 4"/>`,
+      );
       out.push(`<text x="${x}" y="${MARGIN.top + 12}" dx="4" fill="${color}"${HALO}>${escapeXml(l.label)}</text></g>`);
     }
   }
@@ -405,14 +415,18 @@ export function renderChart(spec: ChartSpec): string {
       for (const [x, y] of valid) {
         const cx = tx(x);
         const cy = ty(y);
-        out.push(`<path d="M${num(cx - 4)} ${num(cy - 4)}L${num(cx + 4)} ${num(cy + 4)}M${num(cx - 4)} ${num(cy + 4)}L${num(cx + 4)} ${num(cy - 4)}" stroke="${s.color}" stroke-width="2" data-x="${raw(x)}" data-y="${raw(y)}"/>`);
+        out.push(
+          `<path d="M${num(cx - 4)} ${num(cy - 4)}L${num(cx + 4)} ${num(cy + 4)}M${num(cx - 4)} ${num(cy + 4)}L${num(cx + 4)} ${num(cy - 4)}" stroke="${s.color}" stroke-width="2" data-x="${raw(x)}" data-y="${raw(y)}"/>`,
+        );
       }
     }
     out.push(`</g>`);
   }
   out.push(`</g>`);
   if (drawn === 0) {
-    out.push(`<text class="empty" x="${num(MARGIN.left + pw / 2)}" y="${num(MARGIN.top + ph / 2)}" text-anchor="middle" fill="#777">${escapeXml(spec.empty ?? "nothing recorded")}</text>`);
+    out.push(
+      `<text class="empty" x="${num(MARGIN.left + pw / 2)}" y="${num(MARGIN.top + ph / 2)}" text-anchor="middle" fill="#777">${escapeXml(spec.empty ?? "nothing recorded")}</text>`,
+    );
   }
   out.push(`</svg>`);
   return out.join("\n");

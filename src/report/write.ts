@@ -90,7 +90,8 @@ export async function resolveRecord(store: RunStore, ref: string): Promise<{ kin
     const tunes = await store.tuneIds();
     const newestRun = runs[runs.length - 1];
     const newestTune = tunes[tunes.length - 1];
-    if (newestTune !== undefined && (newestRun === undefined || (await store.readRunMeta(newestRun)).tune_id === newestTune || newestTune > newestRun)) return { kind: "tune", id: newestTune };
+    if (newestTune !== undefined && (newestRun === undefined || (await store.readRunMeta(newestRun)).tune_id === newestTune || newestTune > newestRun))
+      return { kind: "tune", id: newestTune };
   }
   if (isRecordId(ref)) {
     if ((await store.tuneIds()).includes(ref)) return { kind: "tune", id: ref };
@@ -115,7 +116,10 @@ export async function resolveRecord(store: RunStore, ref: string): Promise<{ kin
 function withOverlay(model: RunReportModel, run: RecordedRun, vs: RecordedRun): RunReportModel {
   const charts = overlayRunCharts({ label: "after", meta: run.meta, timeline: run.timeline }, { label: "before", meta: vs.meta, timeline: vs.timeline });
   const diff = knobDifferences(vs.meta, run.meta);
-  const note = diff.length === 0 ? "Knobs that differ: none (same knobs, cap and command)." : `Knobs that differ (before → after): ${diff.map((d) => `${d.name} ${d.a} → ${d.b}`).join("; ")}.`;
+  const note =
+    diff.length === 0
+      ? "Knobs that differ: none (same knobs, cap and command)."
+      : `Knobs that differ (before → after): ${diff.map((d) => `${d.name} ${d.a} → ${d.b}`).join("; ")}.`;
   return { ...model, charts, comparison: model.comparison === null ? null : { ...model.comparison, notes: [note, ...model.comparison.notes] } };
 }
 
@@ -135,7 +139,8 @@ export async function writeReport(store: RunStore, ref: string, options: ReportO
   let traceRuns: (RecordedRun & { label?: string })[] = [];
   if (target.kind === "run") {
     const run = await loadRun(store, target.id);
-    if (vs !== undefined && vs.meta.id === run.meta.id) throw new BrimError("E_INPUT", `--vs names the same run as the report (${run.meta.id}); compare with an earlier run`);
+    if (vs !== undefined && vs.meta.id === run.meta.id)
+      throw new BrimError("E_INPUT", `--vs names the same run as the report (${run.meta.id}); compare with an earlier run`);
     model = runReport(run, vs);
     if (vs !== undefined) model = withOverlay(model, run, vs);
     traceRuns = [run];
@@ -144,7 +149,8 @@ export async function writeReport(store: RunStore, ref: string, options: ReportO
     model = tuneReport(tune, runs, vs);
     traceRuns = [...runs.entries()].map(([index, run]) => ({ ...run, label: `trial ${index}` }));
   }
-  if (options.perfetto === true && traceRuns.length === 0) throw new BrimError("E_NOT_FOUND", `no trial runs of tune ${target.id} are in the store: nothing to export for Perfetto`);
+  if (options.perfetto === true && traceRuns.length === 0)
+    throw new BrimError("E_NOT_FOUND", `no trial runs of tune ${target.id} are in the store: nothing to export for Perfetto`);
   const dir = resolve(options.out ?? join(store.root, "reports", target.id));
   const files: ReportFile[] = [];
   const svgs = model.charts.map((c) => ({ id: c.id, title: c.title, svg: renderChart(c) }));

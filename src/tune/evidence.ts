@@ -80,11 +80,18 @@ export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number):
  * // [{ knob: "num_workers", why: "the loop waits for data only 2 % of step time" }]
  * ```
  */
-export function rankByEvidence(others: readonly { knob: string; values: KnobValue[] }[], evidence: TrialEvidence, knobs: Knobs): { ranked: RankedKnob[]; skipped: { knob: string; why: string }[] } {
+export function rankByEvidence(
+  others: readonly { knob: string; values: KnobValue[] }[],
+  evidence: TrialEvidence,
+  knobs: Knobs,
+): { ranked: RankedKnob[]; skipped: { knob: string; why: string }[] } {
   const ranked: RankedKnob[] = [];
   const skipped: { knob: string; why: string }[] = [];
   const wait = evidence.dataWait;
-  const busy = evidence.gpuUtil !== null ? `, GPU busy ${evidence.gpuUtil.toFixed(0)} %${evidence.smActivity !== null ? `, SM activity ${evidence.smActivity.toFixed(0)} %` : ""}` : "";
+  const busy =
+    evidence.gpuUtil !== null
+      ? `, GPU busy ${evidence.gpuUtil.toFixed(0)} %${evidence.smActivity !== null ? `, SM activity ${evidence.smActivity.toFixed(0)} %` : ""}`
+      : "";
   others.forEach(({ knob, values }, order) => {
     // ties keep the given order
     const tie = -order * 1e-6;
@@ -105,7 +112,12 @@ export function rankByEvidence(others: readonly { knob: string; values: KnobValu
       const lower = values.some((v) => typeof v === "string" && LOW_PRECISION.test(v));
       if (!LOW_PRECISION.test(current) && lower) {
         const compute = 1 - (wait ?? 0);
-        ranked.push({ knob, values, gain: 0.5 * compute + tie, why: `runs ${current} on a GPU with tensor cores (16-bit runs there several times faster)${busy}` });
+        ranked.push({
+          knob,
+          values,
+          gain: 0.5 * compute + tie,
+          why: `runs ${current} on a GPU with tensor cores (16-bit runs there several times faster)${busy}`,
+        });
       } else {
         ranked.push({ knob, values, gain: 0.02 + tie, why: `already ${current}` });
       }

@@ -5,10 +5,7 @@ import { InputError, UsageError } from "../errors/index.ts";
 import type { KnobValue, Knobs } from "./types.ts";
 
 /** How a knob's value reaches the job. */
-export type KnobBinding =
-  | { knob: string; via: "template" }
-  | { knob: string; via: "config"; file: string; key: string }
-  | { knob: string; via: "env" };
+export type KnobBinding = { knob: string; via: "template" } | { knob: string; via: "config"; file: string; key: string } | { knob: string; via: "env" };
 
 /** Knobs brim knows how to tune, with the config keys they are usually found under (last segment). */
 export const KNOWN_KNOBS: Readonly<Record<string, readonly string[]>> = {
@@ -50,7 +47,8 @@ export function fillTemplate(command: readonly string[], knobs: Knobs): string[]
   return command.map((arg) =>
     arg.replace(TEMPLATE, (_whole, name: string) => {
       const value = knobs[name];
-      if (value === undefined) throw new UsageError(`the command uses {${name}} but no value for knob '${name}' is known: give one with --knob ${name}=<value>`);
+      if (value === undefined)
+        throw new UsageError(`the command uses {${name}} but no value for knob '${name}' is known: give one with --knob ${name}=<value>`);
       return String(value);
     }),
   );
@@ -119,7 +117,13 @@ export function detectKnobKeys(config: unknown): { found: DetectedKey[]; notes: 
     }
     const chosen = shallowest[0] as { path: string[]; value: unknown };
     found.push({ knob, key: chosen.path.join("."), value: chosen.value });
-    if (matches.length > 1) notes.push(`knob ${knob}: using ${chosen.path.join(".")}; deeper keys (${matches.filter((m) => m !== chosen).map((m) => m.path.join(".")).join(", ")}) override it in places and are left as they are`);
+    if (matches.length > 1)
+      notes.push(
+        `knob ${knob}: using ${chosen.path.join(".")}; deeper keys (${matches
+          .filter((m) => m !== chosen)
+          .map((m) => m.path.join("."))
+          .join(", ")}) override it in places and are left as they are`,
+      );
   }
   return { found, notes };
 }
@@ -140,7 +144,8 @@ export function parseBinding(text: string, cwd: string): KnobBinding {
   const target = text.slice(equals + 1);
   if (target === "env") return { knob, via: "env" };
   const colon = target.lastIndexOf(":");
-  if (colon <= 0 || colon === target.length - 1) throw new UsageError(`--bind ${knob}: expected <file>:<key> (e.g. conf/config.yaml:data_loader.batch_size), got '${target}'`);
+  if (colon <= 0 || colon === target.length - 1)
+    throw new UsageError(`--bind ${knob}: expected <file>:<key> (e.g. conf/config.yaml:data_loader.batch_size), got '${target}'`);
   const file = resolve(cwd, target.slice(0, colon));
   if (!existsSync(file)) throw new InputError(`no such file`, { file: target.slice(0, colon), field: `--bind ${knob}` });
   return { knob, via: "config", file, key: target.slice(colon + 1) };

@@ -62,8 +62,17 @@ export async function planPrior(
   try {
     const path = resolve(configDir, file);
     const model = parseModelFile(await readFile(path, "utf8"), path);
-    const p: Precision | undefined = typeof precision === "string" && (PRECISIONS as readonly string[]).includes(precision) ? (precision as Precision) : undefined;
-    const at = (batch: number): ReturnType<typeof plan> => plan(model, { gpu: spec.id, gpuMemoryBytes: gpu.totalBytes, capBytes: Math.min(capBytes, gpu.totalBytes), margin: 0, batch, ...(p !== undefined ? { precision: p } : {}) });
+    const p: Precision | undefined =
+      typeof precision === "string" && (PRECISIONS as readonly string[]).includes(precision) ? (precision as Precision) : undefined;
+    const at = (batch: number): ReturnType<typeof plan> =>
+      plan(model, {
+        gpu: spec.id,
+        gpuMemoryBytes: gpu.totalBytes,
+        capBytes: Math.min(capBytes, gpu.totalBytes),
+        margin: 0,
+        batch,
+        ...(p !== undefined ? { precision: p } : {}),
+      });
     // at small micro-batches a fixed temporary (the optimizer step's) can be the peak: read the slope where the batch decides it
     const largest = at(1).max_micro_batch;
     const m1 = Math.max(1, Math.floor(largest / 4));
@@ -71,7 +80,12 @@ export async function planPrior(
     const two = at(2 * m1);
     const bytesPerSample = (two.memory.peak_bytes - one.memory.peak_bytes) / m1;
     if (!(bytesPerSample > 0)) return null;
-    return { fixedBytes: Math.max(0, one.memory.peak_bytes - bytesPerSample * m1), bytesPerSample, maxMicroBatch: largest, source: `brim plan of ${file} on ${spec.id}` };
+    return {
+      fixedBytes: Math.max(0, one.memory.peak_bytes - bytesPerSample * m1),
+      bytesPerSample,
+      maxMicroBatch: largest,
+      source: `brim plan of ${file} on ${spec.id}`,
+    };
   } catch {
     return null;
   }

@@ -67,7 +67,15 @@ export function trialRecord(index: number, knobs: Knobs, purpose: string, result
  * await recordTrial(record, store, 0, baseline, "baseline", result, runId);
  * ```
  */
-export async function recordTrial(record: TuneRecord, store: RunStore, index: number, knobs: Knobs, purpose: string, result: TrialResult, runId: string | null): Promise<void> {
+export async function recordTrial(
+  record: TuneRecord,
+  store: RunStore,
+  index: number,
+  knobs: Knobs,
+  purpose: string,
+  result: TrialResult,
+  runId: string | null,
+): Promise<void> {
   record.trials = [...record.trials.filter((trial) => trial.index !== index), trialRecord(index, knobs, purpose, result, runId)];
   await store.writeTune(record);
 }
@@ -83,17 +91,39 @@ export async function recordTrial(record: TuneRecord, store: RunStore, index: nu
 export function noWinnerAdvice(trials: readonly TuneTrialRecord[], stopReason: string | null, capText: string): { reason: string; next: string } {
   const baseline = trials.find((trial) => trial.index === 0);
   if (stopReason === "untrusted") {
-    return { reason: "the samples the job reports per step do not follow the micro-batch, so samples/s cannot be compared between trials", next: "report the samples of a step yourself (brim.track(loader, samples=lambda batch: batch[0].shape[BATCH_DIM])), or tune with --fix batch_size" };
+    return {
+      reason: "the samples the job reports per step do not follow the micro-batch, so samples/s cannot be compared between trials",
+      next: "report the samples of a step yourself (brim.track(loader, samples=lambda batch: batch[0].shape[BATCH_DIM])), or tune with --fix batch_size",
+    };
   }
   if (baseline === undefined) return { reason: "no trial ran", next: "check the command runs on its own, then tune again" };
   const kind = baseline.failure?.kind;
-  if (kind === "crash") return { reason: `your configuration (trial 0) crashed: ${baseline.failure?.cause ?? "see its output"}`, next: "fix the job so that it runs as configured, then tune again" };
-  if (kind === "time_limit") return { reason: "trial 0 made no two steady steps within the trial time", next: "raise --trial-time (e.g. --trial-time 10m), or lower the work per step" };
-  if (kind === "no_steps") return { reason: "no trial reported steps with samples", next: "instrument the loop (brim.track(loader)) or make the job print its progress, then tune again" };
+  if (kind === "crash")
+    return {
+      reason: `your configuration (trial 0) crashed: ${baseline.failure?.cause ?? "see its output"}`,
+      next: "fix the job so that it runs as configured, then tune again",
+    };
+  if (kind === "time_limit")
+    return { reason: "trial 0 made no two steady steps within the trial time", next: "raise --trial-time (e.g. --trial-time 10m), or lower the work per step" };
+  if (kind === "no_steps")
+    return {
+      reason: "no trial reported steps with samples",
+      next: "instrument the loop (brim.track(loader)) or make the job print its progress, then tune again",
+    };
   const memory = trials.filter((trial) => trial.failure?.kind === "memory" || trial.failure?.kind === "cap" || trial.oom_recoveries > 0);
   if (memory.length > 0 && memory.length === trials.filter((trial) => trial.end !== "interrupted").length) {
-    return { reason: `nothing ran under the cap ${capText}`, next: "raise --cap, or lower the memory per sample (a lower precision, gradient checkpointing), or allow a smaller micro-batch (--knob batch_size=1,2,4)" };
+    return {
+      reason: `nothing ran under the cap ${capText}`,
+      next: "raise --cap, or lower the memory per sample (a lower precision, gradient checkpointing), or allow a smaller micro-batch (--knob batch_size=1,2,4)",
+    };
   }
-  if (stopReason === "max_time" || stopReason === "max_trials") return { reason: `the budget ran out (${stopReason === "max_time" ? "--max-time" : "--max-trials"}) before a configuration was measured`, next: "raise --max-time / --max-trials" };
-  return { reason: "no trial finished under the cap with a measured throughput", next: "look at each trial's end and cause in the table above, fix what they name, and tune again" };
+  if (stopReason === "max_time" || stopReason === "max_trials")
+    return {
+      reason: `the budget ran out (${stopReason === "max_time" ? "--max-time" : "--max-trials"}) before a configuration was measured`,
+      next: "raise --max-time / --max-trials",
+    };
+  return {
+    reason: "no trial finished under the cap with a measured throughput",
+    next: "look at each trial's end and cause in the table above, fix what they name, and tune again",
+  };
 }

@@ -30,7 +30,19 @@ import { checkOptions, describeKnobs, newSearcher, pct, rate, type Searcher } fr
 import type { Knobs, MemoryLineReport, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 
 export { doublingBisection, exhaustiveGrid } from "./strategies/baselines.ts";
-export type { KnobValue, Knobs, MemoryLineReport, SearchOptions, SearchOutcome, SearchTrial, StopReason, TrialEnd, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
+export type {
+  KnobValue,
+  Knobs,
+  MemoryLineReport,
+  SearchOptions,
+  SearchOutcome,
+  SearchTrial,
+  StopReason,
+  TrialEnd,
+  TrialResult,
+  TrialRunner,
+  TuneSpace,
+} from "./types.ts";
 
 /**
  * Searches the tune space for the fastest configuration under the cap (see the module doc and
@@ -63,7 +75,9 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
   if (space.effectiveBatch !== undefined && axis.accumulationKnob !== undefined) {
     const acc = Number(space.baseline[axis.accumulationKnob] ?? 1);
     if (m0 !== null && m0 * acc !== space.effectiveBatch) {
-      s.notes.push(`the baseline's micro-batch ${m0} × accumulation ${acc} = ${m0 * acc}, not the effective batch ${space.effectiveBatch}; every other trial keeps ${space.effectiveBatch}`);
+      s.notes.push(
+        `the baseline's micro-batch ${m0} × accumulation ${acc} = ${m0 * acc}, not the effective batch ${space.effectiveBatch}; every other trial keeps ${space.effectiveBatch}`,
+      );
     }
   }
 
@@ -175,9 +189,13 @@ function noteBaseline(s: Searcher, result: TrialResult, m0: number | null): void
   const peak = peakOf(result);
   const cap = formatBytes(s.options.capBytes);
   if (ranAsGiven(result) && result.samplesPerSecond !== null) {
-    s.notes.push(`baseline${m0 === null ? "" : ` (micro-batch ${m0})`}: ${rate(result.samplesPerSecond)}, peak ${peak === null ? "not measured" : formatBytes(peak)} of the cap ${cap}`);
+    s.notes.push(
+      `baseline${m0 === null ? "" : ` (micro-batch ${m0})`}: ${rate(result.samplesPerSecond)}, peak ${peak === null ? "not measured" : formatBytes(peak)} of the cap ${cap}`,
+    );
   } else if (didNotFit(result)) {
-    s.notes.push(`the baseline${m0 === null ? "" : ` (micro-batch ${m0})`} did not fit under the cap ${cap} (${result.end === "ok" ? `the SDK split it ${result.oomRecoveries}×` : result.end})${m0 === null ? "" : "; looking at smaller micro-batches"}`);
+    s.notes.push(
+      `the baseline${m0 === null ? "" : ` (micro-batch ${m0})`} did not fit under the cap ${cap} (${result.end === "ok" ? `the SDK split it ${result.oomRecoveries}×` : result.end})${m0 === null ? "" : "; looking at smaller micro-batches"}`,
+    );
   } else if (result.end === "ok") {
     s.notes.push("the baseline ran but reported no steady steps: no throughput to compare against");
   }
@@ -193,7 +211,8 @@ function noteMicroPhase(s: Searcher, context: Knobs, family: number): void {
     const margin = line.marginBytes;
     const sigma = peakSigma(fit);
     let why: string;
-    if (failed.some((f) => margin <= options.capBytes - predictPeak(fit, f) + 2)) why = `raised so the line clears micro-batch ${Math.min(...failed)}, which did not fit`;
+    if (failed.some((f) => margin <= options.capBytes - predictPeak(fit, f) + 2))
+      why = `raised so the line clears micro-batch ${Math.min(...failed)}, which did not fit`;
     else if (margin <= MARGIN_FLOOR * options.capBytes + 1) why = `the ${pct(MARGIN_FLOOR)} floor`;
     else why = `99 % prediction bound, t(${sigma.df}) ${t99(sigma.df).toFixed(2)} × σ ${formatBytes(sigma.sigmaBytes)}`;
     why += fit.residualSigmaBytes === null ? "; two trials, so σ is the prior guess" : `; residual σ ${formatBytes(fit.residualSigmaBytes)}`;
@@ -218,7 +237,9 @@ function noteMicroPhase(s: Searcher, context: Knobs, family: number): void {
     const largest = curve[curve.length - 1]?.m;
     s.notes.push(
       `throughput by micro-batch: ${list}` +
-        (bestM === null ? "" : `; fastest ${bestM}${bestM !== largest ? ` — not the largest that ran (${largest}): beyond ${bestM} throughput does not rise` : ""}`),
+        (bestM === null
+          ? ""
+          : `; fastest ${bestM}${bestM !== largest ? ` — not the largest that ran (${largest}): beyond ${bestM} throughput does not rise` : ""}`),
     );
   }
 }
@@ -246,7 +267,8 @@ function outcomeOf(s: Searcher, winner: ConfigEstimate | null, family: number): 
 
 function noteStop(s: Searcher, ledger: Ledger, reason: StopReason): void {
   if (reason === "max_trials") s.notes.push(`stopped: the budget of ${s.options.maxTrials} trials was spent before the search converged`);
-  else if (reason === "max_time") s.notes.push(`stopped: the next trial would not have finished within the time budget of ${s.options.maxTimeS} s (${ledger.trials.length} trials ran)`);
+  else if (reason === "max_time")
+    s.notes.push(`stopped: the next trial would not have finished within the time budget of ${s.options.maxTimeS} s (${ledger.trials.length} trials ran)`);
   else if (reason === "interrupted") s.notes.push("stopped: a trial was interrupted");
 }
 

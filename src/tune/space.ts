@@ -48,9 +48,16 @@ export interface EffectiveBatchPolicy {
  * // { backend: "nvml", bf16: true, tensorCores: true, cpus: 16 }
  * ```
  */
-export function candidateContext(inventory: { backend: CandidateContext["backend"]; gpus: { name: string; computeCapability: string | null }[]; cpus: number }): CandidateContext {
+export function candidateContext(inventory: {
+  backend: CandidateContext["backend"];
+  gpus: { name: string; computeCapability: string | null }[];
+  cpus: number;
+}): CandidateContext {
   const gpu = inventory.gpus[0];
-  const facts = gpu === undefined ? null : gpuCapabilities({ name: gpu.name, computeCapability: gpu.computeCapability, knownArchitecture: findGpu(gpu.name)?.architecture ?? null });
+  const facts =
+    gpu === undefined
+      ? null
+      : gpuCapabilities({ name: gpu.name, computeCapability: gpu.computeCapability, knownArchitecture: findGpu(gpu.name)?.architecture ?? null });
   return { backend: inventory.backend, bf16: facts?.bf16 === true, tensorCores: facts?.tensorCores === true, cpus: inventory.cpus };
 }
 
@@ -64,7 +71,11 @@ export function candidateContext(inventory: { backend: CandidateContext["backend
  */
 export function contextOfDevices(devices: Devices): CandidateContext {
   const inventory = devices.inventory();
-  return candidateContext({ backend: inventory.backend, gpus: inventory.gpus.map((gpu) => ({ name: gpu.name, computeCapability: gpu.computeCapability })), cpus: inventory.host.cpus });
+  return candidateContext({
+    backend: inventory.backend,
+    gpus: inventory.gpus.map((gpu) => ({ name: gpu.name, computeCapability: gpu.computeCapability })),
+    cpus: inventory.host.cpus,
+  });
 }
 
 /**
@@ -81,7 +92,11 @@ export function defaultCap(devices: Devices): { capBytes: number; scope: "gpu" |
   if (inventory.backend !== "cpu" && gpu !== undefined) {
     return { capBytes: Math.floor(gpu.totalBytes * 0.9), scope: "gpu", why: `90% of ${gpu.name}'s memory (set --cap to change)` };
   }
-  return { capBytes: Math.floor(inventory.host.memTotalBytes * 0.5), scope: "ram", why: `half of this machine's RAM (${formatBytes(inventory.host.memTotalBytes)}), CPU mode (set --cap to change)` };
+  return {
+    capBytes: Math.floor(inventory.host.memTotalBytes * 0.5),
+    scope: "ram",
+    why: `half of this machine's RAM (${formatBytes(inventory.host.memTotalBytes)}), CPU mode (set --cap to change)`,
+  };
 }
 
 /**
@@ -95,20 +110,32 @@ export function defaultCap(devices: Devices): { capBytes: number; scope: "gpu" |
  * // { microBatch: { knob: "batch_size" }, accumulation: { knob: "accumulation" }, effectiveBatch: 64, others: [...] }
  * ```
  */
-export function buildSpace(baseline: Knobs, options: SpaceOptions, known: readonly string[], context: CandidateContext, note: (line: string) => void): TuneSpace {
+export function buildSpace(
+  baseline: Knobs,
+  options: SpaceOptions,
+  known: readonly string[],
+  context: CandidateContext,
+  note: (line: string) => void,
+): TuneSpace {
   const fixed = new Set(options.fixed ?? []);
   const has = (knob: string): boolean => known.includes(knob) && baseline[knob] !== undefined && !fixed.has(knob);
   const space: TuneSpace = { baseline, others: [] };
   const listed = explicitMicroBatches(options.knobValues);
   if (has(MICRO_BATCH_KNOB)) {
-    space.microBatch = { knob: MICRO_BATCH_KNOB, min: 1, ...(options.maxMicroBatch !== undefined ? { max: options.maxMicroBatch } : {}), ...(listed !== null ? { values: listed } : {}) };
+    space.microBatch = {
+      knob: MICRO_BATCH_KNOB,
+      min: 1,
+      ...(options.maxMicroBatch !== undefined ? { max: options.maxMicroBatch } : {}),
+      ...(listed !== null ? { values: listed } : {}),
+    };
     if (listed !== null) note(`micro-batch: exactly the listed values ${listed.join(", ")} (--knob ${MICRO_BATCH_KNOB})`);
   } else note("the job has no batch_size knob (no config key found, not read through brim.knob): the micro-batch is not tuned");
   if (has(ACCUMULATION_KNOB)) space.accumulation = { knob: ACCUMULATION_KNOB };
   const micro = baseline[MICRO_BATCH_KNOB];
   const accumulation = baseline[ACCUMULATION_KNOB];
   if (options.effectiveBatch !== undefined) {
-    if (space.accumulation === undefined) throw new UsageError("--effective-batch needs an accumulation knob (a config key like accumulate_grad_batches, or brim.knob('accumulation'))");
+    if (space.accumulation === undefined)
+      throw new UsageError("--effective-batch needs an accumulation knob (a config key like accumulate_grad_batches, or brim.knob('accumulation'))");
     space.effectiveBatch = options.effectiveBatch;
   } else if (!options.freeBatch && space.accumulation !== undefined && typeof micro === "number" && typeof accumulation === "number" && accumulation > 1) {
     space.effectiveBatch = micro * accumulation;
@@ -119,7 +146,10 @@ export function buildSpace(baseline: Knobs, options: SpaceOptions, known: readon
   const tunable = known.filter((knob) => !fixed.has(knob) && (!loaderExtra(knob) || (typeof workers === "number" && workers > 0)));
   const candidates = candidateValues(tunable, baseline, context);
   const userLists = Object.entries(options.knobValues ?? {}).filter(([knob, values]) => values.length > 1 && knob !== MICRO_BATCH_KNOB && !fixed.has(knob));
-  space.others = [...userLists.map(([knob, values]) => ({ knob, values })), ...candidates.filter((candidate) => !userLists.some(([knob]) => knob === candidate.knob))];
+  space.others = [
+    ...userLists.map(([knob, values]) => ({ knob, values })),
+    ...candidates.filter((candidate) => !userLists.some(([knob]) => knob === candidate.knob)),
+  ];
   return space;
 }
 
@@ -137,8 +167,15 @@ export function effectiveBatchPolicy(space: TuneSpace, options: Pick<SpaceOption
   const accumulation = space.baseline[ACCUMULATION_KNOB] ?? 1;
   if (space.microBatch === undefined) return { kind: "none", value: null, text: "effective batch: not touched (no micro-batch knob)" };
   if (space.effectiveBatch !== undefined) {
-    const why = options.effectiveBatch !== undefined ? "--effective-batch" : `as your configuration has it (${String(micro)} × ${String(accumulation)}; --free-batch lets it change)`;
-    return { kind: "held", value: space.effectiveBatch, text: `effective batch held at ${space.effectiveBatch} (micro-batch × accumulation), ${why}: the optimisation maths stay the same` };
+    const why =
+      options.effectiveBatch !== undefined
+        ? "--effective-batch"
+        : `as your configuration has it (${String(micro)} × ${String(accumulation)}; --free-batch lets it change)`;
+    return {
+      kind: "held",
+      value: space.effectiveBatch,
+      text: `effective batch held at ${space.effectiveBatch} (micro-batch × accumulation), ${why}: the optimisation maths stay the same`,
+    };
   }
   const before = typeof micro === "number" && typeof accumulation === "number" ? micro * accumulation : null;
   return {

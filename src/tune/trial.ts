@@ -73,7 +73,13 @@ const EXTRA_STEPS = 3;
  * const { result } = await runTrial(settings, knobs, { best: null, noise: 0.005 }, { devices, store });
  * ```
  */
-export async function runTrial(settings: TrialSettings, knobs: Knobs, context: TrialContext, deps: { devices: Devices; store: RunStore }, index: number): Promise<TrialOutcome> {
+export async function runTrial(
+  settings: TrialSettings,
+  knobs: Knobs,
+  context: TrialContext,
+  deps: { devices: Devices; store: RunStore },
+  index: number,
+): Promise<TrialOutcome> {
   const trialFiles: string[] = [];
   try {
     const command = fillTemplate(settings.command, knobs);
@@ -217,7 +223,12 @@ const finite = (value: unknown): value is number => typeof value === "number" &&
  * classifyTrial(run, settings, { stop: "stable", detail: "..." }, false).end; // "ok"
  * ```
  */
-export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "capScope" | "window" | "timeLimitS">, verdict: { stop: WindowStop; detail: string; bound?: number } | null, timedOut: boolean): TrialResult {
+export function classifyTrial(
+  run: GuardResult,
+  settings: Pick<TrialSettings, "capScope" | "window" | "timeLimitS">,
+  verdict: { stop: WindowStop; detail: string; bound?: number } | null,
+  timedOut: boolean,
+): TrialResult {
   const steps = mainSteps(run.timeline);
   const times: StepTime[] = steps.map((step) => ({
     t: step.t,
@@ -245,7 +256,10 @@ export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "c
   const start = run.timeline.start;
   const first = times[0];
   const fixedCostS = start !== null && first !== undefined ? Math.max(0, first.t - first.seconds - start.t) : null;
-  const samples = steady.map((s) => s.samples).filter(finite).sort((a, b) => a - b);
+  const samples = steady
+    .map((s) => s.samples)
+    .filter(finite)
+    .sort((a, b) => a - b);
   const precision = [...steps].reverse().find((step) => step.precision !== null)?.precision;
   const result: TrialResult = {
     end,
@@ -262,7 +276,7 @@ export function classifyTrial(run: GuardResult, settings: Pick<TrialSettings, "c
     fixedCostS,
     measuredS: busy > 0 ? busy : null,
     stoppedBy: verdict?.stop ?? null,
-    samplesPerStep: samples.length > 0 ? (samples[Math.floor(samples.length / 2)]) : null,
+    samplesPerStep: samples.length > 0 ? samples[Math.floor(samples.length / 2)] : null,
     warmupSteps: warmup,
     firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,
@@ -293,7 +307,10 @@ export function failureOf(end: TrialEnd, run: Pick<GuardResult, "meta" | "job">,
     case "cap_exceeded":
       return { kind: "cap", cause: message.split(";")[0] ?? message };
     case "time_limit":
-      return { kind: "time_limit", cause: `no two steady steps within the trial time limit of ${timeLimitS} s (slow, not out of memory; raise --trial-time to measure it)` };
+      return {
+        kind: "time_limit",
+        cause: `no two steady steps within the trial time limit of ${timeLimitS} s (slow, not out of memory; raise --trial-time to measure it)`,
+      };
     case "slower":
       return { kind: "slower", cause: verdict?.detail ?? "clearly slower than the best so far" };
     case "hung":

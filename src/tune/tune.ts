@@ -130,7 +130,10 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   const note = (line: string): void => options.onNote?.(line);
   const { bindings, documents, notes: bindingNotes } = await resolveBindings(options.command, options.cwd, options.bindings ?? []);
   bindingNotes.forEach(note);
-  const cap = options.capBytes !== undefined ? { capBytes: options.capBytes, scope: deps.devices.inventory().backend === "cpu" ? ("ram" as const) : ("gpu" as const), why: "--cap" } : defaultCap(deps.devices);
+  const cap =
+    options.capBytes !== undefined
+      ? { capBytes: options.capBytes, scope: deps.devices.inventory().backend === "cpu" ? ("ram" as const) : ("gpu" as const), why: "--cap" }
+      : defaultCap(deps.devices);
   note(`cap ${formatBytes(cap.capBytes)} ${cap.scope === "gpu" ? "GPU" : "RAM"}: ${cap.why}`);
 
   const baseline: Knobs = configBaseline(bindings, documents);
@@ -206,7 +209,9 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   const { record, bindings, baseline, settings, note, now, tuneStartedAt } = state;
   for (const binding of bindings) {
     if (binding.via === "config" && !settings.namedInCommand.some((entry) => entry.path === binding.file)) {
-      note(`${binding.file} is not named in the command: trials pass ${binding.knob} through the environment only (brim.knob), and apply writes it to the file`);
+      note(
+        `${binding.file} is not named in the command: trials pass ${binding.knob} through the environment only (brim.knob), and apply writes it to the file`,
+      );
     }
   }
   const planned = options.maxTrials;
@@ -221,7 +226,13 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null, knobsRead: new Map() };
     // a configuration measured before is being re-measured: it runs to the end of its window
     const again = measured.some((m) => canonicalKnobs(m.knobs) === canonicalKnobs(knobs));
-    const outcome = await runTrial(settings, knobs, index === 0 || again ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, knobs, best()), deps, index);
+    const outcome = await runTrial(
+      settings,
+      knobs,
+      index === 0 || again ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, knobs, best()),
+      deps,
+      index,
+    );
     if (outcome.result.end === "interrupted") interrupted = true;
     const first = measured[0];
     measured.push({ knobs, result: outcome.result });
@@ -247,14 +258,26 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     if (baseline[knob] === undefined && (knob in KNOWN_KNOBS || options.knobValues?.[knob] !== undefined)) baseline[knob] = value;
   }
   const context = contextOfDevices(deps.devices);
-  const space = buildSpace(baseline, options, [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})], context, note);
+  const space = buildSpace(
+    baseline,
+    options,
+    [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})],
+    context,
+    note,
+  );
   record.effective_batch = space.effectiveBatch ?? null;
   const policy = effectiveBatchPolicy(space, options);
   record.effective_batch_policy = { kind: policy.kind, before: policy.value, after: null, text: policy.text };
   const configFile = settings.namedInCommand[0]?.path;
   const inventory = deps.devices.inventory();
-  const prior = configFile === undefined ? null : await planPrior(state.documents.get(configFile)?.data, dirname(configFile), inventory, settings.capBytes, baseline.precision);
-  if (prior !== null) note(`the plan seeds the first memory probe: ${prior.source} gives ${formatBytes(prior.bytesPerSample)} per sample over ${formatBytes(prior.fixedBytes)}, largest micro-batch ${prior.maxMicroBatch ?? "?"}`);
+  const prior =
+    configFile === undefined
+      ? null
+      : await planPrior(state.documents.get(configFile)?.data, dirname(configFile), inventory, settings.capBytes, baseline.precision);
+  if (prior !== null)
+    note(
+      `the plan seeds the first memory probe: ${prior.source} gives ${formatBytes(prior.bytesPerSample)} per sample over ${formatBytes(prior.fixedBytes)}, largest micro-batch ${prior.maxMicroBatch ?? "?"}`,
+    );
   const runIds = new Map<number, string | null>([[0, first.runId]]);
   let searchIndex = 0;
   const strategy = options.strategy ?? "brim";
@@ -263,7 +286,12 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
       ? doublingBisection
       : strategy === "grid"
         ? (gridSpace, runner, searchOptions) =>
-            exhaustiveGrid(gridSpace, runner, { ...searchOptions, microBatches: (options.knobValues?.[MICRO_BATCH_KNOB] ?? [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]).filter((value): value is number => typeof value === "number") })
+            exhaustiveGrid(gridSpace, runner, {
+              ...searchOptions,
+              microBatches: (options.knobValues?.[MICRO_BATCH_KNOB] ?? [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]).filter(
+                (value): value is number => typeof value === "number",
+              ),
+            })
         : searchKnobs;
   if (strategy !== "brim") note(`search strategy: ${strategy} (for comparison with brim's own)`);
   const outcome = await search(
@@ -281,7 +309,15 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     },
     {
       capBytes: settings.capBytes,
-      ...(prior !== null ? { prior: { fixedBytes: prior.fixedBytes, bytesPerSample: prior.bytesPerSample, ...(prior.maxMicroBatch !== undefined ? { maxMicroBatch: prior.maxMicroBatch } : {}) } } : {}),
+      ...(prior !== null
+        ? {
+            prior: {
+              fixedBytes: prior.fixedBytes,
+              bytesPerSample: prior.bytesPerSample,
+              ...(prior.maxMicroBatch !== undefined ? { maxMicroBatch: prior.maxMicroBatch } : {}),
+            },
+          }
+        : {}),
       maxTrials: options.maxTrials,
       maxStepS: settings.window.windowS,
       maxTimeS: Math.max(1, options.maxTimeS - (now() - tuneStartedAt)),
@@ -311,7 +347,9 @@ async function finish(options: TuneOptions, deps: TuneDeps, state: TuneState, ou
   const trusted = stopReason !== "untrusted";
   const best = trusted && outcome !== null && outcome.bestIndex !== null ? outcome.trials[outcome.bestIndex] : undefined;
   const bestRate = outcome?.best?.samplesPerSecond ?? best?.result.samplesPerSecond ?? null;
-  record.winner = best ? { index: best.index, knobs: outcome?.best?.knobs ?? best.knobs, speedup: baselineRate && bestRate ? bestRate / baselineRate : null } : null;
+  record.winner = best
+    ? { index: best.index, knobs: outcome?.best?.knobs ?? best.knobs, speedup: baselineRate && bestRate ? bestRate / baselineRate : null }
+    : null;
   record.stop_reason = stopReason;
   if (outcome !== null) {
     record.noise = outcome.noise;
@@ -375,7 +413,10 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
 function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], knobs: Knobs, best: number | null): TrialContext {
   const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0);
   // how far apart two trials of one configuration may land: the step-to-step noise of the trials so far
-  const within = ok.map((m) => withinTrialNoise(m.result.stepSeconds)).filter((v): v is number => v !== null).sort((a, b) => a - b);
+  const within = ok
+    .map((m) => withinTrialNoise(m.result.stepSeconds))
+    .filter((v): v is number => v !== null)
+    .sort((a, b) => a - b);
   const noise = Math.max(DEFAULT_STABLE_WITHIN, within[Math.floor(within.length / 2)] ?? 0);
   const context: TrialContext = { best, noise };
   const costs = ok.map((m) => m.result.fixedCostS).filter((v): v is number => typeof v === "number");
@@ -392,7 +433,8 @@ function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[]
   const perStep = base?.result.samplesPerStep;
   const samples = typeof m === "number" && typeof m0 === "number" && perStep != null ? (perStep * m) / m0 : typeof m === "number" ? m : null;
   // start-up varies between trials (a shared machine): take the longest seen, with room to spare
-  if (costs.length > 0 && factors.length > 0 && samples !== null) context.first = { fixedCostS: 1.5 * Math.max(...costs), samples, stepFactor: Math.max(1, ...factors) };
+  if (costs.length > 0 && factors.length > 0 && samples !== null)
+    context.first = { fixedCostS: 1.5 * Math.max(...costs), samples, stepFactor: Math.max(1, ...factors) };
   return context;
 }
 
@@ -401,5 +443,14 @@ function canonicalKnobs(knobs: Knobs): string {
 }
 
 function interruptedResult(): TrialResult {
-  return { end: "interrupted", samplesPerSecond: null, stepSeconds: [], peakBytes: null, frameworkPeakBytes: null, durationS: 0, oomRecoveries: 0, failure: { kind: "interrupted", cause: "interrupted" } };
+  return {
+    end: "interrupted",
+    samplesPerSecond: null,
+    stepSeconds: [],
+    peakBytes: null,
+    frameworkPeakBytes: null,
+    durationS: 0,
+    oomRecoveries: 0,
+    failure: { kind: "interrupted", cause: "interrupted" },
+  };
 }

@@ -137,22 +137,33 @@ export function isStable(steady: readonly StepTime[], minSteps: number, stableWi
  * windowVerdict(steps, now, options, { best: null, noise: 0.01 }); // { stop: "stable", detail: "throughput stable within ±2 % over 4 steps" }
  * ```
  */
-export function windowVerdict(steps: readonly StepTime[], now: number, options: WindowOptions, context: WindowContext): { stop: WindowStop; detail: string; bound?: number } | null {
+export function windowVerdict(
+  steps: readonly StepTime[],
+  now: number,
+  options: WindowOptions,
+  context: WindowContext,
+): { stop: WindowStop; detail: string; bound?: number } | null {
   const { steady } = splitWarmup(steps, options.warmupSteps);
   const rate = rateOf(steady);
   const pctOf = (share: number): string => `${(share * 100).toFixed(0)} %`;
   if (steady.length >= options.maxSteps) return { stop: "steps", detail: `${steady.length} measured steps (the step budget)` };
-  if (isStable(steady, options.minSteps, options.stableWithin)) return { stop: "stable", detail: `throughput stable within ±${pctOf(options.stableWithin)} over ${steady.length} steps` };
+  if (isStable(steady, options.minSteps, options.stableWithin))
+    return { stop: "stable", detail: `throughput stable within ±${pctOf(options.stableWithin)} over ${steady.length} steps` };
   const first = steady[0];
   const measured = first === undefined ? 0 : now - (first.t - first.seconds);
-  if (steady.length >= 2 && measured >= options.windowS) return { stop: "window", detail: `the ${options.windowS} s measurement window ended (${steady.length} steps)` };
+  if (steady.length >= 2 && measured >= options.windowS)
+    return { stop: "window", detail: `the ${options.windowS} s measurement window ended (${steady.length} steps)` };
   // one steady step longer than the whole window is all the window can afford
-  if (steady.length === 1 && first !== undefined && first.seconds >= options.windowS) return { stop: "window", detail: `one steady step of ${first.seconds.toFixed(1)} s, longer than the ${options.windowS} s window` };
+  if (steady.length === 1 && first !== undefined && first.seconds >= options.windowS)
+    return { stop: "window", detail: `one steady step of ${first.seconds.toFixed(1)} s, longer than the ${options.windowS} s window` };
   if (context.best !== null && context.best > 0 && (steps.length >= Math.max(1, options.warmupSteps) || steps.length === 0)) {
     const margin = Math.max(SLOWER_MARGIN, 4 * context.noise);
     const limit = context.best * (1 - margin);
     if (steady.length >= 2 && rate !== null && rate < limit) {
-      return { stop: "slower", detail: `${rate.toFixed(1)} samples/s over ${steady.length} steps, more than ${pctOf(margin)} below the best so far (${context.best.toFixed(1)})` };
+      return {
+        stop: "slower",
+        detail: `${rate.toFixed(1)} samples/s over ${steady.length} steps, more than ${pctOf(margin)} below the best so far (${context.best.toFixed(1)})`,
+      };
     }
     const first = context.first;
     if (steps.length === 0 && first !== undefined && first.samples > 0 && first.stepFactor > 0) {
@@ -160,7 +171,11 @@ export function windowVerdict(steps: readonly StepTime[], now: number, options: 
       const running = now - first.startedAt - first.fixedCostS;
       const bound = (first.samples * first.stepFactor) / running;
       if (running > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
-        return { stop: "slower", bound, detail: `at most ${bound.toFixed(1)} samples/s (its first step of ${first.samples} samples still running after ${running.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})` };
+        return {
+          stop: "slower",
+          bound,
+          detail: `at most ${bound.toFixed(1)} samples/s (its first step of ${first.samples} samples still running after ${running.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})`,
+        };
       }
     }
     // a step in flight can add at most the samples of the last one: the throughput cannot end above this
@@ -170,7 +185,11 @@ export function windowVerdict(steps: readonly StepTime[], now: number, options: 
       const inFlight = now - last.t;
       const bound = (sum(steady.map((s) => s.samples ?? 0)) + perStep) / (sum(steady.map((s) => s.seconds)) + inFlight);
       if (inFlight > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
-        return { stop: "slower", bound, detail: `at most ${bound.toFixed(1)} samples/s (a step of ${perStep} samples still running after ${inFlight.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})` };
+        return {
+          stop: "slower",
+          bound,
+          detail: `at most ${bound.toFixed(1)} samples/s (a step of ${perStep} samples still running after ${inFlight.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})`,
+        };
       }
     }
   }

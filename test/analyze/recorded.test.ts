@@ -54,8 +54,21 @@ describe("brim doctor on recorded runs", () => {
   it("names the GPU checks a CPU run could not evaluate", async () => {
     const { meta, timeline } = await cnnLstm(0);
     const r = diagnose(meta, timeline);
-    expect(r.not_evaluated.map((n) => n.check).sort()).toEqual(["clocks_held_back", "fp32_on_tensor_cores", "gpu_contexts", "launch_bound", "memory_unused", "pcie_traffic", "utilization_gap"]);
-    expect(r.findings.find((f) => f.id === "cpu_run")?.evidence.map((e) => e.label)).toEqual(["data wait share", "throughput", "CPU of the job's processes", "peak RSS"]);
+    expect(r.not_evaluated.map((n) => n.check).sort()).toEqual([
+      "clocks_held_back",
+      "fp32_on_tensor_cores",
+      "gpu_contexts",
+      "launch_bound",
+      "memory_unused",
+      "pcie_traffic",
+      "utilization_gap",
+    ]);
+    expect(r.findings.find((f) => f.id === "cpu_run")?.evidence.map((e) => e.label)).toEqual([
+      "data wait share",
+      "throughput",
+      "CPU of the job's processes",
+      "peak RSS",
+    ]);
   });
 
   it("reports the real out-of-memory recovery and the precision fallback of the nbeats run", async () => {

@@ -110,9 +110,18 @@ export function syntheticRun(o: SyntheticOptions = {}): { meta: RunMeta; timelin
       mem:
         gpu === null
           ? { device: "cpu", allocated: null, reserved: null, peak: null, peak_reserved: null, rss: o.rss ?? 2 * GIB, peak_rss: o.rss ?? 2 * GIB }
-          : { device: "cuda:0", allocated: o.allocated ?? 6 * GIB, reserved: o.reserved ?? 8 * GIB, peak: (o.allocated ?? 6 * GIB) * 1.2, peak_reserved: o.reserved ?? 8 * GIB, rss: 3 * GIB, peak_rss: 3 * GIB },
+          : {
+              device: "cuda:0",
+              allocated: o.allocated ?? 6 * GIB,
+              reserved: o.reserved ?? 8 * GIB,
+              peak: (o.allocated ?? 6 * GIB) * 1.2,
+              peak_reserved: o.reserved ?? 8 * GIB,
+              rss: 3 * GIB,
+              peak_rss: 3 * GIB,
+            },
     });
-    for (const e of o.events ?? []) if (e.step === i) stepEntries.push({ t: t + 0.001, kind: "event", pid: MAIN, event: e.event, step: i, message: e.message ?? null, details: e.details });
+    for (const e of o.events ?? [])
+      if (e.step === i) stepEntries.push({ t: t + 0.001, kind: "event", pid: MAIN, event: e.event, step: i, message: e.message ?? null, details: e.details });
   }
   const end = t + 0.5;
   const samples: TimelineEntry[] = [];
@@ -129,7 +138,8 @@ export function syntheticRun(o: SyntheticOptions = {}): { meta: RunMeta; timelin
         pids: 1 + (o.workers ?? 0),
         rss_bytes: o.rss ?? 2 * GIB,
         cpu_percent: o.treeCpu ?? 100,
-        gpu_bytes: gpu === null ? null : o.treeGpuBytes === null ? null : early && o.earlyGpuBytes !== undefined ? o.earlyGpuBytes : (o.treeGpuBytes ?? 9 * GIB),
+        gpu_bytes:
+          gpu === null ? null : o.treeGpuBytes === null ? null : early && o.earlyGpuBytes !== undefined ? o.earlyGpuBytes : (o.treeGpuBytes ?? 9 * GIB),
         ...(o.gpuPids !== undefined && o.gpuPids !== null ? { gpu_pids: o.gpuPids } : {}),
       },
       gpus:
@@ -178,14 +188,19 @@ export function syntheticRun(o: SyntheticOptions = {}): { meta: RunMeta; timelin
     versions: { brim: "0.1.0", node: "v20.20.2" },
     started_at: new Date(T0 * 1000).toISOString(),
     ended_at: o.running === true ? null : new Date(end * 1000).toISOString(),
-    end: o.running === true ? null : o.end !== undefined ? { ...o.end, signal: null } : { cause: "ok", exit_code: 0, signal: null, message: "finished normally" },
+    end:
+      o.running === true ? null : o.end !== undefined ? { ...o.end, signal: null } : { cause: "ok", exit_code: 0, signal: null, message: "finished normally" },
     summary: null,
   };
   return { meta, timeline };
 }
 
 /** Writes a synthetic run into a store through RunStore.createRun and RunWriter; a running one keeps its writer open. */
-export async function writeSyntheticRun(store: RunStore, o: SyntheticOptions = {}, startedAt = new Date(T0 * 1000)): Promise<{ id: string; writer: RunWriter }> {
+export async function writeSyntheticRun(
+  store: RunStore,
+  o: SyntheticOptions = {},
+  startedAt = new Date(T0 * 1000),
+): Promise<{ id: string; writer: RunWriter }> {
   const { meta, timeline } = syntheticRun(o);
   const run: NewRun = {
     kind: meta.kind,
@@ -206,7 +221,11 @@ export async function writeSyntheticRun(store: RunStore, o: SyntheticOptions = {
     writer.flush();
     return { id: writer.id, writer };
   }
-  await writer.finish(end ?? { cause: "ok", exit_code: 0, signal: null, message: "finished normally" }, null, new Date((timeline[timeline.length - 1]?.t ?? T0) * 1000));
+  await writer.finish(
+    end ?? { cause: "ok", exit_code: 0, signal: null, message: "finished normally" },
+    null,
+    new Date((timeline[timeline.length - 1]?.t ?? T0) * 1000),
+  );
   return { id: writer.id, writer };
 }
 
@@ -282,7 +301,12 @@ export async function writeSyntheticTune(store: RunStore): Promise<{ tune: TuneR
     trials,
     winner: { index: best.index, knobs: best.knobs, speedup: (best.samples_per_s ?? 0) / (trials[0]?.samples_per_s ?? 1) },
     stop_reason: "converged",
-    memory_line: { intercept_bytes: 2 * GIB, bytes_per_sample: perSample, margin_bytes: 1.6 * GIB, predicted_max_micro_batch: Math.floor((cap - 1.6 * GIB - 2 * GIB) / perSample) },
+    memory_line: {
+      intercept_bytes: 2 * GIB,
+      bytes_per_sample: perSample,
+      margin_bytes: 1.6 * GIB,
+      predicted_max_micro_batch: Math.floor((cap - 1.6 * GIB - 2 * GIB) / perSample),
+    },
     notes: [],
   };
   await store.writeTune(tune);

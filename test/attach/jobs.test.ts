@@ -34,14 +34,36 @@ interface Run {
 
 function brimRun(name: string, script: string, jobArgs: string[], brimArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Run {
   const store = join(root, name);
-  const result = spawnSync(process.execPath, [BRIM, "run", "--json", "--store", store, "--steps", String(STEPS), "--warmup", String(WARMUP), ...brimArgs, "--", PYTHON, join(REPO, "test", "jobs", script), ...jobArgs], {
-    encoding: "utf8",
-    env: { ...process.env, ...env },
-    timeout: 120_000,
-  });
+  const result = spawnSync(
+    process.execPath,
+    [
+      BRIM,
+      "run",
+      "--json",
+      "--store",
+      store,
+      "--steps",
+      String(STEPS),
+      "--warmup",
+      String(WARMUP),
+      ...brimArgs,
+      "--",
+      PYTHON,
+      join(REPO, "test", "jobs", script),
+      ...jobArgs,
+    ],
+    {
+      encoding: "utf8",
+      env: { ...process.env, ...env },
+      timeout: 120_000,
+    },
+  );
   const meta = JSON.parse(result.stdout) as Run["meta"];
   const dir = join(store, "runs", meta.id);
-  const timeline = readFileSync(join(dir, "timeline.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as TimelineEntry);
+  const timeline = readFileSync(join(dir, "timeline.ndjson"), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as TimelineEntry);
   const output = readFileSync(join(dir, "output.log"), "utf8");
   return { status: result.status, stderr: result.stderr, meta, timeline, output };
 }
@@ -164,7 +186,33 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
 
   it("brim tune on an unmodified script: every trial measured by the attach, a winner", () => {
     const store = join(root, "tune");
-    const result = spawnSync(process.execPath, [BRIM, "tune", "--json", "--quiet", "--store", store, "--max-trials", "3", "--warmup", "2", "--steps", "6", "--knob", "batch_size=32,64", "--", PYTHON, join(REPO, "test", "jobs", "plain_loop.py"), "--batch-size", "{batch_size}", "--max-steps", "1000"], { encoding: "utf8", timeout: 300_000 });
+    const result = spawnSync(
+      process.execPath,
+      [
+        BRIM,
+        "tune",
+        "--json",
+        "--quiet",
+        "--store",
+        store,
+        "--max-trials",
+        "3",
+        "--warmup",
+        "2",
+        "--steps",
+        "6",
+        "--knob",
+        "batch_size=32,64",
+        "--",
+        PYTHON,
+        join(REPO, "test", "jobs", "plain_loop.py"),
+        "--batch-size",
+        "{batch_size}",
+        "--max-steps",
+        "1000",
+      ],
+      { encoding: "utf8", timeout: 300_000 },
+    );
     expect(result.status, result.stderr).toBe(0);
     const record = JSON.parse(result.stdout) as { trials: { end: string; samples_per_s: number | null; run_id: string | null }[]; winner: unknown };
     expect(record.trials.length).toBeGreaterThanOrEqual(2);

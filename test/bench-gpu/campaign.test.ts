@@ -52,7 +52,8 @@ function expectEnvelope(r: Rec, part: string): void {
 let first: { status: number | null; stdout: string; stderr: string };
 
 beforeAll(() => {
-  if (!existsSync(join(root, "dist", "cli", "main.js"))) execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], { cwd: root });
+  if (!existsSync(join(root, "dist", "cli", "main.js")))
+    execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], { cwd: root });
   first = campaign(["all", "--quick", "--budget", "600s"], out);
 }, 300_000);
 
@@ -76,10 +77,17 @@ describe("bash bench/gpu/run.sh all --quick (CPU)", () => {
     for (const r of pairs) {
       expectEnvelope(r, "plan-accuracy");
       expect(r.command).toEqual(expect.arrayContaining(["run", "--knob", `batch_size=${String(r.micro_batch)}`, "precision=fp32"]));
-      const predicted = r.predicted as { spec: { peak_bytes: number; components: Record<string, number>; assumptions: { name: string }[] }; profile: { peak_bytes: number } | null };
+      const predicted = r.predicted as {
+        spec: { peak_bytes: number; components: Record<string, number>; assumptions: { name: string }[] };
+        profile: { peak_bytes: number } | null;
+      };
       expect(predicted.spec.peak_bytes).toBeGreaterThan(0);
-      expect(Object.keys(predicted.spec.components)).toEqual(expect.arrayContaining(["weights", "activations", "workspace", "cuda_context", "allocator_slack"]));
-      expect(predicted.spec.assumptions.map((a) => a.name)).toEqual(expect.arrayContaining(["cuda_context_bytes", "cudnn_workspace_bytes", "allocator_slack_fraction"]));
+      expect(Object.keys(predicted.spec.components)).toEqual(
+        expect.arrayContaining(["weights", "activations", "workspace", "cuda_context", "allocator_slack"]),
+      );
+      expect(predicted.spec.assumptions.map((a) => a.name)).toEqual(
+        expect.arrayContaining(["cuda_context_bytes", "cudnn_workspace_bytes", "allocator_slack_fraction"]),
+      );
       expect(predicted.profile?.peak_bytes).toBeGreaterThan(0);
       const measured = r.measured as Record<string, number | null>;
       for (const k of ["peak_tree_gpu_bytes", "framework_peak_reserved_bytes", "framework_peak_allocated_bytes"]) expect(measured).toHaveProperty(k);
@@ -103,7 +111,11 @@ describe("bash bench/gpu/run.sh all --quick (CPU)", () => {
     const tune = records("tune");
     expect(tune.map((r) => r.key)).toEqual(["quick-nbeats|brim", "quick-nbeats|grid"]);
     for (const r of tune) expectEnvelope(r, "tune");
-    const brim = tune[0]!.tune as { trials_count: number; winner: { knobs: Record<string, unknown>; speedup: number; samples_per_s: number }; baseline: { samples_per_s: number } };
+    const brim = tune[0]!.tune as {
+      trials_count: number;
+      winner: { knobs: Record<string, unknown>; speedup: number; samples_per_s: number };
+      baseline: { samples_per_s: number };
+    };
     expect(brim.trials_count).toBeGreaterThanOrEqual(2);
     expect(brim.winner.speedup).toBeGreaterThan(0);
     expect(brim.baseline.samples_per_s).toBeGreaterThan(0);
@@ -133,7 +145,12 @@ describe("bash bench/gpu/run.sh all --quick (CPU)", () => {
     const again = join(tmp, "again");
     const env: NodeJS.ProcessEnv = { ...process.env, BRIM_BIN: join(root, "bin", "brim.js"), PYTHON: python };
     delete env.OUT;
-    const res = spawnSync("bash", [join(root, "bench/gpu/run.sh"), "all", "--quick", "--out", again, "--prior", out, "--work", join(tmp, "work")], { cwd: root, env, encoding: "utf8", timeout: 120_000 });
+    const res = spawnSync("bash", [join(root, "bench/gpu/run.sh"), "all", "--quick", "--out", again, "--prior", out, "--work", join(tmp, "work")], {
+      cwd: root,
+      env,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
     expect(res.status).toBe(0);
     expect(res.stdout).toContain("plan-accuracy: 0 pairs to measure");
     expect(res.stdout).not.toMatch(/: ok$/m);
@@ -145,7 +162,9 @@ describe("bash bench/gpu/run.sh all --quick (CPU)", () => {
     expect(res.status).toBe(0);
     const result = JSON.parse(res.stdout) as { pairs: number; skipped: Record<string, number>; fit: unknown };
     expect(result).toMatchObject({ pairs: 0, skipped: { "quick (CPU smoke) record": 2 }, fit: null });
-    const withQuick = JSON.parse(spawnSync(process.execPath, [join(root, "bench/gpu/fit-constants.mjs"), out, "--json", "--include-quick"], { encoding: "utf8" }).stdout) as { skipped: Record<string, number> };
+    const withQuick = JSON.parse(
+      spawnSync(process.execPath, [join(root, "bench/gpu/fit-constants.mjs"), out, "--json", "--include-quick"], { encoding: "utf8" }).stdout,
+    ) as { skipped: Record<string, number> };
     expect(withQuick.skipped).toEqual({ "no measured tree peak": 2 });
   });
 

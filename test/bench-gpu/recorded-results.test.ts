@@ -10,7 +10,11 @@ import { describe, expect, it } from "vitest";
 
 const root = new URL("../../", import.meta.url).pathname;
 const resultsDir = process.env.BRIM_GPU_RESULTS ?? join(root, "bench", "results", "gpu");
-const gpus = existsSync(resultsDir) ? readdirSync(resultsDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name) : [];
+const gpus = existsSync(resultsDir)
+  ? readdirSync(resultsDir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+  : [];
 const PARTS = ["plan-accuracy", "guard", "tune", "utilization", "overhead"];
 
 interface Rec {
@@ -40,7 +44,18 @@ function read(gpu: string, part: string): Rec[] {
 it("bench/results/gpu holds only the campaign's files, one folder per GPU", () => {
   // besides the campaign's output: the provenance README, `brim detect` on the same host, and the
   // planner's calibration and validation (bench/gpu/fit-constants.mjs)
-  const allowed = new Set([...PARTS.map((p) => `${p}.jsonl`), "machine.json", "campaign.log", "fit.json", "fit-profile.json", "README.md", "detect.json", "detect.txt", "plan-validation.json", "calibration.json"]);
+  const allowed = new Set([
+    ...PARTS.map((p) => `${p}.jsonl`),
+    "machine.json",
+    "campaign.log",
+    "fit.json",
+    "fit-profile.json",
+    "README.md",
+    "detect.json",
+    "detect.txt",
+    "plan-validation.json",
+    "calibration.json",
+  ]);
   for (const gpu of gpus) for (const name of readdirSync(join(resultsDir, gpu))) expect(allowed.has(name), `${gpu}/${name}`).toBe(true);
 });
 
@@ -75,13 +90,21 @@ describe.skipIf(gpus.length === 0)("recorded GPU results (bench/results/gpu)", (
         }
       });
 
-      it.skipIf(!existsSync(join(resultsDir, gpu, "calibration.json")))("the committed calibration is what the fit script makes from the committed pairs", () => {
-        const committed = JSON.parse(readFileSync(join(resultsDir, gpu, "calibration.json"), "utf8")) as { source: string; fit: { constants: Record<string, number> } };
-        const res = spawnSync(process.execPath, [join(root, "bench/gpu/fit-constants.mjs"), join(resultsDir, gpu), "--json", "--source", committed.source], { encoding: "utf8" });
-        expect(res.status).toBe(0);
-        const again = JSON.parse(res.stdout) as { fit: { constants: Record<string, number> } };
-        for (const [k, v] of Object.entries(committed.fit.constants)) expect(again.fit.constants[k]).toBeCloseTo(v, 6);
-      });
+      it.skipIf(!existsSync(join(resultsDir, gpu, "calibration.json")))(
+        "the committed calibration is what the fit script makes from the committed pairs",
+        () => {
+          const committed = JSON.parse(readFileSync(join(resultsDir, gpu, "calibration.json"), "utf8")) as {
+            source: string;
+            fit: { constants: Record<string, number> };
+          };
+          const res = spawnSync(process.execPath, [join(root, "bench/gpu/fit-constants.mjs"), join(resultsDir, gpu), "--json", "--source", committed.source], {
+            encoding: "utf8",
+          });
+          expect(res.status).toBe(0);
+          const again = JSON.parse(res.stdout) as { fit: { constants: Record<string, number> } };
+          for (const [k, v] of Object.entries(committed.fit.constants)) expect(again.fit.constants[k]).toBeCloseTo(v, 6);
+        },
+      );
     });
   }
 });

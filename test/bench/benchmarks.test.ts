@@ -99,7 +99,16 @@ describe("the generator on a small repository", () => {
     put(`${gpu}/overhead.jsonl`, JSON.stringify(record) + "\n");
     copyFileSync(join(root, "bench/results/gpu/nvidia-h100-80gb-hbm3/machine.json"), join(dir, gpu, "machine.json"));
     put("bench/results/run-overhead.json", readFileSync(join(root, "bench/results/run-overhead.json"), "utf8"));
-    put("bench/results/timeline-scale.json", JSON.stringify({ command: "node bench/timeline-scale.bench.mjs --steps 100000", commit: "0123456789abcdef0123456789abcdef01234567", steps: 100000, summary_ms: 41.5, nested: { ignored: true } }));
+    put(
+      "bench/results/timeline-scale.json",
+      JSON.stringify({
+        command: "node bench/timeline-scale.bench.mjs --steps 100000",
+        commit: "0123456789abcdef0123456789abcdef01234567",
+        steps: 100000,
+        summary_ms: 41.5,
+        nested: { ignored: true },
+      }),
+    );
     put(
       `${gpu}/plan-validation.json`,
       JSON.stringify({

@@ -47,15 +47,43 @@ describe("brim plan", () => {
     const report = JSON.parse(stdout) as PlanReport;
     expect(report.params.total).toBeGreaterThan(0);
     expect(report.params.trainable).toBeLessThanOrEqual(report.params.total);
-    expect(Object.keys(report.memory.components)).toEqual(["weights", "gradients", "optimizer_state", "activations", "input_batch", "temporaries", "workspace", "cuda_context", "allocator_slack"]);
+    expect(Object.keys(report.memory.components)).toEqual([
+      "weights",
+      "gradients",
+      "optimizer_state",
+      "activations",
+      "input_batch",
+      "temporaries",
+      "workspace",
+      "cuda_context",
+      "allocator_slack",
+    ]);
     expect(report.memory.peak_bytes).toBe(Object.values(report.memory.components).reduce((a, b) => a + b, 0));
     expect(report.max_micro_batch).toBeGreaterThan(0);
     // dominated rows and runners-up slower than the user's config are left out (test/plan/answer.test.ts)
     expect(report.suggestions.length).toBeGreaterThanOrEqual(1);
     for (const s of report.suggestions) {
-      expect(Object.keys(s).sort()).toEqual(["accumulation", "checkpointing", "is_yours", "micro_batch", "peak_bytes", "precision", "relative_speed", "samples_per_s", "speedup_vs_yours"]);
+      expect(Object.keys(s).sort()).toEqual([
+        "accumulation",
+        "checkpointing",
+        "is_yours",
+        "micro_batch",
+        "peak_bytes",
+        "precision",
+        "relative_speed",
+        "samples_per_s",
+        "speedup_vs_yours",
+      ]);
     }
-    expect(Object.keys(report.your_config).sort()).toEqual(["accumulation", "budget_share", "checkpointing", "micro_batch", "peak_bytes", "precision", "samples_per_s"]);
+    expect(Object.keys(report.your_config).sort()).toEqual([
+      "accumulation",
+      "budget_share",
+      "checkpointing",
+      "micro_batch",
+      "peak_bytes",
+      "precision",
+      "samples_per_s",
+    ]);
     expect(report.suggestions[0]?.relative_speed).toBe(1);
     expect(report.assumptions.map((a) => a.name)).toContain("cuda_context_bytes");
   });
@@ -63,7 +91,10 @@ describe("brim plan", () => {
   it("makes one plan per curriculum stage, larger for the longer stage", async () => {
     const { stdout } = await brim("plan", join(root, "examples/embedder/model.yaml"), "--gpu", "t4", "--precision", "fp16-mixed", "--json");
     const report = JSON.parse(stdout) as PlanReport;
-    expect(report.stages.map((s) => [s.name, s.seq_len])).toEqual([["short", 32], ["long", 64]]);
+    expect(report.stages.map((s) => [s.name, s.seq_len])).toEqual([
+      ["short", 32],
+      ["long", 64],
+    ]);
     const [short, long] = report.stages;
     expect(long?.memory.components.activations).toBeGreaterThan(2.5 * (short?.memory.components.activations ?? 0));
     expect(report.setup.effective_batch).toBe(64);
@@ -82,7 +113,10 @@ describe("brim plan", () => {
   });
 
   it("finds a plan that fits when the naive one does not", async () => {
-    const spec = tempFile("big.yaml", "family: transformer-encoder\nvocab: 32000\nmax_positions: 2048\nd_model: 1024\nheads: 16\nffn: 4096\nlayers: 24\nseq_len: 2048\ntraining: {batch: 16}\n");
+    const spec = tempFile(
+      "big.yaml",
+      "family: transformer-encoder\nvocab: 32000\nmax_positions: 2048\nd_model: 1024\nheads: 16\nffn: 4096\nlayers: 24\nseq_len: 2048\ntraining: {batch: 16}\n",
+    );
     const { stdout } = await brim("plan", spec, "--gpu", "rtx-4090", "--json");
     const report = JSON.parse(stdout) as PlanReport;
     expect(report.memory.fits).toBe(false);
@@ -99,7 +133,17 @@ describe("brim plan", () => {
       params: { total: 1000, trainable: 1000 },
       per_sample: { input_bytes: 64, saved_bytes: { fp32: 4096, "bf16-mixed": 2500 }, forward_flops: 2000 },
     };
-    const { code, stdout } = await brim("plan", tempFile("profile.json", JSON.stringify(profile)), "--gpu-memory", "8", "--batch", "100", "--precision", "bf16-mixed", "--json");
+    const { code, stdout } = await brim(
+      "plan",
+      tempFile("profile.json", JSON.stringify(profile)),
+      "--gpu-memory",
+      "8",
+      "--batch",
+      "100",
+      "--precision",
+      "bf16-mixed",
+      "--json",
+    );
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as PlanReport;
     expect(report.model.source).toBe("profile");
@@ -131,8 +175,16 @@ describe("brim plan", () => {
     ["negative size", "family: mlp\ninput: 4\nhidden: [8, -2]\noutput: 1\n", /^brim: .*bad\.yaml: hidden\[1\]: Too small/],
     ["malformed YAML", "family: mlp\n  input: [4\n", /^brim: .*bad\.yaml: not valid YAML/],
     ["a typo in a field", "family: mlp\ninput: 4\nhiden: [8]\nhidden: [8]\noutput: 1\n", /^brim: .*bad\.yaml: unknown field hiden/],
-    ["heads that do not divide d_model", "family: transformer-encoder\nvocab: 10\nmax_positions: 8\nd_model: 10\nheads: 3\nffn: 8\nlayers: 1\n", /heads: d_model 10 is not divisible by heads 3/],
-    ["stage with a sequence on an MLP", "family: mlp\ninput: 4\nhidden: [8]\noutput: 1\nstages: [{name: a, seq_len: 10}]\n", /stages\.a\.seq_len: family mlp has no sequence length/],
+    [
+      "heads that do not divide d_model",
+      "family: transformer-encoder\nvocab: 10\nmax_positions: 8\nd_model: 10\nheads: 3\nffn: 8\nlayers: 1\n",
+      /heads: d_model 10 is not divisible by heads 3/,
+    ],
+    [
+      "stage with a sequence on an MLP",
+      "family: mlp\ninput: 4\nhidden: [8]\noutput: 1\nstages: [{name: a, seq_len: 10}]\n",
+      /stages\.a\.seq_len: family mlp has no sequence length/,
+    ],
   ])("bad spec: %s", async (_name, text, message) => {
     const { code, stderr } = await brim("plan", tempFile("bad.yaml", text), "--gpu", "rtx-3060");
     expect(stderr).toMatch(message);
@@ -141,7 +193,7 @@ describe("brim plan", () => {
   });
 
   it("malformed JSON exits 2 naming the file", async () => {
-    const { code, stderr } = await brim("plan", tempFile("config.json", "{\"model_type\": "), "--gpu", "rtx-3060");
+    const { code, stderr } = await brim("plan", tempFile("config.json", '{"model_type": '), "--gpu", "rtx-3060");
     expect(stderr).toMatch(/^brim: .*config\.json: not valid JSON/);
     expect(code).toBe(2);
   });
@@ -149,7 +201,22 @@ describe("brim plan", () => {
   it("--help teaches the options with examples", async () => {
     const { code, stdout } = await brim("plan", "--help");
     expect(code).toBe(0);
-    for (const flag of ["--gpu", "--gpu-memory", "--precision", "--optimizer", "--batch", "--effective-batch", "--seq-len", "--checkpointing", "--gpus", "--sharding", "--cap", "--margin", "--json", "--markdown"]) {
+    for (const flag of [
+      "--gpu",
+      "--gpu-memory",
+      "--precision",
+      "--optimizer",
+      "--batch",
+      "--effective-batch",
+      "--seq-len",
+      "--checkpointing",
+      "--gpus",
+      "--sharding",
+      "--cap",
+      "--margin",
+      "--json",
+      "--markdown",
+    ]) {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toMatch(/Examples:\n\s+\$ brim plan examples\/nbeats\/model\.yaml --gpu rtx-3060/);
@@ -159,7 +226,9 @@ describe("brim plan", () => {
     const bin = join(root, "bin/brim.js");
     const ok = await run(process.execPath, [bin, "plan", join(root, "examples/ppo/model.yaml"), "--gpu", "l4", "--json"]);
     expect((JSON.parse(ok.stdout) as PlanReport).model.family).toBe("actor-critic");
-    const bad = await run(process.execPath, [bin, "plan", join(root, "examples/ppo/model.yaml"), "--gpu", "nope"]).catch((e: unknown) => e as { code: number; stderr: string });
+    const bad = await run(process.execPath, [bin, "plan", join(root, "examples/ppo/model.yaml"), "--gpu", "nope"]).catch(
+      (e: unknown) => e as { code: number; stderr: string },
+    );
     expect(bad).toMatchObject({ code: 2 });
     expect((bad as { stderr: string }).stderr).toMatch(/^brim: --gpu: unknown GPU "nope"/);
   });

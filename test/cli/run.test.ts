@@ -14,7 +14,12 @@ const root = mkdtempSync(join(tmpdir(), "brim-run-cli-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 function brim(args: string[], options: { cwd?: string } = {}): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [BRIM, ...args], { cwd: options.cwd ?? root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: 120_000 });
+  const result = spawnSync(process.execPath, [BRIM, ...args], {
+    cwd: options.cwd ?? root,
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1" },
+    timeout: 120_000,
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -29,7 +34,20 @@ function runIds(store: string): string[] {
 describe("brim run (the built CLI as a real process)", () => {
   it("runs an example under a RAM cap, passes its output through, prints a summary and records the run", () => {
     const store = join(root, "store-nbeats");
-    const result = brim(["run", "--store", store, "--cap", "3GiB", "--steps", "12", "--", PYTHON, join(REPO, "examples/nbeats/train.py"), "--config", join(REPO, "examples/nbeats/config.yaml")]);
+    const result = brim([
+      "run",
+      "--store",
+      store,
+      "--cap",
+      "3GiB",
+      "--steps",
+      "12",
+      "--",
+      PYTHON,
+      join(REPO, "examples/nbeats/train.py"),
+      "--config",
+      join(REPO, "examples/nbeats/config.yaml"),
+    ]);
     expect(result.stderr).toContain("no NVIDIA GPU");
     expect(result.stdout).toMatch(/\[nbeats\] done steps=12/);
     expect(result.stderr).toMatch(/brim: run \d{8}-\d{6}-[0-9a-f]{4} ended: ok/);
@@ -73,7 +91,10 @@ describe("brim run (the built CLI as a real process)", () => {
 
   it("forwards Ctrl-C to the job's whole tree, records it as interrupted, leaves nothing running", async () => {
     const store = join(root, "store-int");
-    const child = spawn(process.execPath, [BRIM, "run", "--store", store, "--quiet", "--", "sh", "-c", "sleep 60 & echo child $!; sleep 60 & wait"], { cwd: root, env: { ...process.env, NO_COLOR: "1" } });
+    const child = spawn(process.execPath, [BRIM, "run", "--store", store, "--quiet", "--", "sh", "-c", "sleep 60 & echo child $!; sleep 60 & wait"], {
+      cwd: root,
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -102,7 +123,11 @@ describe("brim run (the built CLI as a real process)", () => {
     const store = join(root, "store-prom");
     const port = 19_000 + Math.floor(Math.random() * 1000);
     const script = "import time, brim\nfor _ in brim.track(range(150), samples=4):\n    time.sleep(0.02)";
-    const child = spawn(process.execPath, [BRIM, "run", "--store", store, "--quiet", "--prometheus", String(port), "--warmup", "1", "--", PYTHON, "-c", script], { cwd: root });
+    const child = spawn(
+      process.execPath,
+      [BRIM, "run", "--store", store, "--quiet", "--prometheus", String(port), "--warmup", "1", "--", PYTHON, "-c", script],
+      { cwd: root },
+    );
     let body = "";
     const deadline = Date.now() + 20_000;
     while (!body.includes("brim_samples_per_second") && Date.now() < deadline) {

@@ -66,7 +66,9 @@ describe.each(Object.keys(SAMPLES) as (keyof typeof SAMPLES)[])("applyConfigEdit
     writeFileSync(path, SAMPLES[format].text.replace("16", "24"));
     const error = await rejection(applyConfigEdits(path, edits, { expectedSha256: doc.sha256 }));
     expect(error.code).toBe("E_STALE");
-    expect(error.message).toMatch(new RegExp(`^${path} changed since brim read it \\(sha256 [0-9a-f]{12}… is now [0-9a-f]{12}…\\); re-run the tune or apply with --force$`));
+    expect(error.message).toMatch(
+      new RegExp(`^${path} changed since brim read it \\(sha256 [0-9a-f]{12}… is now [0-9a-f]{12}…\\); re-run the tune or apply with --force$`),
+    );
     expect(readFileSync(path, "utf8")).toBe(SAMPLES[format].text.replace("16", "24"));
     expect(dirOf(path)).toEqual([`conf.${format}`]);
   });
@@ -102,7 +104,9 @@ describe.each(Object.keys(SAMPLES) as (keyof typeof SAMPLES)[])("applyConfigEdit
 
   it("writes nothing when an edit is refused", async () => {
     const path = sample(format);
-    await expect(applyConfigEdits(path, [...edits, { key: `${SAMPLES[format].key}.deeper`, value: 1 }])).rejects.toThrow(/deeper: data_loader.batch_size holds 64, not a/);
+    await expect(applyConfigEdits(path, [...edits, { key: `${SAMPLES[format].key}.deeper`, value: 1 }])).rejects.toThrow(
+      /deeper: data_loader.batch_size holds 64, not a/,
+    );
     expect(readFileSync(path, "utf8")).toBe(SAMPLES[format].text);
     expect(dirOf(path)).toEqual([`conf.${format}`]);
   });
@@ -178,7 +182,12 @@ describe("removeStaleTemps", () => {
     const target = join(dir, "conf.yaml");
     writeFileSync(target, "a: 1\n");
     const dead = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout;
-    const names = [`.conf.yaml.brim-tmp-${dead}-0a1b2c`, `.conf.yaml.brim-tmp-${process.pid}-0a1b2c`, `.conf.yaml.brim-tmp-${process.ppid}-0a1b2c`, `.other.yaml.brim-tmp-${dead}-0a1b2c`];
+    const names = [
+      `.conf.yaml.brim-tmp-${dead}-0a1b2c`,
+      `.conf.yaml.brim-tmp-${process.pid}-0a1b2c`,
+      `.conf.yaml.brim-tmp-${process.ppid}-0a1b2c`,
+      `.other.yaml.brim-tmp-${dead}-0a1b2c`,
+    ];
     for (const name of names) writeFileSync(join(dir, name), "partial");
     expect(await removeStaleTemps(target)).toEqual([join(dir, names[0] ?? "")]);
     expect(readdirSync(dir).sort()).toEqual(["conf.yaml", ...names.slice(1)].sort());

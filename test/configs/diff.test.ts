@@ -53,7 +53,9 @@ describe("unifiedDiff", () => {
   it("writes headers, hunk ranges and three lines of context", () => {
     const before = ["a: 1", "b: 2", "c: 3", "d: 4", "e: 5", "f: 6", "g: 7", "h: 8"].join("\n") + "\n";
     const after = before.replace("e: 5", "e: 50");
-    expect(unifiedDiff("conf.yaml", before, after)).toBe("--- conf.yaml\n+++ conf.yaml\n@@ -2,7 +2,7 @@\n b: 2\n c: 3\n d: 4\n-e: 5\n+e: 50\n f: 6\n g: 7\n h: 8\n");
+    expect(unifiedDiff("conf.yaml", before, after)).toBe(
+      "--- conf.yaml\n+++ conf.yaml\n@@ -2,7 +2,7 @@\n b: 2\n c: 3\n d: 4\n-e: 5\n+e: 50\n f: 6\n g: 7\n h: 8\n",
+    );
   });
 
   it("splits hunks more than six unchanged lines apart and joins closer ones", () => {

@@ -32,7 +32,8 @@ const FORMATS: FormatCase[] = [
     format: "yaml",
     text: '# config\nseed: 0\ndata_loader:\n  batch_size: 16   # note\nstages:\n  - batch_size: 4\n  - batch_size: 8\n"lr.scale":\n  value: 1\n',
     setExisting: '# config\nseed: 0\ndata_loader:\n  batch_size: 128  # note\nstages:\n  - batch_size: 4\n  - batch_size: 8\n"lr.scale":\n  value: 1\n',
-    createMissing: '# config\nseed: 0\ndata_loader:\n  batch_size: 16   # note\n  num_workers: 4\nstages:\n  - batch_size: 4\n  - batch_size: 8\n"lr.scale":\n  value: 1\n',
+    createMissing:
+      '# config\nseed: 0\ndata_loader:\n  batch_size: 16   # note\n  num_workers: 4\nstages:\n  - batch_size: 4\n  - batch_size: 8\n"lr.scale":\n  value: 1\n',
     listIndex: '# config\nseed: 0\ndata_loader:\n  batch_size: 16   # note\nstages:\n  - batch_size: 4\n  - batch_size: 32\n"lr.scale":\n  value: 1\n',
     quotedDot: '# config\nseed: 0\ndata_loader:\n  batch_size: 16   # note\nstages:\n  - batch_size: 4\n  - batch_size: 8\n"lr.scale":\n  value: 2.5\n',
     badSyntax: { text: "a: 1\nb: [1, 2\nc: 3\n", at: "c.yaml:3:" },
@@ -41,19 +42,26 @@ const FORMATS: FormatCase[] = [
   {
     format: "json",
     text: '{\n  "seed": 0,\n  "data_loader": {\n    "batch_size": 16\n  },\n  "stages": [{"batch_size": 4}, {"batch_size": 8}],\n  "lr.scale": {"value": 1}\n}\n',
-    setExisting: '{\n  "seed": 0,\n  "data_loader": {\n    "batch_size": 128\n  },\n  "stages": [{"batch_size": 4}, {"batch_size": 8}],\n  "lr.scale": {"value": 1}\n}\n',
-    createMissing: '{\n  "seed": 0,\n  "data_loader": {\n    "batch_size": 16,\n    "num_workers": 4\n  },\n  "stages": [{"batch_size": 4}, {"batch_size": 8}],\n  "lr.scale": {"value": 1}\n}\n',
-    listIndex: '{\n  "seed": 0,\n  "data_loader": {\n    "batch_size": 16\n  },\n  "stages": [{"batch_size": 4}, {"batch_size": 32}],\n  "lr.scale": {"value": 1}\n}\n',
-    quotedDot: '{\n  "seed": 0,\n  "data_loader": {\n    "batch_size": 16\n  },\n  "stages": [{"batch_size": 4}, {"batch_size": 8}],\n  "lr.scale": {"value": 2.5}\n}\n',
+    setExisting:
+      '{\n  "seed": 0,\n  "data_loader": {\n    "batch_size": 128\n  },\n  "stages": [{"batch_size": 4}, {"batch_size": 8}],\n  "lr.scale": {"value": 1}\n}\n',
+    createMissing:
+      '{\n  "seed": 0,\n  "data_loader": {\n    "batch_size": 16,\n    "num_workers": 4\n  },\n  "stages": [{"batch_size": 4}, {"batch_size": 8}],\n  "lr.scale": {"value": 1}\n}\n',
+    listIndex:
+      '{\n  "seed": 0,\n  "data_loader": {\n    "batch_size": 16\n  },\n  "stages": [{"batch_size": 4}, {"batch_size": 32}],\n  "lr.scale": {"value": 1}\n}\n',
+    quotedDot:
+      '{\n  "seed": 0,\n  "data_loader": {\n    "batch_size": 16\n  },\n  "stages": [{"batch_size": 4}, {"batch_size": 8}],\n  "lr.scale": {"value": 2.5}\n}\n',
     badSyntax: { text: '{\n  "a": 1,\n  "b": 2,\n}\n', at: "c.json:4:1:" },
     mapping: "object",
   },
   {
     format: "toml",
     text: 'seed = 0\n\n[data_loader]\nbatch_size = 16   # note\n\n[[stages]]\nbatch_size = 4\n\n[[stages]]\nbatch_size = 8\n\n["lr.scale"]\nvalue = 1.0\n',
-    setExisting: 'seed = 0\n\n[data_loader]\nbatch_size = 128  # note\n\n[[stages]]\nbatch_size = 4\n\n[[stages]]\nbatch_size = 8\n\n["lr.scale"]\nvalue = 1.0\n',
-    createMissing: 'seed = 0\n\n[data_loader]\nbatch_size = 16   # note\nnum_workers = 4\n\n[[stages]]\nbatch_size = 4\n\n[[stages]]\nbatch_size = 8\n\n["lr.scale"]\nvalue = 1.0\n',
-    listIndex: 'seed = 0\n\n[data_loader]\nbatch_size = 16   # note\n\n[[stages]]\nbatch_size = 4\n\n[[stages]]\nbatch_size = 32\n\n["lr.scale"]\nvalue = 1.0\n',
+    setExisting:
+      'seed = 0\n\n[data_loader]\nbatch_size = 128  # note\n\n[[stages]]\nbatch_size = 4\n\n[[stages]]\nbatch_size = 8\n\n["lr.scale"]\nvalue = 1.0\n',
+    createMissing:
+      'seed = 0\n\n[data_loader]\nbatch_size = 16   # note\nnum_workers = 4\n\n[[stages]]\nbatch_size = 4\n\n[[stages]]\nbatch_size = 8\n\n["lr.scale"]\nvalue = 1.0\n',
+    listIndex:
+      'seed = 0\n\n[data_loader]\nbatch_size = 16   # note\n\n[[stages]]\nbatch_size = 4\n\n[[stages]]\nbatch_size = 32\n\n["lr.scale"]\nvalue = 1.0\n',
     quotedDot: 'seed = 0\n\n[data_loader]\nbatch_size = 16   # note\n\n[[stages]]\nbatch_size = 4\n\n[[stages]]\nbatch_size = 8\n\n["lr.scale"]\nvalue = 2.5\n',
     badSyntax: { text: "a = 1\n[b]\nc = 1 2\n", at: "c.toml:3:7:" },
     mapping: "table",
@@ -124,7 +132,8 @@ describe.each(FORMATS)("$format", (c) => {
   });
 
   it("refuses malformed keys and values", () => {
-    for (const key of ["", "a..b", ".a", "a.", '"a', 'a"b', '"a"b']) expect(failure(() => edit(c.text, c.format, [{ key, value: 1 }]))).toBeInstanceOf(InputError);
+    for (const key of ["", "a..b", ".a", "a.", '"a', 'a"b', '"a"b'])
+      expect(failure(() => edit(c.text, c.format, [{ key, value: 1 }]))).toBeInstanceOf(InputError);
     for (const value of [Number.NaN, Number.POSITIVE_INFINITY, {} as never, [] as never, undefined as never, "\ud800"]) {
       expect(failure(() => edit(c.text, c.format, [{ key: "seed", value }]))).toBeInstanceOf(InputError);
     }
@@ -138,9 +147,44 @@ describe.each(FORMATS)("$format", (c) => {
   });
 
   it("writes strings that need quoting or escaping so they read back exactly", () => {
-    const values = ["yes", "no", "on", "null", "true", "1e3", "0x1F", "1:20", "a: b", "x #y", "#z", "", " pad ", "quote\"d", "it's", "back\\slash", "tab\there", "line\nbreak", "ünïcödé ✓", "- item", "[x]", "{y}", "*ref", "&anchor", "!tag", "%p", "@at", "`tick`", "~", "=", "a,b"];
+    const values = [
+      "yes",
+      "no",
+      "on",
+      "null",
+      "true",
+      "1e3",
+      "0x1F",
+      "1:20",
+      "a: b",
+      "x #y",
+      "#z",
+      "",
+      " pad ",
+      'quote"d',
+      "it's",
+      "back\\slash",
+      "tab\there",
+      "line\nbreak",
+      "ünïcödé ✓",
+      "- item",
+      "[x]",
+      "{y}",
+      "*ref",
+      "&anchor",
+      "!tag",
+      "%p",
+      "@at",
+      "`tick`",
+      "~",
+      "=",
+      "a,b",
+    ];
     for (const value of values) {
-      const text = edit(c.text, c.format, [{ key: "data_loader.batch_size", value }, { key: "data_loader.new_key", value }]);
+      const text = edit(c.text, c.format, [
+        { key: "data_loader.batch_size", value },
+        { key: "data_loader.new_key", value },
+      ]);
       const doc = parseConfig(text, c.format, "x");
       expect(doc.get("data_loader.batch_size"), text).toBe(value);
       expect(doc.get("data_loader.new_key"), text).toBe(value);
@@ -157,8 +201,13 @@ describe.each(FORMATS)("$format", (c) => {
 
   it("keeps a byte order mark and CRLF line ends", () => {
     const crlf = `\ufeff${c.text.replaceAll("\n", "\r\n")}`;
-    const text = edit(crlf, c.format, [{ key: "data_loader.num_workers", value: 4 }, { key: "data_loader.batch_size", value: 128 }]);
-    expect(text).toBe(`\ufeff${c.createMissing.replace("batch_size: 16   #", "batch_size: 128  #").replace('"batch_size": 16,', '"batch_size": 128,').replace("batch_size = 16   #", "batch_size = 128  #").replaceAll("\n", "\r\n")}`);
+    const text = edit(crlf, c.format, [
+      { key: "data_loader.num_workers", value: 4 },
+      { key: "data_loader.batch_size", value: 128 },
+    ]);
+    expect(text).toBe(
+      `\ufeff${c.createMissing.replace("batch_size: 16   #", "batch_size: 128  #").replace('"batch_size": 16,', '"batch_size": 128,').replace("batch_size = 16   #", "batch_size = 128  #").replaceAll("\n", "\r\n")}`,
+    );
   });
 });
 
@@ -178,7 +227,13 @@ describe("YAML specifics", () => {
 
   it("keeps single and double quotes of an existing string, and plain where it was plain", () => {
     const text = "a: 'x'\nb: \"y\"\nc: z\n";
-    expect(yaml(text, [{ key: "a", value: "it's" }, { key: "b", value: "v" }, { key: "c", value: "w" }])).toBe("a: 'it''s'\nb: \"v\"\nc: w\n");
+    expect(
+      yaml(text, [
+        { key: "a", value: "it's" },
+        { key: "b", value: "v" },
+        { key: "c", value: "w" },
+      ]),
+    ).toBe("a: 'it''s'\nb: \"v\"\nc: w\n");
     expect(yaml(text, [{ key: "a", value: "two\nlines" }])).toBe('a: "two\\nlines"\nb: "y"\nc: z\n');
   });
 
@@ -208,7 +263,12 @@ describe("YAML specifics", () => {
   });
 
   it("adds to flow mappings in flow style, quoting flow indicators", () => {
-    expect(yaml("dl: {bs: 8}\ne: {}\n", [{ key: "dl.tag", value: "a,b" }, { key: "e.f.g", value: 1 }])).toBe('dl: {bs: 8, tag: "a,b"}\ne: {f: {g: 1}}\n');
+    expect(
+      yaml("dl: {bs: 8}\ne: {}\n", [
+        { key: "dl.tag", value: "a,b" },
+        { key: "e.f.g", value: 1 },
+      ]),
+    ).toBe('dl: {bs: 8, tag: "a,b"}\ne: {f: {g: 1}}\n');
     expect(yaml("xs: [a, b]\n", [{ key: "xs.1", value: "c d" }])).toBe("xs: [a, c d]\n");
   });
 
@@ -242,7 +302,12 @@ describe("JSON specifics", () => {
   const json = (text: string, edits: ConfigEdit[]) => edit(text, "json", edits);
 
   it("adds to compact and minified objects in their own spacing", () => {
-    expect(json('{"a":{"b":1,"c":2}}', [{ key: "a.d", value: true }, { key: "e.f", value: null }])).toBe('{"a":{"b":1,"c":2,"d":true},"e":{"f":null}}');
+    expect(
+      json('{"a":{"b":1,"c":2}}', [
+        { key: "a.d", value: true },
+        { key: "e.f", value: null },
+      ]),
+    ).toBe('{"a":{"b":1,"c":2,"d":true},"e":{"f":null}}');
     expect(json('{"a": {}}\n', [{ key: "a.b", value: 1 }])).toBe('{"a": {"b": 1}}\n');
   });
 
@@ -256,7 +321,9 @@ describe("JSON specifics", () => {
 
   it("points at the bad character", () => {
     expect(failure(() => parseConfig('{"a": tru}', "json", "c.json")).message).toBe('c.json:1:7: not valid JSON: unexpected "t"');
-    expect(failure(() => parseConfig('{"a": 1} x', "json", "c.json")).message).toBe("c.json:1:10: not valid JSON: unexpected text after the end of the JSON value");
+    expect(failure(() => parseConfig('{"a": 1} x', "json", "c.json")).message).toBe(
+      "c.json:1:10: not valid JSON: unexpected text after the end of the JSON value",
+    );
     expect(failure(() => parseConfig('{"a": "\u0001"}', "json", "c.json")).message).toContain("c.json:1:8:");
     expect(failure(() => parseConfig("", "json", "c.json")).message).toBe("c.json:1:1: not valid JSON: unexpected end of the file");
     expect(failure(() => parseConfig("// comment\n{}", "json", "c.json")).code).toBe("E_PARSE");
@@ -271,7 +338,12 @@ describe("TOML specifics", () => {
   });
 
   it("keeps a float a float and a literal string literal where it can", () => {
-    expect(toml("f = 1.5\ns = 'x'\n", [{ key: "f", value: 2 }, { key: "s", value: "C:\\dir" }])).toBe("f = 2.0\ns = 'C:\\dir'\n");
+    expect(
+      toml("f = 1.5\ns = 'x'\n", [
+        { key: "f", value: 2 },
+        { key: "s", value: "C:\\dir" },
+      ]),
+    ).toBe("f = 2.0\ns = 'C:\\dir'\n");
     expect(toml("s = 'x'\n", [{ key: "s", value: "it's" }])).toBe('s = "it\'s"\n');
   });
 
@@ -289,7 +361,12 @@ describe("TOML specifics", () => {
   it("adds to empty tables and inline tables", () => {
     expect(toml("[t]\n[u]\n", [{ key: "t.x", value: 1 }])).toBe("[t]\nx = 1\n[u]\n");
     expect(toml("t = {}\n", [{ key: "t.x", value: 1 }])).toBe("t = { x = 1 }\n");
-    expect(toml("arr = [{ x = 1 }, { x = 2 }]\n", [{ key: "arr.1.x", value: 3 }, { key: "arr.0.y", value: 4 }])).toBe("arr = [{ x = 1, y = 4 }, { x = 3 }]\n");
+    expect(
+      toml("arr = [{ x = 1 }, { x = 2 }]\n", [
+        { key: "arr.1.x", value: 3 },
+        { key: "arr.0.y", value: 4 },
+      ]),
+    ).toBe("arr = [{ x = 1, y = 4 }, { x = 3 }]\n");
   });
 
   it("refuses to replace an inline table or an array", () => {

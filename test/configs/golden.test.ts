@@ -50,7 +50,11 @@ describe("golden config edits", () => {
     const names = edits.flatMap((e) => parseConfigKey(e.key)).filter((name) => !/^\d+$/.test(name));
     // A JSON member that gains a sibling after it gains a comma, nothing else.
     const lost = input.split("\n").filter((line) => !after.has(line) && !after.has(line.replace(/\r?$/, (eol) => `,${eol}`)));
-    for (const line of lost) expect(names.some((name) => line.includes(name)), line).toBe(true);
+    for (const line of lost)
+      expect(
+        names.some((name) => line.includes(name)),
+        line,
+      ).toBe(true);
   });
 
   it.each(cases)("$name: every edited key reads back with its new value, and a second pass changes nothing", ({ expected, edits, file }) => {
@@ -102,12 +106,76 @@ json.dump(out, sys.stdout)
   });
 
   it.skipIf(!pythonCanCheck())("Python reads tricky strings back as the same strings, in all three formats", () => {
-    const strings = ["yes", "No", "ON", "off", "y", "n", "null", "Null", "~", "true", "1e3", "1e-5", "0x10", "0o17", "017", "1:20", "1_000", "+1", ".5", "-.inf", ".NaN", "2001-12-14", "2001-12-14t21:59:43.10-05:00", "a: b", "x #y", "- x", "=", "<<", "\u007f", "\u0085", "\u2028", "tab\there", "é", "\u0000", "'", '"', "\\", "%x", "@x", "`x", "!x", "&x", "*x", "|", ">", "?", "? x", "[", "]", "{", "}", ",", "a,b", "#", "", " ", " a", "a ", "\r", "\n"];
+    const strings = [
+      "yes",
+      "No",
+      "ON",
+      "off",
+      "y",
+      "n",
+      "null",
+      "Null",
+      "~",
+      "true",
+      "1e3",
+      "1e-5",
+      "0x10",
+      "0o17",
+      "017",
+      "1:20",
+      "1_000",
+      "+1",
+      ".5",
+      "-.inf",
+      ".NaN",
+      "2001-12-14",
+      "2001-12-14t21:59:43.10-05:00",
+      "a: b",
+      "x #y",
+      "- x",
+      "=",
+      "<<",
+      "\u007f",
+      "\u0085",
+      "\u2028",
+      "tab\there",
+      "é",
+      "\u0000",
+      "'",
+      '"',
+      "\\",
+      "%x",
+      "@x",
+      "`x",
+      "!x",
+      "&x",
+      "*x",
+      "|",
+      ">",
+      "?",
+      "? x",
+      "[",
+      "]",
+      "{",
+      "}",
+      ",",
+      "a,b",
+      "#",
+      "",
+      " ",
+      " a",
+      "a ",
+      "\r",
+      "\n",
+    ];
     const bases = { yaml: "a: 1\nb: 'q'\n", toml: "a = 1\nb = 'q'\n", json: '{"a": 1, "b": "q"}' } as const;
     const payload = (["yaml", "toml", "json"] as const).flatMap((format) =>
       strings.map((value) => ({
         format,
-        text: editConfigText(parseConfig(bases[format], format, "x"), ["a", "b", "c"].map((key) => ({ key, value }))).text,
+        text: editConfigText(
+          parseConfig(bases[format], format, "x"),
+          ["a", "b", "c"].map((key) => ({ key, value })),
+        ).text,
         paths: [["a"], ["b"], ["c"]],
       })),
     );

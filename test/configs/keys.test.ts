@@ -22,7 +22,9 @@ describe("key paths", () => {
   });
 
   it("formats segments back to a key that parses the same", () => {
-    const segment = fc.oneof(fc.string({ minLength: 1 }), fc.nat().map(String)).map((name) => ({ name, index: /^(0|[1-9]\d*)$/.test(name) && Number.isSafeInteger(Number(name)) ? Number(name) : undefined }));
+    const segment = fc
+      .oneof(fc.string({ minLength: 1 }), fc.nat().map(String))
+      .map((name) => ({ name, index: /^(0|[1-9]\d*)$/.test(name) && Number.isSafeInteger(Number(name)) ? Number(name) : undefined }));
     fc.assert(
       fc.property(fc.array(segment, { minLength: 1, maxLength: 4 }), (segments) => {
         expect(parseKeyPath(formatKeyPath(segments))).toEqual(segments);

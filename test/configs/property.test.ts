@@ -58,18 +58,94 @@ list = [1, 2, 3]
 };
 
 const EXISTING: Record<ConfigFormat, string[]> = {
-  yaml: ["seed", "data_loader.batch_size", "data_loader.num_workers", "data_loader.pin_memory", "data_loader.prefetch_factor", "data_loader.tag", "data_loader.name", "training.precision", "training.lr", "training.trainer.accumulate_grad_batches", "training.trainer.clip", "stages.0.name", "stages.0.batch_size", "stages.1.2", "empty"],
-  json: ["seed", "data_loader.batch_size", "data_loader.pin_memory", "data_loader.prefetch_factor", "training.precision", "training.lr", "training.trainer.accumulate_grad_batches", "stages.0.batch_size", "stages.1.0"],
-  toml: ["seed", "data_loader.batch_size", "data_loader.num_workers", "training.precision", "training.lr", "training.trainer.accumulate_grad_batches", "training.trainer.clip", "stages.0.name", "stages.0.batch_size", "stages.1.list.1"],
+  yaml: [
+    "seed",
+    "data_loader.batch_size",
+    "data_loader.num_workers",
+    "data_loader.pin_memory",
+    "data_loader.prefetch_factor",
+    "data_loader.tag",
+    "data_loader.name",
+    "training.precision",
+    "training.lr",
+    "training.trainer.accumulate_grad_batches",
+    "training.trainer.clip",
+    "stages.0.name",
+    "stages.0.batch_size",
+    "stages.1.2",
+    "empty",
+  ],
+  json: [
+    "seed",
+    "data_loader.batch_size",
+    "data_loader.pin_memory",
+    "data_loader.prefetch_factor",
+    "training.precision",
+    "training.lr",
+    "training.trainer.accumulate_grad_batches",
+    "stages.0.batch_size",
+    "stages.1.0",
+  ],
+  toml: [
+    "seed",
+    "data_loader.batch_size",
+    "data_loader.num_workers",
+    "training.precision",
+    "training.lr",
+    "training.trainer.accumulate_grad_batches",
+    "training.trainer.clip",
+    "stages.0.name",
+    "stages.0.batch_size",
+    "stages.1.list.1",
+  ],
 };
 
 const PARENTS = ["", "data_loader", "training", "training.trainer", "stages.0", "empty", "new_table", "new_table.deeper"];
 
 const wellFormed = (s: string) => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
-const text = fc.oneof(fc.string(), fc.string({ unit: "binary" }), fc.constantFrom("yes", "no", "on", "off", "null", "~", "true", "1e3", "0x10", "1:30", "- x", "a: b", "a #b", "", " ", "'", '"', "\\", "\n", "\t", "é", "[a]", "{a}", "*a", "&a", "!a", "%a", "@a", "`a`")).filter(wellFormed);
+const text = fc
+  .oneof(
+    fc.string(),
+    fc.string({ unit: "binary" }),
+    fc.constantFrom(
+      "yes",
+      "no",
+      "on",
+      "off",
+      "null",
+      "~",
+      "true",
+      "1e3",
+      "0x10",
+      "1:30",
+      "- x",
+      "a: b",
+      "a #b",
+      "",
+      " ",
+      "'",
+      '"',
+      "\\",
+      "\n",
+      "\t",
+      "é",
+      "[a]",
+      "{a}",
+      "*a",
+      "&a",
+      "!a",
+      "%a",
+      "@a",
+      "`a`",
+    ),
+  )
+  .filter(wellFormed);
 const scalar = (format: ConfigFormat): fc.Arbitrary<ConfigValue> =>
   fc.oneof(text, fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), ...(format === "toml" ? [] : [fc.constant(null)]));
-const newName = fc.oneof(fc.constantFrom("batch_size", "num_workers", "a.b", "with space", "1x", "ключ"), fc.string({ minLength: 1, maxLength: 8 }).filter(wellFormed));
+const newName = fc.oneof(
+  fc.constantFrom("batch_size", "num_workers", "a.b", "with space", "1x", "ключ"),
+  fc.string({ minLength: 1, maxLength: 8 }).filter(wellFormed),
+);
 
 function checkEdit(format: ConfigFormat, key: string, given: ConfigValue): void {
   // -0 is written as 0: no config format tells them apart for the programs that read it.
@@ -91,7 +167,10 @@ function checkEdit(format: ConfigFormat, key: string, given: ConfigValue): void 
 
 describe.each(["yaml", "json", "toml"] as const)("editing %s and reading it back", (format) => {
   it("gives the new value at an existing key and keeps every other key", () => {
-    fc.assert(fc.property(fc.constantFrom(...EXISTING[format]), scalar(format), (key, value) => checkEdit(format, key, value)), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.constantFrom(...EXISTING[format]), scalar(format), (key, value) => checkEdit(format, key, value)),
+      { numRuns: 300 },
+    );
   });
 
   it("gives the new value at a new key, whatever its name, and keeps every other key", () => {

@@ -88,21 +88,40 @@ describe.skipIf(!HAVE_CHROMIUM)("brim dashboard in headless Chromium", () => {
         t,
         kind: "sample",
         tree: { pids: 1, rss_bytes: 2 * GIB, cpu_percent: 100, gpu_bytes: 10 * GIB + step * 2 ** 20 },
-        gpus: [{ index: 0, used_bytes: 11 * GIB, total_bytes: 80 * GIB, util, mem_util: 30, sm_activity: null, power_w: 200, sm_clock_mhz: 1410, throttle: [] }],
+        gpus: [
+          { index: 0, used_bytes: 11 * GIB, total_bytes: 80 * GIB, util, mem_util: 30, sm_activity: null, power_w: 200, sm_clock_mhz: 1410, throttle: [] },
+        ],
         host: { mem_available_bytes: 100 * GIB, cpu_percent: 25 },
       });
-      writer.append({ t, kind: "step", pid: 4242, step, samples: 32, wait_s: 0.05, compute_s: 0.2, warmup: false, micro_batch: 32, accumulation: 1, loss: 1, mem: null });
+      writer.append({
+        t,
+        kind: "step",
+        pid: 4242,
+        step,
+        samples: 32,
+        wait_s: 0.05,
+        compute_s: 0.2,
+        warmup: false,
+        micro_batch: 32,
+        accumulation: 1,
+        loss: 1,
+        mem: null,
+      });
       writer.flush();
     }, 120);
     // Polling through locators: the page's CSP (rightly) forbids the string evaluation waitForFunction uses.
-    await expect.poll(async () => Number((await page.locator("main").getAttribute("data-updates")) ?? 0), { timeout: 15000, interval: 100 }).toBeGreaterThanOrEqual(3);
+    await expect
+      .poll(async () => Number((await page.locator("main").getAttribute("data-updates")) ?? 0), { timeout: 15000, interval: 100 })
+      .toBeGreaterThanOrEqual(3);
     const received = Number(await page.locator("main").getAttribute("data-samples"));
     expect(received).toBeGreaterThanOrEqual(3);
     const after = await utilValues(page);
     expect(after.length).toBeGreaterThan(before.length);
     const newest = after.slice(before.length);
     expect(newest).toEqual(appended.slice(0, newest.length).map((a) => a.util));
-    await expect.poll(async () => Number(await page.locator('[data-tile="step"] .value').textContent()), { timeout: 10000, interval: 100 }).toBeGreaterThanOrEqual(appended[2]?.step ?? 0);
+    await expect
+      .poll(async () => Number(await page.locator('[data-tile="step"] .value').textContent()), { timeout: 10000, interval: 100 })
+      .toBeGreaterThanOrEqual(appended[2]?.step ?? 0);
     clearInterval(timer);
     await writer.finish({ cause: "ok", exit_code: 0, signal: null, message: "finished normally" }, null);
     await expect.poll(async () => page.locator("[data-status]").textContent(), { timeout: 10000, interval: 100 }).toMatch(/^ended: ok/);

@@ -57,7 +57,9 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
     expect(names.every((n) => /^batch_size=\d+ precision=\S+$/.test(n))).toBe(true);
     expect(names.join(" ")).not.toMatch(/brim-trial|\.yaml/);
     const tune = await store.readTune(TUNE_ID);
-    await expect(page.locator(`tr[data-tune-id="${TUNE_ID}"] [data-trials]`).textContent()).resolves.toBe(`${tune.trials.filter((t) => t.end === "ok").length} ok of ${tune.trials.length}`);
+    await expect(page.locator(`tr[data-tune-id="${TUNE_ID}"] [data-trials]`).textContent()).resolves.toBe(
+      `${tune.trials.filter((t) => t.end === "ok").length} ok of ${tune.trials.length}`,
+    );
 
     // filter: a knob value keeps the tune (its group opened on the matching trials) and hides the plain run
     const oneName = names[0] as string;
@@ -95,7 +97,8 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
     expect(box.height / box.width).toBeCloseTo(280 / 760, 2);
     const shot = pngSize(await chart.screenshot());
     expect(shot.width).toBeCloseTo(box.width, -1);
-    const attrs = async (selector: string): Promise<(string | null)[]> => Promise.all((await chart.locator(selector).all()).map((l) => l.getAttribute("data-series")));
+    const attrs = async (selector: string): Promise<(string | null)[]> =>
+      Promise.all((await chart.locator(selector).all()).map((l) => l.getAttribute("data-series")));
     const legend = await attrs("g.legend-item");
     const series = await attrs("g.series");
     expect(legend).toEqual(series);
@@ -108,7 +111,9 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
   });
 
   it("charts loss and throughput by step, by time on request, and overlays a second run with the knobs that differ", async () => {
-    const other = (await writeSyntheticRun(store, { steps: 20, warmup: 2, batch: 64, knobs: { batch_size: 64, precision: "fp32" } }, new Date(Date.now() - 30_000))).id;
+    const other = (
+      await writeSyntheticRun(store, { steps: 20, warmup: 2, batch: 64, knobs: { batch_size: 64, precision: "fp32" } }, new Date(Date.now() - 30_000))
+    ).id;
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(`${dash.url}runs/${plainRun}`);
     const loss = page.locator('svg[data-chart="loss"]');

@@ -39,7 +39,10 @@ interface SseEvent {
 }
 
 /** Opens an event stream and collects its events; `next(pred)` waits for one. */
-function openStream(port: number, path: string): { next(pred: (e: SseEvent) => boolean, timeoutMs?: number): Promise<SseEvent>; events: SseEvent[]; ended: Promise<void>; close(): void } {
+function openStream(
+  port: number,
+  path: string,
+): { next(pred: (e: SseEvent) => boolean, timeoutMs?: number): Promise<SseEvent>; events: SseEvent[]; ended: Promise<void>; close(): void } {
   const events: SseEvent[] = [];
   const waiters: { pred: (e: SseEvent) => boolean; resolve: (e: SseEvent) => void }[] = [];
   let endResolve: () => void = () => {};
@@ -150,7 +153,11 @@ describe("brim dashboard routes", () => {
     expect(liveHtml).toMatch(/data-live="true"/);
     const doctor = (await (await fetch(`${dash.url}api/runs/${doneId}/doctor`)).json()) as DoctorReport;
     expect(doctor.findings[0]?.id).toBe("data_starved");
-    const detail = (await (await fetch(`${dash.url}api/runs/${doneId}`)).json()) as { meta: { id: string }; status: string; measures: { samples_per_s: number } };
+    const detail = (await (await fetch(`${dash.url}api/runs/${doneId}`)).json()) as {
+      meta: { id: string };
+      status: string;
+      measures: { samples_per_s: number };
+    };
     expect(detail.meta.id).toBe(doneId);
     expect(detail.measures.samples_per_s).toBeGreaterThan(0);
   });
@@ -165,7 +172,14 @@ describe("brim dashboard routes", () => {
   });
 
   it("refuses '..' and ids that are not record ids before touching the filesystem", async () => {
-    for (const path of ["/runs/../../etc/passwd", "/api/runs/..%2F..%2Fetc%2Fpasswd", "/api/runs/%2e%2e/doctor", "/tunes/.%2E/x", "/runs/..\\..\\x", "/runs/20261122-101500-3f2a%2F.."]) {
+    for (const path of [
+      "/runs/../../etc/passwd",
+      "/api/runs/..%2F..%2Fetc%2Fpasswd",
+      "/api/runs/%2e%2e/doctor",
+      "/tunes/.%2E/x",
+      "/runs/..\\..\\x",
+      "/runs/20261122-101500-3f2a%2F..",
+    ]) {
       const r = await raw(dash.port, path);
       expect(r.status, path).toBe(400);
     }
@@ -244,7 +258,7 @@ describe("brim dashboard off localhost", () => {
       expect(String(ok.headers["set-cookie"])).toMatch(/HttpOnly; SameSite=Strict/);
       expect((await raw(dash.port, "/api/runs", { Cookie: cookie })).status).toBe(200);
       expect((await raw(dash.port, "/api/runs", { Authorization: `Bearer ${dash.token}` })).status).toBe(200);
-      expect((await raw(dash.port, "/api/runs", { Host: "evil.example" , Authorization: `Bearer ${dash.token}` })).status).toBe(200);
+      expect((await raw(dash.port, "/api/runs", { Host: "evil.example", Authorization: `Bearer ${dash.token}` })).status).toBe(200);
     } finally {
       await dash.close();
     }
@@ -287,7 +301,10 @@ describe("timeline tail", () => {
     expect(await tail.poll()).toEqual([{ t: 1, kind: "start", pid: 1 }]);
     expect(await tail.poll()).toEqual([]);
     appendFileSync(path, 'nd":"sample"}\n{"t":3,"kind":"end"}\n');
-    expect(await tail.poll()).toEqual([{ t: 2, kind: "sample" }, { t: 3, kind: "end" }]);
+    expect(await tail.poll()).toEqual([
+      { t: 2, kind: "sample" },
+      { t: 3, kind: "end" },
+    ]);
     expect(tail.offset).toBe(Buffer.byteLength('{"t":1,"kind":"start","pid":1}\n{"t":2,"kind":"sample"}\n{"t":3,"kind":"end"}\n'));
     expect(await new TimelineTail(join(path, "..", "missing.ndjson")).poll()).toEqual([]);
   });
@@ -297,7 +314,10 @@ describe("brim dashboard on recorded stores", () => {
   it("shows a real tune and its trials, and a real run's findings, without writing anything", async () => {
     const { readdirSync, statSync } = await import("node:fs");
     const root = new URL("../fixtures/stores/cnn-lstm-tune/", import.meta.url).pathname;
-    const snapshot = (): string[] => readdirSync(root, { recursive: true }).map((f) => `${String(f)}:${statSync(join(root, String(f))).mtimeMs}`).sort();
+    const snapshot = (): string[] =>
+      readdirSync(root, { recursive: true })
+        .map((f) => `${String(f)}:${statSync(join(root, String(f))).mtimeMs}`)
+        .sort();
     const before = snapshot();
     const store = new RunStore(root);
     const dash = await startDashboard({ store, port: 0 });

@@ -45,7 +45,19 @@ describe("NVML GPUs through a fake driver", () => {
       xids: [],
       lost: false,
     });
-    expect(gpus.gpus[0]?.available).toEqual(["util", "util_samples", "processes", "power", "power_limit", "energy", "clocks", "throttle", "pcie", "gpm", "xid_events"]);
+    expect(gpus.gpus[0]?.available).toEqual([
+      "util",
+      "util_samples",
+      "processes",
+      "power",
+      "power_limit",
+      "energy",
+      "clocks",
+      "throttle",
+      "pcie",
+      "gpm",
+      "xid_events",
+    ]);
     gpus.close();
   });
 
@@ -106,7 +118,23 @@ describe("NVML GPUs through a fake driver", () => {
     const reading = await readOne(gpus);
     // v1 memory: used includes what the driver reserves.
     expect(reading).toMatchObject({ usedBytes: 2_500_000_000, reservedBytes: null, totalBytes: 85_520_809_984 });
-    for (const key of ["util", "memUtil", "utilSamples", "smActivity", "smOccupancy", "tensorActivity", "dramBandwidth", "powerW", "powerLimitW", "energyJ", "smClockMHz", "memClockMHz", "throttle", "pcieTxKBs", "pcieRxKBs"] as const) {
+    for (const key of [
+      "util",
+      "memUtil",
+      "utilSamples",
+      "smActivity",
+      "smOccupancy",
+      "tensorActivity",
+      "dramBandwidth",
+      "powerW",
+      "powerLimitW",
+      "energyJ",
+      "smClockMHz",
+      "memClockMHz",
+      "throttle",
+      "pcieTxKBs",
+      "pcieRxKBs",
+    ] as const) {
       expect(reading[key], key).toBeNull();
     }
     expect(reading.processes).toEqual([]);
@@ -203,7 +231,12 @@ describe("NVML GPUs through a fake driver", () => {
 
   it("reads the driver's utilization sample buffer once per sample", async () => {
     let now = 1_763_806_500_000;
-    const gpu = fakeGpu({ utilSamples: [[(now - 400) * 1000, 30], [(now - 200) * 1000, 90]] });
+    const gpu = fakeGpu({
+      utilSamples: [
+        [(now - 400) * 1000, 30],
+        [(now - 200) * 1000, 90],
+      ],
+    });
     const driver = fakeNvml([gpu]);
     const gpus = open(driver.api, () => now);
     // The probe at open took the first samples; later reads see only newer ones.

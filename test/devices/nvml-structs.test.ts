@@ -99,7 +99,14 @@ describe("NVML struct layouts", () => {
 
   it("detects the stride with a single entry, and reads garbage at the wrong one", () => {
     for (const stride of [16, 24, 32] as const) expect(detectProcessStride(driverWritesProcesses(stride, [[7, 1000n]], 7), 1)).toBe(stride);
-    const written16 = driverWritesProcesses(16, [[10, 100n], [11, 200n]], 9);
+    const written16 = driverWritesProcesses(
+      16,
+      [
+        [10, 100n],
+        [11, 200n],
+      ],
+      9,
+    );
     expect(decodeProcessEntries(written16, 2, 24)[1]?.pid).not.toBe(11);
   });
 
@@ -151,7 +158,12 @@ describe("NVML struct layouts", () => {
   });
 
   it("encodes a GPM metrics request and decodes the driver's answers", () => {
-    const request = encodeGpmMetricsRequest(0x1111n, 0x2222n, [GPM_METRIC.SM_UTIL, GPM_METRIC.SM_OCCUPANCY, GPM_METRIC.ANY_TENSOR_UTIL, GPM_METRIC.DRAM_BW_UTIL]);
+    const request = encodeGpmMetricsRequest(0x1111n, 0x2222n, [
+      GPM_METRIC.SM_UTIL,
+      GPM_METRIC.SM_OCCUPANCY,
+      GPM_METRIC.ANY_TENSOR_UTIL,
+      GPM_METRIC.DRAM_BW_UTIL,
+    ]);
     const data = new DataView(request.buffer, request.byteOffset, request.byteLength);
     expect(request.byteLength).toBe(13344);
     expect(data.getUint32(0, true)).toBe(1);

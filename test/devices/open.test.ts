@@ -65,8 +65,28 @@ describe("openDevices over a fake NVML", () => {
       expect(reading.gpus[0]?.processes).toHaveLength(3);
 
       const line = toSampleLine(reading);
-      expect(line).toMatchObject({ kind: "sample", t: reading.t, tree: { pids: 2, gpu_bytes: 4 * 2 ** 30 }, gpus: [{ index: 0, used_bytes: 2_000_000_000, util: 97, power_w: 350, sm_clock_mhz: 1980 }] });
-      expect(Object.keys((line.gpus as object[])[0] ?? {})).toEqual(["index", "used_bytes", "total_bytes", "util", "mem_util", "sm_activity", "tensor_activity", "power_w", "energy_j", "sm_clock_mhz", "throttle", "pcie_tx_kbs", "pcie_rx_kbs", "processes"]);
+      expect(line).toMatchObject({
+        kind: "sample",
+        t: reading.t,
+        tree: { pids: 2, gpu_bytes: 4 * 2 ** 30 },
+        gpus: [{ index: 0, used_bytes: 2_000_000_000, util: 97, power_w: 350, sm_clock_mhz: 1980 }],
+      });
+      expect(Object.keys((line.gpus as object[])[0] ?? {})).toEqual([
+        "index",
+        "used_bytes",
+        "total_bytes",
+        "util",
+        "mem_util",
+        "sm_activity",
+        "tensor_activity",
+        "power_w",
+        "energy_j",
+        "sm_clock_mhz",
+        "throttle",
+        "pcie_tx_kbs",
+        "pcie_rx_kbs",
+        "processes",
+      ]);
       expect(toDeviceRecord(devices.inventory())).toEqual({
         backend: "nvml",
         driver: "550.54.15",
@@ -91,9 +111,30 @@ describe("treeGpuBytes", () => {
   const p = (pid: number, usedBytes: number | null) => ({ pid, usedBytes, smUtil: null, memUtil: null });
 
   it("sums the tree's processes and is null when the driver hides one of them", () => {
-    expect(treeGpuBytes([10, 11], [p(10, 100), p(11, 50), p(12, 1000)], () => true, () => null)).toBe(150);
-    expect(treeGpuBytes([10], [], () => true, () => null)).toBe(0);
-    expect(treeGpuBytes([10, 11], [p(10, 100), p(11, null)], () => true, () => null)).toBeNull();
+    expect(
+      treeGpuBytes(
+        [10, 11],
+        [p(10, 100), p(11, 50), p(12, 1000)],
+        () => true,
+        () => null,
+      ),
+    ).toBe(150);
+    expect(
+      treeGpuBytes(
+        [10],
+        [],
+        () => true,
+        () => null,
+      ),
+    ).toBe(0);
+    expect(
+      treeGpuBytes(
+        [10, 11],
+        [p(10, 100), p(11, null)],
+        () => true,
+        () => null,
+      ),
+    ).toBeNull();
   });
 
   it("matches pids from another PID namespace through NSpid", () => {

@@ -38,7 +38,10 @@ describe("procfs parsers", () => {
   });
 
   it("reads /proc/meminfo, estimating MemAvailable on old kernels", () => {
-    expect(parseMemInfo("MemTotal:       16384 kB\nMemFree:  1024 kB\nMemAvailable:    8192 kB\n")).toEqual({ memTotalBytes: 16384 * 1024, memAvailableBytes: 8192 * 1024 });
+    expect(parseMemInfo("MemTotal:       16384 kB\nMemFree:  1024 kB\nMemAvailable:    8192 kB\n")).toEqual({
+      memTotalBytes: 16384 * 1024,
+      memAvailableBytes: 8192 * 1024,
+    });
     expect(parseMemInfo("MemTotal: 100 kB\nMemFree: 10 kB\nBuffers: 5 kB\nCached: 20 kB\n")).toEqual({ memTotalBytes: 102400, memAvailableBytes: 35 * 1024 });
     expect(parseMemInfo("nothing")).toBeNull();
   });
@@ -55,7 +58,13 @@ describe("procfs parsers", () => {
 
   it("reads the page size and clock ticks from auxv", () => {
     const aux = Buffer.alloc(5 * 16);
-    [[3n, 0x400040n], [6n, 16384n], [17n, 100n], [0n, 0n], [6n, 1n]].forEach(([type, value], i) => {
+    [
+      [3n, 0x400040n],
+      [6n, 16384n],
+      [17n, 100n],
+      [0n, 0n],
+      [6n, 1n],
+    ].forEach(([type, value], i) => {
       aux.writeBigUInt64LE(type ?? 0n, i * 16);
       aux.writeBigUInt64LE(value ?? 0n, i * 16 + 8);
     });
@@ -77,8 +86,14 @@ describe("procfs parsers", () => {
   });
 
   it("turns CPU ticks into % of one core, counting processes that started in between", () => {
-    const before = new Map([["5:100", 10], ["6:100", 50]]);
-    const after = new Map([["5:100", 60], ["7:300", 25]]);
+    const before = new Map([
+      ["5:100", 10],
+      ["6:100", 50],
+    ]);
+    const after = new Map([
+      ["5:100", 60],
+      ["7:300", 25],
+    ]);
     expect(treeCpuPercent(before, after, 0.5, 100)).toBe(150);
     expect(treeCpuPercent(before, after, 0, 100)).toBeNull();
   });

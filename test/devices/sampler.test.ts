@@ -7,14 +7,26 @@ function fakeDevices(readMs: number): Devices & { reads: number; maxConcurrent: 
   const devices = {
     reads: 0,
     maxConcurrent: 0,
-    inventory: () => ({ backend: "cpu" as const, note: null, driver: null, cuda: null, gpus: [], host: { cpus: 1, usableCpus: 1, memTotalBytes: 1, cpuModel: null } }),
+    inventory: () => ({
+      backend: "cpu" as const,
+      note: null,
+      driver: null,
+      cuda: null,
+      gpus: [],
+      host: { cpus: 1, usableCpus: 1, memTotalBytes: 1, cpuModel: null },
+    }),
     async read(rootPid: number | null): Promise<Reading> {
       devices.reads++;
       running++;
       devices.maxConcurrent = Math.max(devices.maxConcurrent, running);
       await new Promise((r) => setTimeout(r, readMs));
       running--;
-      return { t: Date.now() / 1000, gpus: [], tree: rootPid === null ? null : { rootPid, pids: [rootPid], rssBytes: 1, cpuPercent: null, gpuBytes: null }, host: { memAvailableBytes: 1, cpuPercent: null } };
+      return {
+        t: Date.now() / 1000,
+        gpus: [],
+        tree: rootPid === null ? null : { rootPid, pids: [rootPid], rssBytes: 1, cpuPercent: null, gpuBytes: null },
+        host: { memAvailableBytes: 1, cpuPercent: null },
+      };
     },
     close: () => {},
   };

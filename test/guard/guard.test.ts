@@ -37,7 +37,20 @@ describe("live state and its views", () => {
   const tracker = new LiveTracker({ startedAt: 100, capBytes: 8 * 2 ** 30, capScope: "gpu", totalSteps: 100 });
   tracker.message({ v: 1, type: "hello", t: 100, pid: 7, role: "main", rank: null });
   for (let step = 0; step < 10; step++) {
-    tracker.message({ v: 1, type: "step", t: 101 + step, pid: 7, step, samples: 64, wait_s: 0.1, compute_s: 0.4, warmup: step < 2, micro_batch: 64, accumulation: 2, loss: 0.5 });
+    tracker.message({
+      v: 1,
+      type: "step",
+      t: 101 + step,
+      pid: 7,
+      step,
+      samples: 64,
+      wait_s: 0.1,
+      compute_s: 0.4,
+      warmup: step < 2,
+      micro_batch: 64,
+      accumulation: 2,
+      loss: 0.5,
+    });
   }
   tracker.message({ v: 1, type: "step", t: 120, pid: 99, step: 0, samples: 1000, wait_s: 0, compute_s: 0.001, warmup: false });
   tracker.reading({ t: 112, usedBytes: 6 * 2 ** 30, gpuUtil: 88, smActivity: 40, powerW: 250, cpuPercent: 110, processes: 3 });
@@ -95,7 +108,10 @@ describe("guardRun with real processes (CPU mode)", () => {
       "    time.sleep(0.02)",
       "brim.event('custom', 'hello from the job')",
     ].join("\n");
-    const result = await guardRun({ command: [PYTHON, "-c", script], cwd: root, capBytes: null, knobs: { batch_size: 16 }, warmupSteps: 2, hz: 20 }, { devices, store });
+    const result = await guardRun(
+      { command: [PYTHON, "-c", script], cwd: root, capBytes: null, knobs: { batch_size: 16 }, warmupSteps: 2, hz: 20 },
+      { devices, store },
+    );
     expect(result.meta.end?.cause).toBe("ok");
     const steps = result.timeline.steps;
     expect(steps).toHaveLength(12);
@@ -104,7 +120,9 @@ describe("guardRun with real processes (CPU mode)", () => {
     expect(result.timeline.events.some((e) => e.event === "custom")).toBe(true);
     expect(result.timeline.samples.length).toBeGreaterThan(0);
     expect(result.timeline.end?.cause).toBe("ok");
-    const onDiskTimeline = readFileSync(join(store.runDir(result.meta.id), "timeline.ndjson"), "utf8").trim().split("\n");
+    const onDiskTimeline = readFileSync(join(store.runDir(result.meta.id), "timeline.ndjson"), "utf8")
+      .trim()
+      .split("\n");
     expect((JSON.parse(onDiskTimeline.at(-1) ?? "{}") as { kind?: string }).kind).toBe("end");
     expect(result.summary.steady_steps).toBe(10);
     expect(result.summary.samples).toBe(160);
@@ -145,7 +163,14 @@ describe("guardRun with real processes (CPU mode)", () => {
   });
 
   it("stops a job whose RAM grows past the cap and says so", async () => {
-    const script = ["import time", "held = []", "for i in range(400):", "    held.append(bytearray(8 << 20))", "    time.sleep(0.02)", "print('survived')"].join("\n");
+    const script = [
+      "import time",
+      "held = []",
+      "for i in range(400):",
+      "    held.append(bytearray(8 << 20))",
+      "    time.sleep(0.02)",
+      "print('survived')",
+    ].join("\n");
     const cap = 200 * MiB;
     const result = await guardRun({ command: [PYTHON, "-c", script], cwd: root, capBytes: cap, hz: 20, killGraceS: 2 }, { devices, store });
     expect(result.meta.end?.cause).toBe("cap_exceeded");

@@ -14,7 +14,29 @@ const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const root = mkdtempSync(join(tmpdir(), "brim-prom-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const state: LiveState = { elapsedS: 30.5, steps: 120, totalSteps: 500, samplesPerS: 412.5, waitShare: 0.04, etaS: 62, memUsedBytes: 7 * 2 ** 30, memPeakBytes: 7.5 * 2 ** 30, capBytes: 12 * 2 ** 30, capScope: "gpu", gpuUtil: 97, smActivity: 61, powerW: 280, cpuPercent: 150, processes: 5, microBatch: 64, accumulation: 2, loss: 0.41, oomRecoveries: 1, shrinkRequests: 0, lastEvent: null };
+const state: LiveState = {
+  elapsedS: 30.5,
+  steps: 120,
+  totalSteps: 500,
+  samplesPerS: 412.5,
+  waitShare: 0.04,
+  etaS: 62,
+  memUsedBytes: 7 * 2 ** 30,
+  memPeakBytes: 7.5 * 2 ** 30,
+  capBytes: 12 * 2 ** 30,
+  capScope: "gpu",
+  gpuUtil: 97,
+  smActivity: 61,
+  powerW: 280,
+  cpuPercent: 150,
+  processes: 5,
+  microBatch: 64,
+  accumulation: 2,
+  loss: 0.41,
+  oomRecoveries: 1,
+  shrinkRequests: 0,
+  lastEvent: null,
+};
 
 function parse(text: string): { samples: Map<string, number>; types: Map<string, string> } {
   const samples = new Map<string, number>();
@@ -63,7 +85,9 @@ describe("Prometheus exposition", () => {
   });
 
   it("leaves out what it cannot measure, and GPU readings in CPU mode", () => {
-    const { samples } = parse(formatPrometheus({ ...state, capScope: "ram", gpuUtil: null, smActivity: null, powerW: null, capBytes: null }, { run_id: "r1" }, { gpus: [] }));
+    const { samples } = parse(
+      formatPrometheus({ ...state, capScope: "ram", gpuUtil: null, smActivity: null, powerW: null, capBytes: null }, { run_id: "r1" }, { gpus: [] }),
+    );
     expect([...samples.keys()].some((k) => k.startsWith("brim_gpu_"))).toBe(false);
     expect(samples.has('brim_memory_cap_bytes{run_id="r1",scope="ram"}')).toBe(false);
     expect(samples.get('brim_memory_used_bytes{run_id="r1",scope="ram"}')).toBe(7 * 2 ** 30);
@@ -73,7 +97,27 @@ describe("Prometheus exposition", () => {
   it("keeps the built CLI's endpoint up for --prometheus-grace after the run, with the final numbers", async () => {
     const port = 20_000 + Math.floor(Math.random() * 1000);
     const script = "import time, brim\nfor _ in brim.track(range(40), samples=4):\n    time.sleep(0.01)";
-    const child = spawn(process.execPath, [join(REPO, "bin", "brim.js"), "run", "--store", join(root, "store"), "--quiet", "--prometheus", String(port), "--prometheus-grace", "3", "--warmup", "1", "--", PYTHON, "-c", script], { cwd: root });
+    const child = spawn(
+      process.execPath,
+      [
+        join(REPO, "bin", "brim.js"),
+        "run",
+        "--store",
+        join(root, "store"),
+        "--quiet",
+        "--prometheus",
+        String(port),
+        "--prometheus-grace",
+        "3",
+        "--warmup",
+        "1",
+        "--",
+        PYTHON,
+        "-c",
+        script,
+      ],
+      { cwd: root },
+    );
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));

@@ -4,7 +4,29 @@ import { formatBytes } from "../../src/bytes.ts";
 import type { LiveState } from "../../src/guard/live.ts";
 import { renderLiveView, renderStatusLine } from "../../src/guard/view.ts";
 
-const base: LiveState = { elapsedS: 75, steps: 30, totalSteps: 30, samplesPerS: 48_213.7, waitShare: 0.041, etaS: 0, memUsedBytes: 7.1 * 2 ** 30, memPeakBytes: 7.4 * 2 ** 30, capBytes: 12 * 2 ** 30, capScope: "gpu", gpuUtil: 97, smActivity: 61, powerW: 280.4, cpuPercent: null, processes: 3, microBatch: 64, accumulation: 2, loss: 0.41234, oomRecoveries: 0, shrinkRequests: 0, lastEvent: null };
+const base: LiveState = {
+  elapsedS: 75,
+  steps: 30,
+  totalSteps: 30,
+  samplesPerS: 48_213.7,
+  waitShare: 0.041,
+  etaS: 0,
+  memUsedBytes: 7.1 * 2 ** 30,
+  memPeakBytes: 7.4 * 2 ** 30,
+  capBytes: 12 * 2 ** 30,
+  capScope: "gpu",
+  gpuUtil: 97,
+  smActivity: 61,
+  powerW: 280.4,
+  cpuPercent: null,
+  processes: 3,
+  microBatch: 64,
+  accumulation: 2,
+  loss: 0.41234,
+  oomRecoveries: 0,
+  shrinkRequests: 0,
+  lastEvent: null,
+};
 
 describe("human units", () => {
   it("formats a fraction of a byte (a fitted slope) with 3 significant digits", () => {

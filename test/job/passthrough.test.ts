@@ -29,7 +29,29 @@ print("isatty", sys.stdout.isatty(), sys.stderr.isatty())
 `;
 
 function state(steps: number, total: number): LiveState {
-  return { elapsedS: 3, steps, totalSteps: total, samplesPerS: 120, waitShare: 0.05, etaS: null, memUsedBytes: 2 ** 30, memPeakBytes: 2 ** 30, capBytes: null, capScope: "ram", gpuUtil: null, smActivity: null, powerW: null, cpuPercent: 99, processes: 1, microBatch: 32, accumulation: null, loss: 0.5, oomRecoveries: 0, shrinkRequests: 0, lastEvent: null };
+  return {
+    elapsedS: 3,
+    steps,
+    totalSteps: total,
+    samplesPerS: 120,
+    waitShare: 0.05,
+    etaS: null,
+    memUsedBytes: 2 ** 30,
+    memPeakBytes: 2 ** 30,
+    capBytes: null,
+    capScope: "ram",
+    gpuUtil: null,
+    smActivity: null,
+    powerW: null,
+    cpuPercent: 99,
+    processes: 1,
+    microBatch: 32,
+    accumulation: null,
+    loss: 0.5,
+    oomRecoveries: 0,
+    shrinkRequests: 0,
+    lastEvent: null,
+  };
 }
 
 describe("output text", () => {
@@ -45,7 +67,12 @@ describe("Job output passthrough (real child processes)", () => {
   it("passes \\r progress updates through while the job runs, one chunk per update; records the settled line", async () => {
     const chunks: { t: number; text: string }[] = [];
     const lines: string[] = [];
-    const job = await Job.start({ command: [PYTHON, "-c", BAR], runId: "r", onChunk: (_s, text) => chunks.push({ t: Date.now(), text }), onOutput: (_s, line) => lines.push(line) });
+    const job = await Job.start({
+      command: [PYTHON, "-c", BAR],
+      runId: "r",
+      onChunk: (_s, text) => chunks.push({ t: Date.now(), text }),
+      onOutput: (_s, line) => lines.push(line),
+    });
     const result = await job.wait();
     const end = result.endedAt * 1000;
     const updates = chunks.filter((c) => c.text.includes("\rtrain"));
@@ -60,7 +87,13 @@ describe("Job output passthrough (real child processes)", () => {
   it("runs the job on a pseudo-terminal when asked: it sees a terminal, signals and exit codes still work", async () => {
     const chunks: string[] = [];
     const lines: string[] = [];
-    const job = await Job.start({ command: [PYTHON, "-c", BAR], runId: "r", pty: { columns: 100, rows: 30 }, onChunk: (s, text) => chunks.push(`${s}:${text}`), onOutput: (s, line) => lines.push(`${s}:${line}`) });
+    const job = await Job.start({
+      command: [PYTHON, "-c", BAR],
+      runId: "r",
+      pty: { columns: 100, rows: 30 },
+      onChunk: (s, text) => chunks.push(`${s}:${text}`),
+      onOutput: (s, line) => lines.push(`${s}:${line}`),
+    });
     const result = await job.wait();
     expect(result.end.cause).toBe("ok");
     expect(lines).toEqual(["1:train 5/5 #####", "1:isatty True True"]);
@@ -137,7 +170,12 @@ for i in range(1, 31):
 print()
 print("job done")
 `;
-    const proc = pty.spawn(process.execPath, [join(REPO, "bin", "brim.js"), "run", "--store", store, "--hz", "20", "--", PYTHON, "-c", job], { cols: 120, rows: 40, cwd: root, env: { ...process.env, NO_COLOR: "1" } });
+    const proc = pty.spawn(process.execPath, [join(REPO, "bin", "brim.js"), "run", "--store", store, "--hz", "20", "--", PYTHON, "-c", job], {
+      cols: 120,
+      rows: 40,
+      cwd: root,
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     let screen = "";
     const seen: { t: number; text: string }[] = [];
     proc.onData((d) => {
@@ -166,7 +204,12 @@ print("size", *shutil.get_terminal_size(), flush=True)
 time.sleep(1.5)
 print("size", *shutil.get_terminal_size(), flush=True)
 `;
-    const proc = pty.spawn(process.execPath, [join(REPO, "bin", "brim.js"), "run", "--quiet", "--store", join(root, "store-resize"), "--", PYTHON, "-c", job], { cols: 120, rows: 40, cwd: root, env: { ...process.env, NO_COLOR: "1" } });
+    const proc = pty.spawn(process.execPath, [join(REPO, "bin", "brim.js"), "run", "--quiet", "--store", join(root, "store-resize"), "--", PYTHON, "-c", job], {
+      cols: 120,
+      rows: 40,
+      cwd: root,
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     let screen = "";
     proc.onData((d) => {
       screen += d;

@@ -63,7 +63,9 @@ describe("classifyEnd", () => {
     expect(oomInLine("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.22 GiB. GPU 0 has a total capacity of 15.77 GiB")).toBe("gpu");
     expect(oomInLine("RuntimeError: CUDA out of memory. Tried to allocate 36.00 MiB (GPU 0; 7.93 GiB total capacity)")).toBe("gpu");
     expect(oomInLine("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 123 bytes.")).toBe("gpu");
-    expect(oomInLine("RuntimeError: [enforce fail at alloc_cpu.cpp:83] . DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 bytes")).toBe("host");
+    expect(oomInLine("RuntimeError: [enforce fail at alloc_cpu.cpp:83] . DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 bytes")).toBe(
+      "host",
+    );
     expect(oomInLine("epoch 3 loss 0.1 (memory 3 GiB)")).toBeNull();
   });
 });
@@ -101,7 +103,10 @@ describe("channel server", () => {
 
 describe("Job: real child processes", () => {
   it("gives the job the SDK's environment", () => {
-    const env = jobEnvironment({ command: ["x"], runId: "r1", knobs: { batch_size: 8 }, stepBudget: 5, gpuCapBytes: 2 ** 30, gpuTotalBytes: 2 ** 32, baseEnv: {} }, "/tmp/s.sock");
+    const env = jobEnvironment(
+      { command: ["x"], runId: "r1", knobs: { batch_size: 8 }, stepBudget: 5, gpuCapBytes: 2 ** 30, gpuTotalBytes: 2 ** 32, baseEnv: {} },
+      "/tmp/s.sock",
+    );
     expect(env.BRIM_CHANNEL).toBe("/tmp/s.sock");
     expect(env.BRIM_KNOBS).toBe('{"batch_size":8}');
     expect(env.BRIM_STEP_BUDGET).toBe("5");
@@ -112,12 +117,18 @@ describe("Job: real child processes", () => {
   });
 
   it("fails with one line when the command does not exist", async () => {
-    await expect(Job.start({ command: ["brim-no-such-command-xyz"], runId: "r" })).rejects.toThrow(/cannot start 'brim-no-such-command-xyz': command not found/);
+    await expect(Job.start({ command: ["brim-no-such-command-xyz"], runId: "r" })).rejects.toThrow(
+      /cannot start 'brim-no-such-command-xyz': command not found/,
+    );
   });
 
   it("passes output through line by line and classifies a clean exit", async () => {
     const lines: string[] = [];
-    const job = await Job.start({ command: ["sh", "-c", "echo one; echo two >&2; printf three"], runId: "r", onOutput: (stream, line) => lines.push(`${stream}:${line}`) });
+    const job = await Job.start({
+      command: ["sh", "-c", "echo one; echo two >&2; printf three"],
+      runId: "r",
+      onOutput: (stream, line) => lines.push(`${stream}:${line}`),
+    });
     const result = await job.wait();
     expect(result.end.cause).toBe("ok");
     expect(result.end.exit_code).toBe(0);
@@ -169,7 +180,8 @@ describe("Job: real child processes", () => {
   });
 
   it("calls a PyTorch out-of-memory message on stderr GPU-OOM", async () => {
-    const script = "import sys; sys.stderr.write('Traceback...\\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.77 GiB\\n'); sys.exit(1)";
+    const script =
+      "import sys; sys.stderr.write('Traceback...\\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.77 GiB\\n'); sys.exit(1)";
     const job = await Job.start({ command: [PYTHON, "-c", script], runId: "r" });
     const result = await job.wait();
     expect(result.end.cause).toBe("gpu_oom");
@@ -178,9 +190,21 @@ describe("Job: real child processes", () => {
   });
 
   it("receives the SDK's messages and calls a job that stops stepping hung", async () => {
-    const script = ["import time, brim", "for _ in brim.track(range(3), samples=4):", "    time.sleep(0.01)", "print('stuck', flush=True)", "time.sleep(60)"].join("\n");
+    const script = [
+      "import time, brim",
+      "for _ in brim.track(range(3), samples=4):",
+      "    time.sleep(0.01)",
+      "print('stuck', flush=True)",
+      "time.sleep(60)",
+    ].join("\n");
     const messages: ChannelMessage[] = [];
-    const job = await Job.start({ command: [PYTHON, "-c", script], runId: "r-hung", hungAfterS: 1, killGraceS: 1, onMessage: (message) => messages.push(message) });
+    const job = await Job.start({
+      command: [PYTHON, "-c", script],
+      runId: "r-hung",
+      hungAfterS: 1,
+      killGraceS: 1,
+      onMessage: (message) => messages.push(message),
+    });
     const result = await job.wait();
     expect(result.end.cause).toBe("hung");
     expect(result.end.message).toMatch(/no training step for \d+ s/);
@@ -190,7 +214,12 @@ describe("Job: real child processes", () => {
   });
 
   it("tells the SDK to stop: the job ends on its own at the next step", async () => {
-    const script = ["import time, brim", "for _ in brim.track(range(100000), samples=1):", "    time.sleep(0.01)", "print('stopped', brim.stop_reason(), flush=True)"].join("\n");
+    const script = [
+      "import time, brim",
+      "for _ in brim.track(range(100000), samples=1):",
+      "    time.sleep(0.01)",
+      "print('stopped', brim.stop_reason(), flush=True)",
+    ].join("\n");
     const lines: string[] = [];
     const box: { job?: Job } = {};
     let asked = false;

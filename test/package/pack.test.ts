@@ -13,7 +13,8 @@ const npm = (args: string[], cwd: string) => spawnSync("npm", args, { cwd, encod
 let files: string[] = [];
 
 beforeAll(() => {
-  if (!existsSync(join(root, "dist", "cli", "main.js"))) execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], { cwd: root });
+  if (!existsSync(join(root, "dist", "cli", "main.js")))
+    execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], { cwd: root });
   const packed = npm(["pack", "--ignore-scripts", "--json", "--pack-destination", tmp], root);
   expect(packed.status, packed.stderr).toBe(0);
   files = (JSON.parse(packed.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);

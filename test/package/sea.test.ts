@@ -18,7 +18,8 @@ function which(tool: string): string {
 }
 
 beforeAll(() => {
-  if (!existsSync(join(root, "dist", "cli", "main.js"))) execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], { cwd: root });
+  if (!existsSync(join(root, "dist", "cli", "main.js")))
+    execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], { cwd: root });
   // xz at level 6 takes minutes on this VM: level 0 unless .device already holds a node.xz to reuse
   const stamp = join(root, ".device", "node.xz.json");
   const work = join(tmp, "work");
@@ -29,7 +30,10 @@ beforeAll(() => {
     copyFileSync(stamp, join(work, "node.xz.json"));
     copyFileSync(join(root, ".device", "node.xz"), join(work, "node.xz"));
   }
-  execFileSync(process.execPath, [join(root, "scripts/sea.mjs"), "--no-build", "--xz-level", String(level), "--work", work, "--out", file], { cwd: root, stdio: "pipe" });
+  execFileSync(process.execPath, [join(root, "scripts/sea.mjs"), "--no-build", "--xz-level", String(level), "--work", work, "--out", file], {
+    cwd: root,
+    stdio: "pipe",
+  });
   mkdirSync(bin);
   for (const tool of ["sh", "xz", "tar", "tail", "head", "mktemp", "mkdir", "mv", "rm", "chmod"]) symlinkSync(which(tool), join(bin, tool));
   copyFileSync(file, join(bin, "brim"));

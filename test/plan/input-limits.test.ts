@@ -21,15 +21,31 @@ async function planOf(text: string, name: string): Promise<{ code: number; stder
 
 describe("absurd plan inputs", () => {
   it.each([
-    ["lstm layers", "family: lstm\ninput: 4\nhidden: 8\nlayers: 1000000\noutput: 1\nseq_len: 10\n", /layers: the model would have 1,000,000 layers\/blocks\/experts; brim plans up to 100,000/],
+    [
+      "lstm layers",
+      "family: lstm\ninput: 4\nhidden: 8\nlayers: 1000000\noutput: 1\nseq_len: 10\n",
+      /layers: the model would have 1,000,000 layers\/blocks\/experts; brim plans up to 100,000/,
+    ],
     [
       "moe experts",
       "family: transformer-encoder\nvocab: 100\nmax_positions: 16\nd_model: 8\nheads: 2\nffn: 16\nlayers: 2\nseq_len: 8\nmoe: {layers: [1], experts: 2147483648, top_k: 1, ffn: 8}\n",
       /moe\.experts: the model would have 2,147,483,651/,
     ],
-    ["transformer layers", "family: transformer-encoder\nvocab: 100\nmax_positions: 16\nd_model: 8\nheads: 2\nffn: 16\nlayers: 5000000\nseq_len: 8\n", /layers: the model would have 5,000,000/],
-    ["parameters past 2^53", "family: mlp\ninput: 1000000000\nhidden: [1000000000, 1000000000]\noutput: 1000000000\n", /3\.00e\+18 parameters: beyond what brim can count exactly/],
-    ["HF config layers", JSON.stringify({ model_type: "gpt2", n_layer: 10000000, n_embd: 64, n_head: 2, n_positions: 32, vocab_size: 100 }), /n_layer: 10,000,000 layers; brim plans up to 100,000/],
+    [
+      "transformer layers",
+      "family: transformer-encoder\nvocab: 100\nmax_positions: 16\nd_model: 8\nheads: 2\nffn: 16\nlayers: 5000000\nseq_len: 8\n",
+      /layers: the model would have 5,000,000/,
+    ],
+    [
+      "parameters past 2^53",
+      "family: mlp\ninput: 1000000000\nhidden: [1000000000, 1000000000]\noutput: 1000000000\n",
+      /3\.00e\+18 parameters: beyond what brim can count exactly/,
+    ],
+    [
+      "HF config layers",
+      JSON.stringify({ model_type: "gpt2", n_layer: 10000000, n_embd: 64, n_head: 2, n_positions: 32, vocab_size: 100 }),
+      /n_layer: 10,000,000 layers; brim plans up to 100,000/,
+    ],
   ])("%s: one line, exit 2, at once", async (_name, text, cause) => {
     const r = await planOf(text, `${_name.replace(/\W/g, "-")}.${text.startsWith("{") ? "json" : "yaml"}`);
     expect(r.code).toBe(2);

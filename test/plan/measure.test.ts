@@ -22,9 +22,23 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
 describe("brim plan --measure", () => {
   it("runs the example job briefly on CPU, measures its RAM peak at the plan's micro-batch and re-anchors the plan", async () => {
     const r = await cli([
-      "plan", join(root, "examples/nbeats/model.yaml"), "--gpu-memory", "4", "--batch", "64", "--json",
-      "--measure", "--steps", "3", "--store", store,
-      "--", PYTHON, join(root, "examples/nbeats/train.py"), "--config", join(root, "examples/nbeats/config.yaml"),
+      "plan",
+      join(root, "examples/nbeats/model.yaml"),
+      "--gpu-memory",
+      "4",
+      "--batch",
+      "64",
+      "--json",
+      "--measure",
+      "--steps",
+      "3",
+      "--store",
+      store,
+      "--",
+      PYTHON,
+      join(root, "examples/nbeats/train.py"),
+      "--config",
+      join(root, "examples/nbeats/config.yaml"),
     ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain("brim: measuring the job at micro-batch 64 (fp32) for 3 steps");
@@ -42,7 +56,19 @@ describe("brim plan --measure", () => {
   }, 120_000);
 
   it("a trial that fails leaves the plan alone and says why", async () => {
-    const r = await cli(["plan", join(root, "examples/nbeats/model.yaml"), "--gpu-memory", "4", "--measure", "--store", store, "--", PYTHON, "-c", "import sys; sys.exit(3)"]);
+    const r = await cli([
+      "plan",
+      join(root, "examples/nbeats/model.yaml"),
+      "--gpu-memory",
+      "4",
+      "--measure",
+      "--store",
+      store,
+      "--",
+      PYTHON,
+      "-c",
+      "import sys; sys.exit(3)",
+    ]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/the measuring run \S+ did not end ok \(crashed: .*\); the plan is not re-anchored/);
     expect(r.stdout).toBe("");

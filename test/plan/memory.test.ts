@@ -7,7 +7,13 @@ import { maxMicroBatch, memoryAt, optimizerStateBytes, type TrainingSetup } from
 import { plan } from "../../src/plan/planner.ts";
 import { parseModelSpec, PRECISIONS, OPTIMIZERS } from "../../src/plan/spec.ts";
 
-const constants: PlanConstants = { ...DEFAULT_CONSTANTS, cuda_context_bytes: 1000, cublas_workspace_bytes: 100, cudnn_workspace_bytes: 50, allocator_slack_fraction: 0.1 };
+const constants: PlanConstants = {
+  ...DEFAULT_CONSTANTS,
+  cuda_context_bytes: 1000,
+  cublas_workspace_bytes: 100,
+  cudnn_workspace_bytes: 50,
+  allocator_slack_fraction: 0.1,
+};
 // Linear(4,8) → ReLU → Linear(8,2), MSE: 58 parameters, 48 of them matmul weights
 const tiny = footprintFromGraph(graphFromSpec(parseModelSpec({ family: "mlp", input: 4, hidden: [8], output: 2 })));
 const setup: TrainingSetup = { precision: "fp32", optimizer: "adam", checkpointing: false, gpus: 1, sharding: "none" };

@@ -36,7 +36,9 @@ describe("brim.torch.profile on LSTM/GRU (real PyTorch, CPU)", () => {
     for (const kind of ["lstm", "gru"] as const) {
       expect(failing[kind].ok, kind).toBe(true);
       expect(failing[kind].saved).toEqual(plain[kind].saved);
-      expect(failing[kind].notes?.[0]).toMatch(/^fp32: oneDNN failed \(could not create a primitive descriptor for the (LSTM|GRU) forward propagation primitive\); measured with torch\.backends\.mkldnn disabled$/);
+      expect(failing[kind].notes?.[0]).toMatch(
+        /^fp32: oneDNN failed \(could not create a primitive descriptor for the (LSTM|GRU) forward propagation primitive\); measured with torch\.backends\.mkldnn disabled$/,
+      );
     }
   });
 

@@ -25,7 +25,10 @@ describe("planner activations against the SDK's measurement in real PyTorch", ()
   execFileSync(PYTHON, [join(root, "test/torch/profile_specs.py"), dir], { input: JSON.stringify(specs), encoding: "utf8" });
 
   it.each(specs.map((spec, i) => [JSON.stringify(spec), spec, i] as const))("fp32 bytes kept per sample: %s", (_name, spec, i) => {
-    const profile = JSON.parse(readFileSync(join(dir, `profile-${i}.json`), "utf8")) as { per_sample: { saved_bytes: { fp32: number } }; params: { total: number } };
+    const profile = JSON.parse(readFileSync(join(dir, `profile-${i}.json`), "utf8")) as {
+      per_sample: { saved_bytes: { fp32: number } };
+      params: { total: number };
+    };
     const predicted = footprintFromGraph(graphFromSpec(parseModelSpec(spec)));
     expect(predicted.params.total).toBe(profile.params.total);
     // CPU dropout keeps a float mask (4 bytes); the CUDA kernel the planner models keeps a bool mask (1 byte)
@@ -35,7 +38,10 @@ describe("planner activations against the SDK's measurement in real PyTorch", ()
 
   it("brim plan reads the profile the SDK wrote", async () => {
     let stdout = "";
-    const code = await main(["plan", join(dir, "profile-1.json"), "--gpu", "rtx-4090", "--batch", "64", "--json"], { stdout: (t) => void (stdout += t), stderr: () => {} });
+    const code = await main(["plan", join(dir, "profile-1.json"), "--gpu", "rtx-4090", "--batch", "64", "--json"], {
+      stdout: (t) => void (stdout += t),
+      stderr: () => {},
+    });
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as PlanReport;
     expect(report.model.source).toBe("profile");

@@ -26,13 +26,75 @@ function bundledSpecs(): [string, unknown][] {
 
 const variants: [string, unknown][] = [
   ["mlp with layernorm and dropout", { family: "mlp", input: 17, hidden: [64, 33, 9], output: 3, norm: "layernorm", dropout: 0.1, activation: "gelu" }],
-  ["nbeats generic, shared weights", { family: "nbeats", lookback: 30, horizon: 7, units: 64, layers_per_block: 3, share_weights_in_stack: true, stacks: [{ type: "generic", blocks: 4, theta: 8 }, { type: "trend", blocks: 2, degree: 2 }] }],
-  ["nbeats multivariate seasonality", { family: "nbeats", lookback: 48, horizon: 12, features: 3, units: 32, stacks: [{ type: "seasonality", blocks: 2, harmonics: 5 }] }],
+  [
+    "nbeats generic, shared weights",
+    {
+      family: "nbeats",
+      lookback: 30,
+      horizon: 7,
+      units: 64,
+      layers_per_block: 3,
+      share_weights_in_stack: true,
+      stacks: [
+        { type: "generic", blocks: 4, theta: 8 },
+        { type: "trend", blocks: 2, degree: 2 },
+      ],
+    },
+  ],
+  [
+    "nbeats multivariate seasonality",
+    { family: "nbeats", lookback: 48, horizon: 12, features: 3, units: 32, stacks: [{ type: "seasonality", blocks: 2, harmonics: 5 }] },
+  ],
   ["bidirectional 3-layer gru", { family: "gru", input: 11, hidden: 40, layers: 3, bidirectional: true, output: 5, seq_len: 20 }],
   ["lstm", { family: "lstm", input: 7, hidden: 13, layers: 2, output: 1, seq_len: 9 }],
-  ["cnn-lstm with stride, no batchnorm", { family: "cnn1d-lstm", input: 3, seq_len: 100, conv: [{ out: 8, kernel: 4, stride: 2 }, { out: 16, kernel: 3 }], batchnorm: false, pool: 1, lstm: { hidden: 20, layers: 2 }, output: 4 }],
-  ["post-norm transformer on features", { family: "transformer-encoder", input: 10, max_positions: 64, d_model: 32, heads: 4, ffn: 64, layers: 2, norm_first: false, final_norm: false, pooling: "none", output: 2, seq_len: 16 }],
-  ["transformer with LoRA everywhere and two MoE blocks", { family: "transformer-encoder", vocab: 500, max_positions: 32, d_model: 48, heads: 6, ffn: 96, layers: 3, output: 0, lora: { rank: 4, targets: ["q", "k", "v", "o", "ffn_in", "ffn_out"] }, moe: { layers: [0, 2], experts: 3, top_k: 1, ffn: 40 } }],
+  [
+    "cnn-lstm with stride, no batchnorm",
+    {
+      family: "cnn1d-lstm",
+      input: 3,
+      seq_len: 100,
+      conv: [
+        { out: 8, kernel: 4, stride: 2 },
+        { out: 16, kernel: 3 },
+      ],
+      batchnorm: false,
+      pool: 1,
+      lstm: { hidden: 20, layers: 2 },
+      output: 4,
+    },
+  ],
+  [
+    "post-norm transformer on features",
+    {
+      family: "transformer-encoder",
+      input: 10,
+      max_positions: 64,
+      d_model: 32,
+      heads: 4,
+      ffn: 64,
+      layers: 2,
+      norm_first: false,
+      final_norm: false,
+      pooling: "none",
+      output: 2,
+      seq_len: 16,
+    },
+  ],
+  [
+    "transformer with LoRA everywhere and two MoE blocks",
+    {
+      family: "transformer-encoder",
+      vocab: 500,
+      max_positions: 32,
+      d_model: 48,
+      heads: 6,
+      ffn: 96,
+      layers: 3,
+      output: 0,
+      lora: { rank: 4, targets: ["q", "k", "v", "o", "ffn_in", "ffn_out"] },
+      moe: { layers: [0, 2], experts: 3, top_k: 1, ffn: 40 },
+    },
+  ],
   ["discrete actor-critic", { family: "actor-critic", observation: 12, actions: 4, continuous: false, policy: [64, 64], value: [32], activation: "relu" }],
 ];
 

@@ -62,7 +62,12 @@ describe("re-anchoring on one trial", () => {
 
   it("with PyTorch's allocated and reserved peaks, takes the activations from allocated and the slack from reserved", () => {
     const anchor = lstm[2]!;
-    const r = reanchor(anchor.footprint, anchor.setup, k, { micro_batch: anchor.micro_batch, peak_bytes: anchor.measured, allocated_bytes: anchor.allocated, reserved_bytes: anchor.reserved });
+    const r = reanchor(anchor.footprint, anchor.setup, k, {
+      micro_batch: anchor.micro_batch,
+      peak_bytes: anchor.measured,
+      allocated_bytes: anchor.allocated,
+      reserved_bytes: anchor.reserved,
+    });
     expect(r.on).toBe("allocated");
     const next = lstm[3]!;
     expect(Math.abs(r.peakAt(next.micro_batch) / next.measured - 1)).toBeLessThan(0.05);
@@ -83,7 +88,12 @@ describe("the recorded H100 pairs (bench/results/gpu/nvidia-h100-80gb-hbm3)", ()
   it("the shipped calibration is what the fit makes from these pairs, and the committed fit file says so", () => {
     const fitted = fitConstants(spec.pairs)!;
     const shipped = CALIBRATIONS.find((c) => c.source === "bench/results/gpu/nvidia-h100-80gb-hbm3/calibration.json")!;
-    const file = JSON.parse(readFileSync(join(results, "calibration.json"), "utf8")) as { fit: { constants: Record<string, number> }; measured_on: Record<string, string>; inputs: string[]; command: string };
+    const file = JSON.parse(readFileSync(join(results, "calibration.json"), "utf8")) as {
+      fit: { constants: Record<string, number> };
+      measured_on: Record<string, string>;
+      inputs: string[];
+      command: string;
+    };
     for (const [name, value] of Object.entries(fitted)) {
       expect(shipped.constants[name as keyof typeof fitted], name).toBeCloseTo(value, 3);
       expect(file.fit.constants[name], name).toBeCloseTo(value, 3);
@@ -113,15 +123,26 @@ describe("the recorded H100 pairs (bench/results/gpu/nvidia-h100-80gb-hbm3)", ()
       { source: "spec", ...accuracy(oneTrialErrors(spec.pairs)) },
       { source: "profile", ...accuracy(oneTrialErrors(profile.pairs)) },
     ];
-    const check = (was: ValidationResult, is: { pairs: number; median_abs_error: number | null; worst_abs_error: number | null; under_3pct_share: number | null }): void => {
+    const check = (
+      was: ValidationResult,
+      is: { pairs: number; median_abs_error: number | null; worst_abs_error: number | null; under_3pct_share: number | null },
+    ): void => {
       const what = `${was.source} ${was.mode}`;
       expect(is.pairs, what).toBe(was.pairs);
       expect(is.median_abs_error!, what).toBeLessThanOrEqual(was.median_abs_error! + 1e-3);
       expect(is.worst_abs_error!, what).toBeLessThanOrEqual(was.worst_abs_error! + 1e-3);
       expect(is.under_3pct_share!, what).toBeLessThanOrEqual(was.under_3pct_share! + 1e-9);
     };
-    for (const was of committed.results) check(was, now.find((r) => r.source === was.source && r.mode === was.mode)!);
-    for (const was of committed.one_trial) check(was, trial.find((r) => r.source === was.source)!);
+    for (const was of committed.results)
+      check(
+        was,
+        now.find((r) => r.source === was.source && r.mode === was.mode)!,
+      );
+    for (const was of committed.one_trial)
+      check(
+        was,
+        trial.find((r) => r.source === was.source)!,
+      );
   });
 });
 

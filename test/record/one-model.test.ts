@@ -40,7 +40,8 @@ function steps(): Step[] {
     const wait = 0.05 * (1 + (i % 3));
     const compute = 0.4;
     t += wait + compute;
-    if (i === 6) out.push({ pid: MAIN, t, samples: 32 }); // a step the reporter did not time
+    if (i === 6)
+      out.push({ pid: MAIN, t, samples: 32 }); // a step the reporter did not time
     else out.push({ pid: MAIN, t, samples: 32, wait_s: wait, compute_s: compute, warmup: i < 2 });
   }
   for (let i = 0; i < 30; i++) out.push({ pid: WORKER, t: T0 + 1.2 + 0.15 * i, samples: 8, wait_s: 0.01, compute_s: 0.1 });
@@ -136,7 +137,17 @@ describe("one timeline, one set of numbers", () => {
       if (e.kind === "sample") {
         live.sample(e);
         const tree = e.tree as { gpu_bytes: number; rss_bytes: number };
-        live.reading({ t: e.t, usedBytes: tree.gpu_bytes, treeGpuBytes: tree.gpu_bytes, treeRssBytes: tree.rss_bytes, gpuUtil: null, smActivity: null, powerW: null, cpuPercent: null, processes: null });
+        live.reading({
+          t: e.t,
+          usedBytes: tree.gpu_bytes,
+          treeGpuBytes: tree.gpu_bytes,
+          treeRssBytes: tree.rss_bytes,
+          gpuUtil: null,
+          smActivity: null,
+          powerW: null,
+          cpuPercent: null,
+          processes: null,
+        });
       } else if (e.kind === "step" || e.kind === "hello") {
         live.message({ ...e, v: 1, type: e.kind, pid: e.pid as number });
       }
@@ -144,7 +155,11 @@ describe("one timeline, one set of numbers", () => {
     const liveState = live.snapshot(T0 + 30);
 
     const path = timelinePath(store, writer.id);
-    const summary = await summarizeTimelineFile(path, { treeGpuBytes: liveState.peakTreeGpuBytes ?? null, treeRssBytes: liveState.peakTreeRssBytes ?? null }, 20);
+    const summary = await summarizeTimelineFile(
+      path,
+      { treeGpuBytes: liveState.peakTreeGpuBytes ?? null, treeRssBytes: liveState.peakTreeRssBytes ?? null },
+      20,
+    );
     const end = entries[entries.length - 1] as TimelineEntry;
     await writer.finish({ cause: "ok", exit_code: 0, signal: null, message: "finished normally" }, summary, new Date(end.t * 1000));
 
@@ -167,7 +182,13 @@ describe("one timeline, one set of numbers", () => {
       summary: [summary.samples_per_s, summary.data_wait_share, summary.peak_tree_gpu_bytes, summary.gpu_util_mean, summary.sm_activity_mean],
       live: [liveState.steadySamplesPerS, liveState.steadyWaitShare, liveState.peakTreeGpuBytes, liveState.gpuUtilMean, liveState.smActivityMean],
       doctor: [doctor.samples_per_s, doctor.data_wait_share, doctor.peak_tree_gpu_bytes, doctor.gpu_util_mean, doctor.sm_activity_mean],
-      report: [report.doctor.measures.samples_per_s, report.doctor.measures.data_wait_share, report.doctor.measures.peak_tree_gpu_bytes, report.doctor.measures.gpu_util_mean, report.doctor.measures.sm_activity_mean],
+      report: [
+        report.doctor.measures.samples_per_s,
+        report.doctor.measures.data_wait_share,
+        report.doctor.measures.peak_tree_gpu_bytes,
+        report.doctor.measures.gpu_util_mean,
+        report.doctor.measures.sm_activity_mean,
+      ],
       dashboard: [listed?.samples_per_s, listed?.data_wait_share, listed?.peak_bytes, listed?.gpu_util_mean, view.model.doctor.measures.sm_activity_mean],
     };
     for (const [reader, values] of Object.entries(stated)) {

@@ -5,15 +5,32 @@ describe("parseProgressLine", () => {
   it("reads tqdm bars: it/s, s/it, the counter, and the last of several \\r updates", () => {
     expect(parseProgressLine(" 45%|████▌     | 45/100 [00:02<00:02, 19.80it/s]")).toEqual({ kind: "rate", stepsPerSec: 19.8, step: 45, total: 100 });
     expect(parseProgressLine("  3%|▎         | 3/100 [00:06<03:14,  2.00s/it]")).toMatchObject({ stepsPerSec: 0.5, step: 3 });
-    expect(parseProgressLine("a: 1/10 [00:00<?, ?it/s]\rb:  20%|##  | 2/10 [00:01<00:04, 2.00it/s]\rc:  30%|### | 3/10 [00:01<00:03, 2.50it/s]\r")).toMatchObject({ stepsPerSec: 2.5, step: 3 });
-    expect(parseProgressLine("Epoch 0: 100%|██████████| 32/32 [00:01<00:00, 18.80it/s, loss=2.33, samples_per_s=601.5]")).toEqual({ kind: "rate", stepsPerSec: 18.8, samplesPerSec: 601.5, step: 32, total: 32 });
+    expect(
+      parseProgressLine("a: 1/10 [00:00<?, ?it/s]\rb:  20%|##  | 2/10 [00:01<00:04, 2.00it/s]\rc:  30%|### | 3/10 [00:01<00:03, 2.50it/s]\r"),
+    ).toMatchObject({ stepsPerSec: 2.5, step: 3 });
+    expect(parseProgressLine("Epoch 0: 100%|██████████| 32/32 [00:01<00:00, 18.80it/s, loss=2.33, samples_per_s=601.5]")).toEqual({
+      kind: "rate",
+      stepsPerSec: 18.8,
+      samplesPerSec: 601.5,
+      step: 32,
+      total: 32,
+    });
   });
 
   it("reads Lightning's bars (tqdm and rich) and the Hugging Face Trainer's bar and summary", () => {
-    expect(parseProgressLine("Epoch 3:  40%|████      | 40/100 [00:04<00:06,  9.52it/s, v_num=1, train_loss=0.412]")).toMatchObject({ stepsPerSec: 9.52, step: 40 });
-    expect(parseProgressLine("Epoch 0/9  ━━━━━━━━━━━━━━━━━ 45/100 0:00:02 • 0:00:03 19.80it/s v_num: 0 loss: 0.3")).toMatchObject({ stepsPerSec: 19.8, step: 45, total: 100 });
+    expect(parseProgressLine("Epoch 3:  40%|████      | 40/100 [00:04<00:06,  9.52it/s, v_num=1, train_loss=0.412]")).toMatchObject({
+      stepsPerSec: 9.52,
+      step: 40,
+    });
+    expect(parseProgressLine("Epoch 0/9  ━━━━━━━━━━━━━━━━━ 45/100 0:00:02 • 0:00:03 19.80it/s v_num: 0 loss: 0.3")).toMatchObject({
+      stepsPerSec: 19.8,
+      step: 45,
+      total: 100,
+    });
     expect(parseProgressLine(" 12%|█▏        | 60/500 [00:31<03:50,  1.91it/s]")).toMatchObject({ stepsPerSec: 1.91, step: 60 });
-    expect(parseProgressLine("{'train_runtime': 12.3, 'train_samples_per_second': 325.2, 'train_steps_per_second': 10.2, 'epoch': 1.0}")).toMatchObject({ samplesPerSec: 325.2 });
+    expect(parseProgressLine("{'train_runtime': 12.3, 'train_samples_per_second': 325.2, 'train_steps_per_second': 10.2, 'epoch': 1.0}")).toMatchObject({
+      samplesPerSec: 325.2,
+    });
   });
 
   it("reads ms/batch (word_language_model) and samples/s lines", () => {
@@ -33,7 +50,11 @@ describe("parseProgressLine", () => {
   });
 
   it("uses the user's pattern: named groups, or samples/s from the first group", () => {
-    expect(parseProgressLine("it 40 tok/s 12000 seq/s 23.4", progressPattern(String.raw`it (?<step>\d+) .* seq/s (?<samples_per_s>[\d.]+)`))).toEqual({ kind: "rate", samplesPerSec: 23.4, step: 40 });
+    expect(parseProgressLine("it 40 tok/s 12000 seq/s 23.4", progressPattern(String.raw`it (?<step>\d+) .* seq/s (?<samples_per_s>[\d.]+)`))).toEqual({
+      kind: "rate",
+      samplesPerSec: 23.4,
+      step: 40,
+    });
     expect(parseProgressLine("speed=88.5 img per second", progressPattern(String.raw`speed=([\d.]+)`))).toEqual({ kind: "rate", samplesPerSec: 88.5 });
     expect(parseProgressLine("iter took 250 ms", progressPattern(String.raw`took (?<ms_per_step>\d+) ms`))).toEqual({ kind: "rate", stepsPerSec: 4 });
     expect(parseProgressLine("12.0 it/s", progressPattern("nothing-matches"))).toBeNull();

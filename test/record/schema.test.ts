@@ -13,7 +13,27 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe("records are validated on read", () => {
   it("fills what older records lack with its documented default", () => {
     const { meta } = syntheticRun();
-    const old = JSON.parse(JSON.stringify({ ...meta, summary: { duration_s: 1, steps: 1, steady_steps: 1, samples: 1, samples_per_s: 1, data_wait_share: 0, step_time_s: 1, peak_tree_gpu_bytes: null, peak_tree_rss_bytes: null, framework_peak_allocated_bytes: null, framework_peak_reserved_bytes: null, gpu_util_mean: null, micro_batch: null, accumulation: null } })) as unknown;
+    const old = JSON.parse(
+      JSON.stringify({
+        ...meta,
+        summary: {
+          duration_s: 1,
+          steps: 1,
+          steady_steps: 1,
+          samples: 1,
+          samples_per_s: 1,
+          data_wait_share: 0,
+          step_time_s: 1,
+          peak_tree_gpu_bytes: null,
+          peak_tree_rss_bytes: null,
+          framework_peak_allocated_bytes: null,
+          framework_peak_reserved_bytes: null,
+          gpu_util_mean: null,
+          micro_batch: null,
+          accumulation: null,
+        },
+      }),
+    ) as unknown;
     const read = parseRunMeta(old, "run.json");
     expect(read.summary?.throughput_source).toBeNull();
     expect(read.summary?.oom_recoveries).toBe(0);

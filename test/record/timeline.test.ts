@@ -19,7 +19,16 @@ import type { TimelineEntry } from "../../src/record/types.ts";
 const root = mkdtempSync(join(tmpdir(), "brim-timeline-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const step = (t: number, pid: number, extra: Record<string, unknown> = {}): TimelineEntry => ({ t, kind: "step", pid, step: 0, samples: 10, wait_s: 0.1, compute_s: 0.4, ...extra });
+const step = (t: number, pid: number, extra: Record<string, unknown> = {}): TimelineEntry => ({
+  t,
+  kind: "step",
+  pid,
+  step: 0,
+  samples: 10,
+  wait_s: 0.1,
+  compute_s: 0.4,
+  ...extra,
+});
 
 describe("reading a timeline file", () => {
   it("streams whole lines and ignores a torn last line, a blank line and garbage", async () => {
@@ -58,7 +67,12 @@ describe("reading a timeline file", () => {
 
 describe("the definitions", () => {
   it("a step without wait or compute time counts as a step, not in throughput or data wait", () => {
-    const tl = readTimeline([{ t: 0, kind: "start", pid: 1 }, step(1, 1), step(2, 1, { wait_s: null, compute_s: null, samples: 1000 }), step(3, 1, { wait_s: undefined, compute_s: 0.5 })]);
+    const tl = readTimeline([
+      { t: 0, kind: "start", pid: 1 },
+      step(1, 1),
+      step(2, 1, { wait_s: null, compute_s: null, samples: 1000 }),
+      step(3, 1, { wait_s: undefined, compute_s: 0.5 }),
+    ]);
     expect(tl.measured.steps).toBe(3);
     expect(tl.measured.steady_steps).toBe(3);
     expect(tl.measured.samples).toBe(20);
@@ -155,7 +169,11 @@ describe("bounded memory", () => {
 
 describe("steps read from progress lines", () => {
   it("measure throughput only while the SDK and the attach layer reported no step", () => {
-    const progressOnly = readTimeline([{ t: 0, kind: "start", pid: 4 }, step(1, 4, { source: "progress", samples: 20 }), step(2, 4, { source: "progress", samples: 20 })]);
+    const progressOnly = readTimeline([
+      { t: 0, kind: "start", pid: 4 },
+      step(1, 4, { source: "progress", samples: 20 }),
+      step(2, 4, { source: "progress", samples: 20 }),
+    ]);
     expect(progressOnly.measured.throughput_source).toBe("progress");
     expect(progressOnly.measured.steps).toBe(2);
     expect(progressOnly.measured.samples_per_s).toBeCloseTo(40 / 1.0);

@@ -110,9 +110,16 @@ export function runMeta(store: string): { end: { cause: string } | null; unguard
 const STACK = /\n\s+at .+:\d+:\d+\)?\n|This is a bug/;
 
 /** Starts `brim run` on a quiet job (a shell and a background sleep) and gives the job's pid once it runs. */
-async function startQuietRun(store: string, cwd: string, extra: string[] = []): Promise<{ brim: ReturnType<typeof spawn>; jobPid: number; stderr: () => string; exited: Promise<number | null> }> {
+async function startQuietRun(
+  store: string,
+  cwd: string,
+  extra: string[] = [],
+): Promise<{ brim: ReturnType<typeof spawn>; jobPid: number; stderr: () => string; exited: Promise<number | null> }> {
   mkdirSync(cwd, { recursive: true });
-  const child = spawn(process.execPath, [BRIM, "run", "--store", store, "--quiet", "--grace", "1", ...extra, "--", "sh", "-c", "sleep 300 & sleep 300; wait"], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BRIM, "run", "--store", store, "--quiet", "--grace", "1", ...extra, "--", "sh", "-c", "sleep 300 & sleep 300; wait"], {
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (c: string) => (stderr += c));
   child.stdout?.resume();
@@ -137,7 +144,16 @@ export async function killBrimQuietJob(dir: string): Promise<FaultOutcome> {
   const orphans = groupMembers(run.jobPid).length;
   for (const pid of groupMembers(run.jobPid)) process.kill(pid, "SIGKILL");
   const meta = runMeta(store);
-  return { fault: "sigkill-brim-quiet-job", orphans, unguarded: orphans > 0 && meta?.unguarded_since === undefined ? 1 : 0, torn: tornIn(store), stackTrace: STACK.test(run.stderr()), exitCode, endCause: meta?.end?.cause ?? null, stderr: run.stderr() };
+  return {
+    fault: "sigkill-brim-quiet-job",
+    orphans,
+    unguarded: orphans > 0 && meta?.unguarded_since === undefined ? 1 : 0,
+    torn: tornIn(store),
+    stackTrace: STACK.test(run.stderr()),
+    exitCode,
+    endCause: meta?.end?.cause ?? null,
+    stderr: run.stderr(),
+  };
 }
 
 /** SIGKILL of brim with --keep-on-supervisor-loss: the job runs on, recorded as unguarded, then finished when it ends. */
@@ -175,12 +191,24 @@ export async function hangUpBrim(dir: string): Promise<FaultOutcome> {
   const orphans = groupMembers(run.jobPid).length;
   for (const pid of groupMembers(run.jobPid)) process.kill(pid, "SIGKILL");
   const meta = runMeta(store);
-  return { fault: "sighup-brim", orphans, unguarded: orphans, torn: tornIn(store), stackTrace: STACK.test(run.stderr()), exitCode, endCause: meta?.end?.cause ?? null, stderr: run.stderr() };
+  return {
+    fault: "sighup-brim",
+    orphans,
+    unguarded: orphans,
+    torn: tornIn(store),
+    stackTrace: STACK.test(run.stderr()),
+    exitCode,
+    endCause: meta?.end?.cause ?? null,
+    stderr: run.stderr(),
+  };
 }
 
 /** True where this machine lets an unprivileged test mount a tmpfs in its own namespaces (`unshare -rm`). */
 export function canMountTmpfs(): boolean {
-  const probe = spawnSync("unshare", ["-rm", "sh", "-c", "d=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs \"$d\" && umount \"$d\"; s=$?; rmdir \"$d\"; exit $s"], { encoding: "utf8", timeout: 10_000 });
+  const probe = spawnSync("unshare", ["-rm", "sh", "-c", 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs "$d" && umount "$d"; s=$?; rmdir "$d"; exit $s'], {
+    encoding: "utf8",
+    timeout: 10_000,
+  });
   return probe.status === 0;
 }
 
@@ -199,7 +227,11 @@ export function fullDisk(dir: string, size: string, lines: number, readOnly = fa
     `node "${BRIM}" run --quiet --grace 1 --store "${store}" -- sh -c '${job}' >"${dir}/stdout" 2>"${dir}/stderr"; echo $? >"${dir}/rc"`,
     `mkdir -p "${dir}/left" && cp -a "${store}/." "${dir}/left/"`,
   ].join("\n");
-  spawnSync("unshare", ["-rm", "sh", "-c", script], { cwd: dir, timeout: 60_000, env: { ...process.env, PATH: `${resolve(process.execPath, "..")}:${process.env.PATH ?? ""}` } });
+  spawnSync("unshare", ["-rm", "sh", "-c", script], {
+    cwd: dir,
+    timeout: 60_000,
+    env: { ...process.env, PATH: `${resolve(process.execPath, "..")}:${process.env.PATH ?? ""}` },
+  });
   const stderr = readFileSync(join(dir, "stderr"), "utf8");
   const exitCode = Number(readFileSync(join(dir, "rc"), "utf8").trim());
   const left = join(dir, "left");
@@ -207,14 +239,27 @@ export function fullDisk(dir: string, size: string, lines: number, readOnly = fa
   const jobPid = Number(/pid (\d+)/.exec(stderr)?.[1] ?? 0);
   const orphans = jobPid > 0 ? groupMembers(jobPid).length : 0;
   for (const pid of jobPid > 0 ? groupMembers(jobPid) : []) process.kill(pid, "SIGKILL");
-  return { fault: readOnly ? "read-only-store" : `disk-full-${size}`, orphans, unguarded: orphans, torn: tornIn(left), stackTrace: STACK.test(stderr), exitCode, endCause: meta?.end?.cause ?? null, stderr };
+  return {
+    fault: readOnly ? "read-only-store" : `disk-full-${size}`,
+    orphans,
+    unguarded: orphans,
+    torn: tornIn(left),
+    stackTrace: STACK.test(stderr),
+    exitCode,
+    endCause: meta?.end?.cause ?? null,
+    stderr,
+  };
 }
 
 /**
  * A job that reports steps through the SDK (and counts them in a side file) loses brim to `signal`
  * mid-run: how many of the steps it reported are missing from the timeline.
  */
-export async function stepsLostOn(dir: string, signal: "SIGHUP" | "SIGKILL", python = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3"): Promise<FaultOutcome & { stepsReported: number; stepsLost: number }> {
+export async function stepsLostOn(
+  dir: string,
+  signal: "SIGHUP" | "SIGKILL",
+  python = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3",
+): Promise<FaultOutcome & { stepsReported: number; stepsLost: number }> {
   mkdirSync(dir, { recursive: true });
   const store = join(dir, "store");
   const side = join(dir, "steps.txt");
@@ -227,12 +272,20 @@ export async function stepsLostOn(dir: string, signal: "SIGHUP" | "SIGKILL", pyt
     "    side.write(f'{i}\\n'); i += 1",
     "    time.sleep(0.01)",
   ].join("\n");
-  const child = spawn(process.execPath, [BRIM, "run", "--store", store, "--quiet", "--grace", "1", "--", python, "-c", script], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BRIM, "run", "--store", store, "--quiet", "--grace", "1", "--", python, "-c", script], {
+    cwd: dir,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (c: string) => (stderr += c));
   child.stdout?.resume();
   const exited = new Promise<number | null>((r) => child.once("exit", (code, sig) => r(code ?? (sig ? 128 : null))));
-  const stepsInSide = (): number => (existsSync(side) ? readFileSync(side, "utf8").split("\n").filter((l) => l !== "").length : 0);
+  const stepsInSide = (): number =>
+    existsSync(side)
+      ? readFileSync(side, "utf8")
+          .split("\n")
+          .filter((l) => l !== "").length
+      : 0;
   await until(() => stepsInSide() >= 40, 20_000);
   const jobPid = Number(/pid (\d+)/.exec(stderr)?.[1] ?? 0);
   child.kill(signal);

@@ -41,7 +41,13 @@ describe("a store that fails while the job runs", () => {
     it(`${code}: the job is stopped, run.json finished with store_failed, whole lines only, no stack trace`, async () => {
       const dir = join(root, `store-${code}`);
       const result = await guardRun(
-        { command: ["sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo \"line $i padding padding\"; i=$((i+1)); done; sleep 30"], cwd: root, capBytes: null, killGraceS: 1, hz: 20 },
+        {
+          command: ["sh", "-c", 'i=0; while [ $i -lt 20000 ]; do echo "line $i padding padding"; i=$((i+1)); done; sleep 30'],
+          cwd: root,
+          capBytes: null,
+          killGraceS: 1,
+          hz: 20,
+        },
         { devices: openDevices(), store: new RunStore(dir, failingIo(30_000, code)) },
       );
       expect(result.meta.end?.cause).toBe("store_failed");
@@ -159,7 +165,8 @@ describe("the SDK channel under floods and strangers", () => {
 describe("a stranger on a real job's channel", () => {
   it("is refused, counted, and recorded in the timeline; the job's own SDK steps still count", async () => {
     const dir = join(root, "stranger");
-    const script = "import brim, time\nfor _ in range(5):\n    brim.report_step(samples=4, wait_s=0.001, compute_s=0.01)\n    time.sleep(0.05)\ntime.sleep(1.0)\n";
+    const script =
+      "import brim, time\nfor _ in range(5):\n    brim.report_step(samples=4, wait_s=0.001, compute_s=0.01)\n    time.sleep(0.05)\ntime.sleep(1.0)\n";
     let sent = false;
     const result = await guardRun(
       {
@@ -170,7 +177,9 @@ describe("a stranger on a real job's channel", () => {
           const name = readdirSync(tmpdir()).find((n) => n.startsWith(`brim-${process.pid}-`) && n.endsWith(".sock"));
           if (name === undefined) return;
           const socket = createConnection(join(tmpdir(), name), () => {
-            socket.end(`${JSON.stringify({ v: 1, type: "hello", t: 1, pid: 1 })}\n${JSON.stringify({ v: 1, type: "step", t: 2, pid: 1, step: 0, samples: 999 })}\n`);
+            socket.end(
+              `${JSON.stringify({ v: 1, type: "hello", t: 1, pid: 1 })}\n${JSON.stringify({ v: 1, type: "step", t: 2, pid: 1, step: 0, samples: 999 })}\n`,
+            );
             sent = true;
           });
           socket.on("error", () => {});
@@ -189,23 +198,36 @@ describe("a stranger on a real job's channel", () => {
 describe("dashboard event streams", () => {
   it("stop polling when clients leave at any moment (200 aborted streams leave none open)", async () => {
     const store = new RunStore(join(root, "dash"));
-    const writer = await store.createRun({ kind: "run", tune_id: null, command: ["x"], cwd: root, knobs: {}, cap_bytes: null, cap_scope: "ram", step_budget: null, device: { backend: "cpu", driver: null, gpus: [], host: { cpus: 2, mem_total_bytes: 2 ** 33 } }, versions: {} });
+    const writer = await store.createRun({
+      kind: "run",
+      tune_id: null,
+      command: ["x"],
+      cwd: root,
+      knobs: {},
+      cap_bytes: null,
+      cap_scope: "ram",
+      step_budget: null,
+      device: { backend: "cpu", driver: null, gpus: [], host: { cpus: 2, mem_total_bytes: 2 ** 33 } },
+      versions: {},
+    });
     for (let i = 0; i < 2000; i++) writer.append({ t: 1 + i, kind: "step", pid: 1, step: i, samples: 8, compute_s: 0.01, wait_s: 0.001 });
     writer.flush();
     const dash = await startDashboard({ store, port: 0, pollMs: 20 });
     const url = `http://127.0.0.1:${dash.port}/api/runs/${writer.id}/events`;
     await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        new Promise<void>((resolve) => {
-          const req = get(url, (res) => {
-            res.on("data", () => {});
-            res.on("close", () => resolve());
-            setTimeout(() => req.destroy(), i % 3 === 0 ? 0 : 5 + (i % 20));
-          });
-          req.on("error", () => resolve());
-          req.on("close", () => resolve());
-          if (i % 5 === 0) setImmediate(() => req.destroy());
-        }),
+      Array.from(
+        { length: 200 },
+        (_, i) =>
+          new Promise<void>((resolve) => {
+            const req = get(url, (res) => {
+              res.on("data", () => {});
+              res.on("close", () => resolve());
+              setTimeout(() => req.destroy(), i % 3 === 0 ? 0 : 5 + (i % 20));
+            });
+            req.on("error", () => resolve());
+            req.on("close", () => resolve());
+            if (i % 5 === 0) setImmediate(() => req.destroy());
+          }),
       ),
     );
     expect(await until(() => dash.openStreams() === 0, 3000)).toBe(true);
@@ -257,7 +279,8 @@ describe("fuzzed configs", () => {
 
 describe("RAM counted as the OS counts it", () => {
   it("a real process that forks three children holding its pages: PSS counts them once, RSS four times", async () => {
-    const script = "import os, time\nb = bytearray(96 * 2**20)\nfor i in range(0, len(b), 4096): b[i] = 1\nfor _ in range(3):\n    if os.fork() == 0:\n        time.sleep(5); os._exit(0)\nprint('ready', flush=True)\ntime.sleep(5)\n";
+    const script =
+      "import os, time\nb = bytearray(96 * 2**20)\nfor i in range(0, len(b), 4096): b[i] = 1\nfor _ in range(3):\n    if os.fork() == 0:\n        time.sleep(5); os._exit(0)\nprint('ready', flush=True)\ntime.sleep(5)\n";
     const child = spawn(process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3", ["-c", script], { stdio: ["ignore", "pipe", "ignore"] });
     await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
     const trees = createTreeReader(new ProcFs());
@@ -308,7 +331,9 @@ describe("the watchdog on its own", () => {
       expect(await until(() => groupMembers(pgid).length === 0, 5000)).toBe(true);
       if (!shell) {
         expect(await until(() => (JSON.parse(readFileSync(join(dir, "run.json"), "utf8")) as { end: unknown }).end !== null, 3000)).toBe(true);
-        const lines = readFileSync(join(dir, "timeline.ndjson"), "utf8").split("\n").filter((l) => l !== "");
+        const lines = readFileSync(join(dir, "timeline.ndjson"), "utf8")
+          .split("\n")
+          .filter((l) => l !== "");
         expect(lines.map((l) => (JSON.parse(l) as { kind: string }).kind)).toEqual(["start", "event", "end"]);
       }
     });

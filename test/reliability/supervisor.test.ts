@@ -90,7 +90,10 @@ describe.skipIf(!tmpfs)("a full store (tmpfs in a private mount namespace)", () 
 describe("a child that left the job's process group", () => {
   it("holding brim's stdout does not keep brim from exiting after its summary", async () => {
     const dir = fresh();
-    const child = spawn(process.execPath, [BRIM, "run", "--store", join(dir, "store"), "--quiet", "--", "sh", "-c", "setsid sleep 30 & echo escaped $!"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BRIM, "run", "--store", join(dir, "store"), "--quiet", "--", "sh", "-c", "setsid sleep 30 & echo escaped $!"], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     child.stdout?.setEncoding("utf8").on("data", (c: string) => (out += c));
     child.stderr?.resume();

@@ -103,7 +103,9 @@ describe.skipIf(!HAVE_CHROMIUM)("reports in headless Chromium", () => {
     expect(drawn.values).toHaveLength(recorded.length);
     drawn.values.forEach((v, i) => expect(v).toBeCloseTo(recorded[i] as number, 2));
     const { plot } = throughput;
-    drawn.pixels.forEach(([, y], i) => expect(y).toBeCloseTo(plot.y + plot.h - (((drawn.values[i] as number) - plot.yMin) / (plot.yMax - plot.yMin)) * plot.h, 1));
+    drawn.pixels.forEach(([, y], i) =>
+      expect(y).toBeCloseTo(plot.y + plot.h - (((drawn.values[i] as number) - plot.yMin) / (plot.yMax - plot.yMin)) * plot.h, 1),
+    );
     expect(drawn.width).toBeGreaterThan(plot.w * 0.5);
     expect(throughput.labels).toEqual(expect.arrayContaining(["Throughput over time", "samples per second", "time since start"]));
 
@@ -113,7 +115,9 @@ describe.skipIf(!HAVE_CHROMIUM)("reports in headless Chromium", () => {
     expect(memory.labels.some((l) => / MiB$/.test(l))).toBe(true);
 
     const wait = charts.find((c) => c.id === "data_wait") as DrawnChart;
-    wait.series[0]?.values.forEach((v, i) => expect(v).toBeCloseTo((100 * (steady[i]?.wait_s ?? 0)) / ((steady[i]?.wait_s ?? 0) + (steady[i]?.compute_s ?? 0)), 2));
+    wait.series[0]?.values.forEach((v, i) =>
+      expect(v).toBeCloseTo((100 * (steady[i]?.wait_s ?? 0)) / ((steady[i]?.wait_s ?? 0) + (steady[i]?.compute_s ?? 0)), 2),
+    );
   });
 
   it("draws a tune's curves with the cap and the fitted memory line", async () => {
@@ -135,7 +139,9 @@ describe.skipIf(!HAVE_CHROMIUM)("reports in headless Chromium", () => {
     expect(line.values[0]).toBeCloseTo(ml.intercept_bytes + ml.bytes_per_sample, -3);
     expect(line.width).toBeGreaterThan(100);
     const throughput = charts.find((c) => c.id === "tune_throughput") as DrawnChart;
-    expect(throughput.series.find((s) => s.name === "precision=bf16-mixed")?.values).toEqual(tune.trials.filter((t) => t.knobs.precision === "bf16-mixed" && t.end === "ok").map((t) => Number((t.samples_per_s ?? 0).toPrecision(6))));
+    expect(throughput.series.find((s) => s.name === "precision=bf16-mixed")?.values).toEqual(
+      tune.trials.filter((t) => t.knobs.precision === "bf16-mixed" && t.end === "ok").map((t) => Number((t.samples_per_s ?? 0).toPrecision(6))),
+    );
     expect(winnerRow).toMatch(/^4 ★/);
   });
 

@@ -99,13 +99,19 @@ describe("PNG charts (resvg, no browser)", () => {
       const img = decodePng(readFileSync(join(out, "charts", `${chart.id}.png`)));
       expect([img.width, img.height]).toEqual([w * 2, h * 2]);
       // the title (13 px bold at the top left) is dark text
-      expect(count(img, { x0: 0, y0: 0, x1: Math.min(img.width, 600), y1: 48 }, ([r, g, b]) => r + g + b < 150), chart.id).toBeGreaterThan(100);
+      expect(
+        count(img, { x0: 0, y0: 0, x1: Math.min(img.width, 600), y1: 48 }, ([r, g, b]) => r + g + b < 150),
+        chart.id,
+      ).toBeGreaterThan(100);
       // the first series' stroke colour appears in the plot
       const color = /<g class="series"[^>]*>\s*<(?:polyline|circle|rect|path)[^>]*(?:stroke|fill)="#([0-9a-fA-F]{6})"/.exec(svg)?.[1];
       if (/data-count="[1-9]/.test(svg)) {
         if (color === undefined) throw new Error(`${chart.id}: no series colour in the SVG`);
         const [cr, cg, cb] = [0, 2, 4].map((i) => parseInt(color.slice(i, i + 2), 16)) as [number, number, number];
-        expect(count(img, { x0: 0, y0: 90, x1: img.width, y1: img.height }, ([r, g, b]) => Math.abs(r - cr) + Math.abs(g - cg) + Math.abs(b - cb) < 30), chart.id).toBeGreaterThan(20);
+        expect(
+          count(img, { x0: 0, y0: 90, x1: img.width, y1: img.height }, ([r, g, b]) => Math.abs(r - cr) + Math.abs(g - cg) + Math.abs(b - cb) < 30),
+          chart.id,
+        ).toBeGreaterThan(20);
       }
     }
     expect(readFileSync(join(out, "report.md"), "utf8")).toContain("(charts/throughput.png)");

@@ -17,8 +17,12 @@ const ALL = ["utilization", "memory", "throughput", "data_wait", "loss", "throug
 
 async function twoRuns(): Promise<{ store: RunStore; before: string; after: string }> {
   const store = new RunStore(mkdtempSync(join(tmpdir(), "brim-report-vs-")));
-  const before = (await writeSyntheticRun(store, { steps: 20, warmup: 2, batch: 32, knobs: { batch_size: 32, precision: "fp32" } }, new Date(Date.now() - 120_000))).id;
-  const after = (await writeSyntheticRun(store, { steps: 20, warmup: 2, batch: 128, knobs: { batch_size: 128, precision: "bf16-mixed" } }, new Date(Date.now() - 60_000))).id;
+  const before = (
+    await writeSyntheticRun(store, { steps: 20, warmup: 2, batch: 32, knobs: { batch_size: 32, precision: "fp32" } }, new Date(Date.now() - 120_000))
+  ).id;
+  const after = (
+    await writeSyntheticRun(store, { steps: 20, warmup: 2, batch: 128, knobs: { batch_size: 128, precision: "bf16-mixed" } }, new Date(Date.now() - 60_000))
+  ).id;
   return { store, before, after };
 }
 
@@ -33,8 +37,14 @@ describe("brim report --vs", () => {
       const series = [...svg.matchAll(/<g class="series" data-series="([^"]+)"/g)].map((m) => m[1] as string);
       const legend = [...svg.matchAll(/<g class="legend-item" data-series="([^"]+)"/g)].map((m) => m[1] as string);
       expect(legend, id).toEqual(series);
-      expect(series.some((s) => s.startsWith("after: ")), id).toBe(true);
-      expect(series.some((s) => s.startsWith("before: ")), id).toBe(true);
+      expect(
+        series.some((s) => s.startsWith("after: ")),
+        id,
+      ).toBe(true);
+      expect(
+        series.some((s) => s.startsWith("before: ")),
+        id,
+      ).toBe(true);
       expect(existsSync(join(out, "charts", `${id}.png`))).toBe(true);
     }
     const md = readFileSync(join(out, "report.md"), "utf8");

@@ -32,7 +32,18 @@ describe("SVG charts", () => {
       title: "Memory <test>",
       x: { label: "time since start", kind: "time", min: 0 },
       y: { label: "memory", kind: "bytes", min: 0 },
-      series: [{ name: "rss", points: [[0, 1 * GIB], [1, 2 * GIB], [2, null], [3, 3 * GIB], [4, 2.5 * GIB]] }],
+      series: [
+        {
+          name: "rss",
+          points: [
+            [0, 1 * GIB],
+            [1, 2 * GIB],
+            [2, null],
+            [3, 3 * GIB],
+            [4, 2.5 * GIB],
+          ],
+        },
+      ],
       lines: [{ axis: "y", value: 4 * GIB, label: "cap 4.00 GiB" }],
     });
     expect(svg).toContain("Memory &lt;test&gt;");
@@ -96,15 +107,32 @@ describe("reports", () => {
   let baseId: string;
   beforeAll(async () => {
     store = new RunStore(temp("store"));
-    baseId = (await writeSyntheticRun(store, { wait: () => 0.3, compute: () => 0.2, workers: 0, precision: "fp32", treeGpuBytes: 10 * GIB }, new Date(1763700000000))).id;
-    runId = (await writeSyntheticRun(store, { wait: () => 0.01, compute: () => 0.2, workers: 8, batch: 64, precision: "bf16-mixed", treeGpuBytes: 18 * GIB }, new Date(1763800000000))).id;
+    baseId = (
+      await writeSyntheticRun(store, { wait: () => 0.3, compute: () => 0.2, workers: 0, precision: "fp32", treeGpuBytes: 10 * GIB }, new Date(1763700000000))
+    ).id;
+    runId = (
+      await writeSyntheticRun(
+        store,
+        { wait: () => 0.01, compute: () => 0.2, workers: 8, batch: 64, precision: "bf16-mixed", treeGpuBytes: 18 * GIB },
+        new Date(1763800000000),
+      )
+    ).id;
     await writeSyntheticTune(store);
   });
 
   it("writes Markdown, HTML and SVG charts for a run, with a before/after table", async () => {
     const out = temp("run");
     const result = await writeReport(store, runId, { vs: baseId, out, png: false });
-    expect(result.files.map((f) => f.path.slice(out.length + 1)).sort()).toEqual(["charts/data_wait.svg", "charts/loss.svg", "charts/memory.svg", "charts/throughput.svg", "charts/throughput_steps.svg", "charts/utilization.svg", "report.html", "report.md"]);
+    expect(result.files.map((f) => f.path.slice(out.length + 1)).sort()).toEqual([
+      "charts/data_wait.svg",
+      "charts/loss.svg",
+      "charts/memory.svg",
+      "charts/throughput.svg",
+      "charts/throughput_steps.svg",
+      "charts/utilization.svg",
+      "report.html",
+      "report.md",
+    ]);
     const md = readFileSync(join(out, "report.md"), "utf8");
     expect(md).toMatch(/^# brim report: Run /);
     expect(md).toContain("## Before and after");

@@ -6,7 +6,17 @@ import { candidateContext } from "../../src/tune/space.ts";
 describe("one source of GPU facts for tune and analyze", () => {
   it("maps compute capabilities to architectures", () => {
     expect(["6.1", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0", "5.2", "x"].map(architectureOfCapability)).toEqual([
-      "pascal", "volta", "turing", "ampere", "ampere", "ada", "hopper", "blackwell", "blackwell", null, null,
+      "pascal",
+      "volta",
+      "turing",
+      "ampere",
+      "ampere",
+      "ada",
+      "hopper",
+      "blackwell",
+      "blackwell",
+      null,
+      null,
     ]);
   });
 
@@ -26,8 +36,14 @@ describe("one source of GPU facts for tune and analyze", () => {
 
   it("tune and analyze agree on every card", () => {
     const cards: [string, string | null][] = [
-      ["NVIDIA H100 80GB HBM3", "9.0"], ["Tesla T4", "7.5"], ["NVIDIA GeForce GTX 1660", "7.5"], ["Tesla V100-SXM2-16GB", "7.0"],
-      ["NVIDIA GeForce RTX 3090", "8.6"], ["Tesla P100-PCIE-16GB", "6.0"], ["NVIDIA L4", null], ["mystery", null],
+      ["NVIDIA H100 80GB HBM3", "9.0"],
+      ["Tesla T4", "7.5"],
+      ["NVIDIA GeForce GTX 1660", "7.5"],
+      ["Tesla V100-SXM2-16GB", "7.0"],
+      ["NVIDIA GeForce RTX 3090", "8.6"],
+      ["Tesla P100-PCIE-16GB", "6.0"],
+      ["NVIDIA L4", null],
+      ["mystery", null],
     ];
     for (const [name, cc] of cards) {
       const analyze = gpuFacts(name, null, cc);

@@ -15,7 +15,11 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe("knob bindings", () => {
   it("finds {name} templates and fills them, refusing a template without a value", () => {
     expect(templateKnobs(["python", "train.py", "--bs", "{batch_size}", "--tag=run-{precision}-{batch_size}"])).toEqual(["batch_size", "precision"]);
-    expect(fillTemplate(["--bs", "{batch_size}", "--tag=x{precision}"], { batch_size: 64, precision: "bf16-mixed" })).toEqual(["--bs", "64", "--tag=xbf16-mixed"]);
+    expect(fillTemplate(["--bs", "{batch_size}", "--tag=x{precision}"], { batch_size: 64, precision: "bf16-mixed" })).toEqual([
+      "--bs",
+      "64",
+      "--tag=xbf16-mixed",
+    ]);
     expect(() => fillTemplate(["{batch_size}"], {})).toThrow(/give one with --knob batch_size=<value>/);
   });
 
@@ -60,17 +64,37 @@ describe("knob bindings", () => {
   });
 
   it("offers precision and pinning only on a GPU, workers up to the CPUs, loader extras only with workers", () => {
-    const cpu = candidateValues(["precision", "num_workers", "pin_memory"], { precision: "fp32", num_workers: 0, pin_memory: false }, { backend: "cpu", bf16: false, tensorCores: false, cpus: 4 });
+    const cpu = candidateValues(
+      ["precision", "num_workers", "pin_memory"],
+      { precision: "fp32", num_workers: 0, pin_memory: false },
+      { backend: "cpu", bf16: false, tensorCores: false, cpus: 4 },
+    );
     expect(cpu).toEqual([{ knob: "num_workers", values: [0, 1, 2] }]);
-    const h100 = candidateValues(["precision", "pin_memory"], { precision: "fp32", pin_memory: false }, { backend: "nvml", bf16: true, tensorCores: true, cpus: 16 });
+    const h100 = candidateValues(
+      ["precision", "pin_memory"],
+      { precision: "fp32", pin_memory: false },
+      { backend: "nvml", bf16: true, tensorCores: true, cpus: 16 },
+    );
     expect(h100).toEqual([
       { knob: "precision", values: ["fp32", "fp16-mixed", "bf16-mixed", "tf32"] },
       { knob: "pin_memory", values: [false, true] },
     ]);
     const context = { backend: "cpu" as const, bf16: false, tensorCores: false, cpus: 4 };
-    const noWorkers = buildSpace({ batch_size: 8, num_workers: 0, persistent_workers: false }, {}, ["batch_size", "num_workers", "persistent_workers"], context, () => {});
+    const noWorkers = buildSpace(
+      { batch_size: 8, num_workers: 0, persistent_workers: false },
+      {},
+      ["batch_size", "num_workers", "persistent_workers"],
+      context,
+      () => {},
+    );
     expect(noWorkers.others.map((other) => other.knob)).toEqual(["num_workers"]);
-    const workers = buildSpace({ batch_size: 8, num_workers: 2, persistent_workers: false }, {}, ["batch_size", "num_workers", "persistent_workers"], context, () => {});
+    const workers = buildSpace(
+      { batch_size: 8, num_workers: 2, persistent_workers: false },
+      {},
+      ["batch_size", "num_workers", "persistent_workers"],
+      context,
+      () => {},
+    );
     expect(workers.others.map((other) => other.knob)).toEqual(["num_workers", "persistent_workers"]);
   });
 
@@ -80,9 +104,15 @@ describe("knob bindings", () => {
     const held = buildSpace({ batch_size: 4, accumulation: 16 }, {}, ["batch_size", "accumulation"], context, (line) => notes.push(line));
     expect(held.effectiveBatch).toBe(64);
     expect(notes.join("\n")).toMatch(/effective batch held at 64 .*4 × 16/);
-    expect(buildSpace({ batch_size: 4, accumulation: 16 }, { freeBatch: true }, ["batch_size", "accumulation"], context, () => {}).effectiveBatch).toBeUndefined();
-    expect(buildSpace({ batch_size: 4, accumulation: 16 }, { effectiveBatch: 256 }, ["batch_size", "accumulation"], context, () => {}).effectiveBatch).toBe(256);
-    expect(() => buildSpace({ batch_size: 4 }, { effectiveBatch: 256 }, ["batch_size"], context, () => {})).toThrow(/--effective-batch needs an accumulation knob/);
+    expect(
+      buildSpace({ batch_size: 4, accumulation: 16 }, { freeBatch: true }, ["batch_size", "accumulation"], context, () => {}).effectiveBatch,
+    ).toBeUndefined();
+    expect(buildSpace({ batch_size: 4, accumulation: 16 }, { effectiveBatch: 256 }, ["batch_size", "accumulation"], context, () => {}).effectiveBatch).toBe(
+      256,
+    );
+    expect(() => buildSpace({ batch_size: 4 }, { effectiveBatch: 256 }, ["batch_size"], context, () => {})).toThrow(
+      /--effective-batch needs an accumulation knob/,
+    );
   });
 
   it("binds an example's knobs from its config by name", async () => {
@@ -116,7 +146,27 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
     const store = join(root, "store-template");
     const result = spawnSync(
       process.execPath,
-      [join(REPO, "bin/brim.js"), "tune", "--store", store, "--quiet", "--cap", "200MiB", "--knob", "batch_size=8", "--max-trials", "6", "--warmup", "1", "--steps", "6", "--", PYTHON, script, "{batch_size}"],
+      [
+        join(REPO, "bin/brim.js"),
+        "tune",
+        "--store",
+        store,
+        "--quiet",
+        "--cap",
+        "200MiB",
+        "--knob",
+        "batch_size=8",
+        "--max-trials",
+        "6",
+        "--warmup",
+        "1",
+        "--steps",
+        "6",
+        "--",
+        PYTHON,
+        script,
+        "{batch_size}",
+      ],
       { cwd: root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: 300_000 },
     );
     expect(result.status, result.stderr).toBe(0);
@@ -142,9 +192,21 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
     const original = "# trial knobs\ndata_loader:\n  batch_size: 4   # small\n";
     writeFileSync(config, original);
     const script = join(dir, "job.py");
-    writeFileSync(script, ["import sys, time, yaml, brim", "bs = yaml.safe_load(open(sys.argv[1]))['data_loader']['batch_size']", "for _ in brim.track(range(10**6), samples=bs):", "    time.sleep(0.05)"].join("\n"));
+    writeFileSync(
+      script,
+      [
+        "import sys, time, yaml, brim",
+        "bs = yaml.safe_load(open(sys.argv[1]))['data_loader']['batch_size']",
+        "for _ in brim.track(range(10**6), samples=bs):",
+        "    time.sleep(0.05)",
+      ].join("\n"),
+    );
     const store = join(dir, "store");
-    const child = spawn(process.execPath, [join(REPO, "bin/brim.js"), "tune", "--store", store, "--quiet", "--cap", "1GiB", "--warmup", "1", "--steps", "400", "--", PYTHON, script, config], { cwd: dir });
+    const child = spawn(
+      process.execPath,
+      [join(REPO, "bin/brim.js"), "tune", "--store", store, "--quiet", "--cap", "1GiB", "--warmup", "1", "--steps", "400", "--", PYTHON, script, config],
+      { cwd: dir },
+    );
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const deadline = Date.now() + 60_000;
@@ -163,7 +225,21 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
 
   it("no winner when trial 0 (the configuration as it is) crashes: exit 3, its cause and last output lines inline, the next thing to try", () => {
     const store = join(root, "store-fail");
-    const result = spawnSync(process.execPath, [join(REPO, "bin/brim.js"), "tune", "--store", store, "--quiet", "--", "sh", "-c", "echo step one; echo 'ValueError: batch larger than the dataset' >&2; exit 3"], { cwd: root, encoding: "utf8" });
+    const result = spawnSync(
+      process.execPath,
+      [
+        join(REPO, "bin/brim.js"),
+        "tune",
+        "--store",
+        store,
+        "--quiet",
+        "--",
+        "sh",
+        "-c",
+        "echo step one; echo 'ValueError: batch larger than the dataset' >&2; exit 3",
+      ],
+      { cwd: root, encoding: "utf8" },
+    );
     expect(result.status, result.stderr).toBe(3);
     expect(result.stderr).toMatch(/trial 0\/16 .* crashed \(not out of memory\): ValueError: batch larger than the dataset/);
     expect(result.stderr).toContain("  | step one");

@@ -47,7 +47,13 @@ export const SHAPES = {
     about: "effective batch 240 fixed: micro-batch takes divisors, accumulation = 240 / micro",
     spec: { ...DEFAULT_ORACLE, knee: Infinity },
     capBytes: 64 * MiB,
-    space: { baseline: { batch_size: 8, accumulation: 30 }, microBatch: { knob: "batch_size" }, accumulation: { knob: "accumulation" }, effectiveBatch: 240, others: [] },
+    space: {
+      baseline: { batch_size: 8, accumulation: 30 },
+      microBatch: { knob: "batch_size" },
+      accumulation: { knob: "accumulation" },
+      effectiveBatch: 240,
+      others: [],
+    },
   },
   precision: {
     about: "bf16-mixed halves the memory per sample and is 30 % faster; num_workers 2 is 15 % faster",

@@ -133,7 +133,10 @@ function computeSeconds(spec: OracleSpec, knobs: Knobs): number {
   const k = readKnobs(knobs);
   const p = precisionOf(spec, k.precision);
   const slow = Number.isFinite(spec.knee) ? 1 + (spec.penalty * Math.max(0, k.m - spec.knee)) / spec.knee : 1;
-  const workers = 1 - (spec.workerGain * Math.min(k.workers, spec.workerBest)) / spec.workerBest + (spec.workerCost * Math.max(0, k.workers - spec.workerBest)) / spec.workerBest;
+  const workers =
+    1 -
+    (spec.workerGain * Math.min(k.workers, spec.workerBest)) / spec.workerBest +
+    (spec.workerCost * Math.max(0, k.workers - spec.workerBest)) / spec.workerBest;
   const pin = k.pin ? 1 - spec.pinGain : 1;
   return (spec.overheadS + spec.perSampleS * k.m * p.time * slow) * workers * pin + spec.optimizerS / Math.max(1, k.accumulation);
 }
@@ -286,7 +289,15 @@ export class SimulatedRunner implements TrialRunner {
     let result: TrialResult;
     if (truePeak > options.capBytes || (forced !== undefined && forced !== "ok")) {
       const end = forced ?? "cap_exceeded";
-      result = { end, samplesPerSecond: null, stepSeconds: [], peakBytes: end === "cap_exceeded" ? options.capBytes : null, frameworkPeakBytes: null, durationS: spec.startupS, oomRecoveries: 0 };
+      result = {
+        end,
+        samplesPerSecond: null,
+        stepSeconds: [],
+        peakBytes: end === "cap_exceeded" ? options.capBytes : null,
+        frameworkPeakBytes: null,
+        durationS: spec.startupS,
+        oomRecoveries: 0,
+      };
     } else {
       const trialFactor = 1 + (options.trialNoise ?? 0) * gaussian(this.random);
       const mean = stepSeconds(spec, knobs) * Math.max(0.2, trialFactor);

@@ -33,7 +33,13 @@ describe("doublingBisection (the classic finder)", () => {
     const clock = new FakeClock();
     const cap = 64 * MiB;
     const runner = new SimulatedRunner(DEFAULT_ORACLE, { capBytes: cap, clock });
-    const eff: TuneSpace = { baseline: { batch_size: 8, accumulation: 30 }, microBatch: { knob: "batch_size" }, accumulation: { knob: "accumulation" }, effectiveBatch: 240, others: [] };
+    const eff: TuneSpace = {
+      baseline: { batch_size: 8, accumulation: 30 },
+      microBatch: { knob: "batch_size" },
+      accumulation: { knob: "accumulation" },
+      effectiveBatch: 240,
+      others: [],
+    };
     const out = await doublingBisection(eff, runner, options(clock, cap));
     for (const t of out.trials) expect(Number(t.knobs.batch_size) * Number(t.knobs.accumulation)).toBe(240);
     expect(out.best?.knobs).toEqual({ batch_size: 120, accumulation: 2 });

@@ -5,7 +5,12 @@ import { DEFAULT_ORACLE, FakeClock, oracleBest, SimulatedRunner, throughput, typ
 
 const MiB = 2 ** 20;
 
-async function run(spec: OracleSpec, space: TuneSpace, capBytes: number, maxTrials = 12): Promise<{ runner: SimulatedRunner; outcome: Awaited<ReturnType<typeof searchKnobs>> }> {
+async function run(
+  spec: OracleSpec,
+  space: TuneSpace,
+  capBytes: number,
+  maxTrials = 12,
+): Promise<{ runner: SimulatedRunner; outcome: Awaited<ReturnType<typeof searchKnobs>> }> {
   const clock = new FakeClock();
   const runner = new SimulatedRunner(spec, { capBytes, clock, seed: 3, stepNoise: 0.01 });
   const outcome = await searchKnobs(space, runner, { capBytes, maxTrials, maxTimeS: 1e6, now: clock.now });
@@ -15,7 +20,11 @@ async function run(spec: OracleSpec, space: TuneSpace, capBytes: number, maxTria
 describe("the search spends trials where the evidence says the most is to gain", () => {
   it("a data-starved loop: loader workers first, named by the data wait, and the winner has them", async () => {
     const spec: OracleSpec = { ...DEFAULT_ORACLE, dataS: 0.002 };
-    const space: TuneSpace = { baseline: { batch_size: 16, num_workers: 0 }, microBatch: { knob: "batch_size" }, others: [{ knob: "num_workers", values: [0, 1, 2, 4] }] };
+    const space: TuneSpace = {
+      baseline: { batch_size: 16, num_workers: 0 },
+      microBatch: { knob: "batch_size" },
+      others: [{ knob: "num_workers", values: [0, 1, 2, 4] }],
+    };
     const { runner, outcome } = await run(spec, space, 256 * MiB);
     expect(runner.calls[1]?.knobs.num_workers).not.toBe(0);
     expect(runner.calls[1]?.purpose).toMatch(/the loop waits for data \d+ % of step time/);
@@ -26,7 +35,11 @@ describe("the search spends trials where the evidence says the most is to gain",
 
   it("fp32 on a GPU with tensor cores: precision first, named by the precision in force, and the winner runs 16-bit", async () => {
     const spec: OracleSpec = { ...DEFAULT_ORACLE, precisions: { ...DEFAULT_ORACLE.precisions, "bf16-mixed": { memory: 0.5, extraBytes: 2 * MiB, time: 0.3 } } };
-    const space: TuneSpace = { baseline: { batch_size: 16, precision: "fp32" }, microBatch: { knob: "batch_size" }, others: [{ knob: "precision", values: ["fp32", "fp16-mixed", "bf16-mixed", "tf32"] }] };
+    const space: TuneSpace = {
+      baseline: { batch_size: 16, precision: "fp32" },
+      microBatch: { knob: "batch_size" },
+      others: [{ knob: "precision", values: ["fp32", "fp16-mixed", "bf16-mixed", "tf32"] }],
+    };
     const { runner, outcome } = await run(spec, space, 256 * MiB, 14);
     expect(runner.calls[1]?.knobs.precision).not.toBe("fp32");
     expect(runner.calls[1]?.purpose).toMatch(/runs fp32 on a GPU with tensor cores/);
@@ -34,7 +47,11 @@ describe("the search spends trials where the evidence says the most is to gain",
   });
 
   it("a loop that does not wait for data spends no trial on loader workers", async () => {
-    const space: TuneSpace = { baseline: { batch_size: 16, num_workers: 0 }, microBatch: { knob: "batch_size" }, others: [{ knob: "num_workers", values: [0, 1, 2] }] };
+    const space: TuneSpace = {
+      baseline: { batch_size: 16, num_workers: 0 },
+      microBatch: { knob: "batch_size" },
+      others: [{ knob: "num_workers", values: [0, 1, 2] }],
+    };
     // a data wait measured, and negligible
     const { runner, outcome } = await run({ ...DEFAULT_ORACLE, dataS: 1e-7 }, space, 64 * MiB);
     expect(runner.calls.every((c) => c.knobs.num_workers === 0)).toBe(true);
@@ -42,8 +59,29 @@ describe("the search spends trials where the evidence says the most is to gain",
   });
 
   it("ranks by expected gain", () => {
-    const evidence = evidenceOf({ end: "ok", samplesPerSecond: 100, stepSeconds: [0.1], peakBytes: null, frameworkPeakBytes: null, durationS: 1, oomRecoveries: 0, dataWaitShare: 0.6, precision: "fp32" }, { num_workers: 0 }, 1e9);
-    const { ranked } = rankByEvidence([{ knob: "precision", values: ["fp32", "bf16-mixed"] }, { knob: "num_workers", values: [0, 1, 2] }], evidence, { num_workers: 0, precision: "fp32" });
+    const evidence = evidenceOf(
+      {
+        end: "ok",
+        samplesPerSecond: 100,
+        stepSeconds: [0.1],
+        peakBytes: null,
+        frameworkPeakBytes: null,
+        durationS: 1,
+        oomRecoveries: 0,
+        dataWaitShare: 0.6,
+        precision: "fp32",
+      },
+      { num_workers: 0 },
+      1e9,
+    );
+    const { ranked } = rankByEvidence(
+      [
+        { knob: "precision", values: ["fp32", "bf16-mixed"] },
+        { knob: "num_workers", values: [0, 1, 2] },
+      ],
+      evidence,
+      { num_workers: 0, precision: "fp32" },
+    );
     expect(ranked.map((r) => r.knob)).toEqual(["num_workers", "precision"]);
   });
 });

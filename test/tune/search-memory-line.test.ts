@@ -1,6 +1,16 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fitMemoryLine, largestUnder, MARGIN_FLOOR, marginAt, PEAK_NOISE_PRIOR, peakSigma, predictPeak, t99, type MemoryPoint } from "../../src/tune/memory-line.ts";
+import {
+  fitMemoryLine,
+  largestUnder,
+  MARGIN_FLOOR,
+  marginAt,
+  PEAK_NOISE_PRIOR,
+  peakSigma,
+  predictPeak,
+  t99,
+  type MemoryPoint,
+} from "../../src/tune/memory-line.ts";
 import { gaussian, seeded } from "./oracle.ts";
 
 const GiB = 2 ** 30;

@@ -42,7 +42,12 @@ function setUp(j: Job): { spec: OracleSpec; cap: number; space: TuneSpace } {
     baseline: j.others ? { ...baseline, precision: "fp32" } : baseline,
     microBatch: { knob: "batch_size" },
     ...(j.effective === undefined ? {} : { accumulation: { knob: "accumulation" }, effectiveBatch: j.effective }),
-    others: j.others ? [{ knob: "precision", values: ["fp32", "bf16-mixed"] }, { knob: "num_workers", values: [0, 2, 4] }] : [],
+    others: j.others
+      ? [
+          { knob: "precision", values: ["fp32", "bf16-mixed"] },
+          { knob: "num_workers", values: [0, 2, 4] },
+        ]
+      : [],
   };
   return { spec, cap, space };
 }

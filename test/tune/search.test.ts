@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { InputError } from "../../src/errors/index.ts";
-import { doublingBisection, searchKnobs, type Knobs, type SearchOptions, type SearchOutcome, type TrialResult, type TrialRunner, type TuneSpace } from "../../src/tune/search.ts";
+import {
+  doublingBisection,
+  searchKnobs,
+  type Knobs,
+  type SearchOptions,
+  type SearchOutcome,
+  type TrialResult,
+  type TrialRunner,
+  type TuneSpace,
+} from "../../src/tune/search.ts";
 import { DEFAULT_ORACLE, FakeClock, oracleBest, peakBytes, SimulatedRunner, throughput, type OracleSpec, type SimulatedOptions } from "./oracle.ts";
 import { SHAPES, type Shape } from "./oracle-shapes.ts";
 
@@ -236,10 +245,16 @@ describe("budgets", () => {
   it("onTrial hears of each trial before and after, with a plausible planned total", async () => {
     const shape = SHAPES.precision;
     const events: { index: number; after: boolean; planned: number; best: number | null }[] = [];
-    const { outcome } = await search(shape.spec, shape.capBytes, shape.space, {}, {
-      maxTrials: 30,
-      onTrial: (e) => events.push({ index: e.index, after: e.result !== undefined, planned: e.plannedTotal, best: e.bestIndex }),
-    });
+    const { outcome } = await search(
+      shape.spec,
+      shape.capBytes,
+      shape.space,
+      {},
+      {
+        maxTrials: 30,
+        onTrial: (e) => events.push({ index: e.index, after: e.result !== undefined, planned: e.plannedTotal, best: e.bestIndex }),
+      },
+    );
     expect(events).toHaveLength(2 * outcome.trials.length);
     events.forEach((e, i) => {
       expect(e.index).toBe(Math.floor(i / 2));
@@ -253,7 +268,13 @@ describe("budgets", () => {
 
 describe("the space", () => {
   it("without a micro-batch knob only the other knobs are tuned", async () => {
-    const space: TuneSpace = { baseline: { batch_size: 64 }, others: [{ knob: "num_workers", values: [0, 1, 2, 4] }, { knob: "pin_memory", values: [false, true] }] };
+    const space: TuneSpace = {
+      baseline: { batch_size: 64 },
+      others: [
+        { knob: "num_workers", values: [0, 1, 2, 4] },
+        { knob: "pin_memory", values: [false, true] },
+      ],
+    };
     const { outcome } = await search(DEFAULT_ORACLE, 64 * MiB, space);
     expect(outcome.trials.every((t) => t.knobs.batch_size === 64)).toBe(true);
     expect(outcome.best?.knobs).toEqual({ batch_size: 64, num_workers: 2, pin_memory: true });

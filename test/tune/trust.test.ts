@@ -11,7 +11,16 @@ const steps = (seconds: number[], samples = 32, t0 = 100): StepTime[] => {
   let t = t0;
   return seconds.map((s) => ({ t: (t += s), samples, seconds: s, warmup: false }));
 };
-const okResult = (sps: number, extra: Partial<TrialResult> = {}): TrialResult => ({ end: "ok", samplesPerSecond: sps, stepSeconds: [0.1, 0.1, 0.1], peakBytes: 10 * MiB, frameworkPeakBytes: null, durationS: 2, oomRecoveries: 0, ...extra });
+const okResult = (sps: number, extra: Partial<TrialResult> = {}): TrialResult => ({
+  end: "ok",
+  samplesPerSecond: sps,
+  stepSeconds: [0.1, 0.1, 0.1],
+  peakBytes: 10 * MiB,
+  frameworkPeakBytes: null,
+  durationS: 2,
+  oomRecoveries: 0,
+  ...extra,
+});
 
 describe("the measurement window", () => {
   const options = { warmupSteps: 1, maxSteps: 20, minSteps: 3, windowS: 10, stableWithin: 0.02 };
@@ -46,7 +55,12 @@ describe("trust", () => {
   it("--knob batch_size=32,64,128 tries exactly those micro-batches", async () => {
     const clock = new FakeClock();
     const runner = new SimulatedRunner(DEFAULT_ORACLE, { capBytes: 2 ** 30, clock });
-    const outcome = await searchKnobs({ baseline: { batch_size: 8 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [] }, runner, { capBytes: 2 ** 30, maxTrials: 10, maxTimeS: 1e6, now: clock.now });
+    const outcome = await searchKnobs({ baseline: { batch_size: 8 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [] }, runner, {
+      capBytes: 2 ** 30,
+      maxTrials: 10,
+      maxTimeS: 1e6,
+      now: clock.now,
+    });
     const tried = [...new Set(runner.calls.map((c) => c.knobs.batch_size))];
     expect(tried.sort((a, b) => Number(a) - Number(b))).toEqual([8, 32, 64, 128]);
     expect(outcome.best).not.toBeNull();
@@ -57,7 +71,13 @@ describe("trust", () => {
     const spec = { ...DEFAULT_ORACLE, knee: Infinity };
     const runner = new SimulatedRunner(spec, { capBytes: 2 ** 30, clock });
     // micro-batch 16 steps in ~16 ms; without the window the curve (no knee) would take it to the cap
-    const outcome = await searchKnobs({ baseline: { batch_size: 16 }, microBatch: { knob: "batch_size" }, others: [] }, runner, { capBytes: 2 ** 30, maxTrials: 10, maxTimeS: 1e6, now: clock.now, maxStepS: 0.05 });
+    const outcome = await searchKnobs({ baseline: { batch_size: 16 }, microBatch: { knob: "batch_size" }, others: [] }, runner, {
+      capBytes: 2 ** 30,
+      maxTrials: 10,
+      maxTimeS: 1e6,
+      now: clock.now,
+      maxStepS: 0.05,
+    });
     for (const call of runner.calls) expect(stepSeconds(spec, call.knobs)).toBeLessThanOrEqual(0.05);
     expect(outcome.notes.join("\n")).toMatch(/not tried: a step there would take more than the 0.05 s measurement window/);
   });
@@ -68,12 +88,23 @@ describe("trust", () => {
       run(knobs, purpose) {
         calls.push({ knobs, purpose });
         const m = Number(knobs.batch_size);
-        if (m > 1000) return Promise.resolve({ ...okResult(0), end: "crashed", samplesPerSecond: null, failure: { kind: "crash", cause: "ValueError: batch larger than the dataset" } });
+        if (m > 1000)
+          return Promise.resolve({
+            ...okResult(0),
+            end: "crashed",
+            samplesPerSecond: null,
+            failure: { kind: "crash", cause: "ValueError: batch larger than the dataset" },
+          });
         return Promise.resolve(okResult(100 * Math.log2(m), { peakBytes: (50 + m / 100) * MiB, stepSeconds: [0.1, 0.1, 0.1] }));
       },
     };
     const now = (): number => calls.length;
-    const outcome = await searchKnobs({ baseline: { batch_size: 32 }, microBatch: { knob: "batch_size" }, others: [] }, runner, { capBytes: 8 * 2 ** 30, maxTrials: 12, maxTimeS: 1e6, now });
+    const outcome = await searchKnobs({ baseline: { batch_size: 32 }, microBatch: { knob: "batch_size" }, others: [] }, runner, {
+      capBytes: 8 * 2 ** 30,
+      maxTrials: 12,
+      maxTimeS: 1e6,
+      now,
+    });
     const bisect = calls.find((c) => c.purpose.startsWith("bisect"));
     expect(bisect?.purpose).toMatch(/crashed|not for lack of memory/);
     // a memory failure at the crash's micro-batch would have pulled the line's limit under it
@@ -91,7 +122,12 @@ describe("trust", () => {
         return Promise.resolve(okResult(sps, { peakBytes: (50 + m) * MiB, stepSeconds: [0.1, 0.102, 0.098, 0.1] }));
       },
     };
-    const outcome = await searchKnobs({ baseline: { batch_size: 32 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [] }, runner, { capBytes: 2 ** 30, maxTrials: 10, maxTimeS: 1e6, now: () => i });
+    const outcome = await searchKnobs({ baseline: { batch_size: 32 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [] }, runner, {
+      capBytes: 2 ** 30,
+      maxTrials: 10,
+      maxTimeS: 1e6,
+      now: () => i,
+    });
     expect(outcome.best?.knobs.batch_size).toBe(32);
     expect(outcome.notes.join("\n")).toMatch(/the baseline is already as good/);
   });
@@ -107,14 +143,20 @@ describe("trust", () => {
         return Promise.resolve(okResult(m === 32 ? 19 : m === 128 ? 15 : 12, { peakBytes: (50 + m) * MiB, stepSeconds: [0.1, 0.1, 0.1, 0.1] }));
       },
     };
-    const outcome = await searchKnobs({ baseline: { batch_size: 32 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [{ knob: "num_workers", values: [0, 1] }] }, runner, { capBytes: 2 ** 30, maxTrials: 8, maxTimeS: 1e6, now: () => calls });
+    const outcome = await searchKnobs(
+      { baseline: { batch_size: 32 }, microBatch: { knob: "batch_size", values: [32, 64, 128] }, others: [{ knob: "num_workers", values: [0, 1] }] },
+      runner,
+      { capBytes: 2 ** 30, maxTrials: 8, maxTimeS: 1e6, now: () => calls },
+    );
     expect(outcome.best?.knobs.batch_size).toBe(32);
     expect(outcome.best?.samplesPerSecond).toBe(19);
   });
 
   it("samples per step must follow the micro-batch (the sequence-first bug)", () => {
     const base = { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 32 * 240 }) };
-    expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 32 * 240 }) })).toMatch(/did not follow the micro-batch/);
+    expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 32 * 240 }) })).toMatch(
+      /did not follow the micro-batch/,
+    );
     expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 128 * 240 }) })).toBeNull();
     expect(samplesMismatch(base, { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 1 }) })).toBeNull();
   });
@@ -123,7 +165,11 @@ describe("trust", () => {
     const clock = new FakeClock();
     const runner = new SimulatedRunner(DEFAULT_ORACLE, { capBytes: 2 ** 30, clock });
     const outcome = await searchKnobs({ baseline: { batch_size: 8 }, microBatch: { knob: "batch_size" }, others: [] }, runner, {
-      capBytes: 2 ** 30, maxTrials: 10, maxTimeS: 1e6, now: clock.now, stopWhen: () => (runner.calls.length >= 2 ? "untrusted" : null),
+      capBytes: 2 ** 30,
+      maxTrials: 10,
+      maxTimeS: 1e6,
+      now: clock.now,
+      stopWhen: () => (runner.calls.length >= 2 ? "untrusted" : null),
     });
     expect(outcome.stopReason).toBe("untrusted");
     expect(runner.calls.length).toBe(2);
@@ -132,13 +178,36 @@ describe("trust", () => {
 
 describe("what the terminal shows", () => {
   const record: TuneRecord = {
-    schema: "brim.tune/v1", id: "20261122-000000-abcd", command: ["python", "train.py"], cwd: "/p", bindings: [], cap_bytes: 6 * 2 ** 30, cap_scope: "ram", effective_batch: null,
-    started_at: "", ended_at: "", stop_reason: "converged", strategy: "brim", notes: [], budget: { max_trials: 6, max_time_s: 1200 },
+    schema: "brim.tune/v1",
+    id: "20261122-000000-abcd",
+    command: ["python", "train.py"],
+    cwd: "/p",
+    bindings: [],
+    cap_bytes: 6 * 2 ** 30,
+    cap_scope: "ram",
+    effective_batch: null,
+    started_at: "",
+    ended_at: "",
+    stop_reason: "converged",
+    strategy: "brim",
+    notes: [],
+    budget: { max_trials: 6, max_time_s: 1200 },
     memory_line: { intercept_bytes: 400 * MiB, bytes_per_sample: 1.2105400934595054, margin_bytes: 120 * MiB, predicted_max_micro_batch: 4096 },
     trials: [0, 1, 2].map((index) => ({
-      index, run_id: null, knobs: { batch_size: 32 * 2 ** index, num_workers: 0, pin_memory: false, persistent_workers: false, precision: "fp32" },
-      purpose: "memory probe: micro-batch 128 (×4.0 the largest that ran; at most 4.11 GiB even if all memory grew with the micro-batch) and more words to make it long",
-      end: "ok", samples_per_s: 40 + index, peak_bytes: 500 * MiB, framework_peak_bytes: null, gpu_util_mean: null, data_wait_share: null, duration_s: 12, oom_recoveries: 0, fixed_cost_s: 2.5,
+      index,
+      run_id: null,
+      knobs: { batch_size: 32 * 2 ** index, num_workers: 0, pin_memory: false, persistent_workers: false, precision: "fp32" },
+      purpose:
+        "memory probe: micro-batch 128 (×4.0 the largest that ran; at most 4.11 GiB even if all memory grew with the micro-batch) and more words to make it long",
+      end: "ok",
+      samples_per_s: 40 + index,
+      peak_bytes: 500 * MiB,
+      framework_peak_bytes: null,
+      gpu_util_mean: null,
+      data_wait_share: null,
+      duration_s: 12,
+      oom_recoveries: 0,
+      fixed_cost_s: 2.5,
     })),
     winner: { index: 2, knobs: { batch_size: 128, num_workers: 0, pin_memory: false, persistent_workers: false, precision: "fp32" }, speedup: 1.05 },
     effective_batch_policy: { kind: "free", before: 32, after: 128, text: "effective batch free: the winner changes it from 32 to 128 (×4.00)" },
@@ -156,7 +225,13 @@ describe("what the terminal shows", () => {
   });
 
   it("a failed trial's line carries its cause and last output lines", () => {
-    const line = renderTrialLine(3, 6, "batch_size=4096", { ...okResult(0), end: "crashed", samplesPerSecond: null, failure: { kind: "crash", cause: "ValueError: batch larger than the dataset" }, tail: ["loading", "ValueError: batch larger than the dataset"] });
+    const line = renderTrialLine(3, 6, "batch_size=4096", {
+      ...okResult(0),
+      end: "crashed",
+      samplesPerSecond: null,
+      failure: { kind: "crash", cause: "ValueError: batch larger than the dataset" },
+      tail: ["loading", "ValueError: batch larger than the dataset"],
+    });
     expect(line).toMatch(/^trial 3\/6 batch_size=4096 → crashed \(not out of memory\): ValueError: batch larger than the dataset/);
     expect(line.split("\n").slice(-2)).toEqual(["  | loading", "  | ValueError: batch larger than the dataset"]);
   });

@@ -15,7 +15,12 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const MiB = 2 ** 20;
 
 function brim(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [BRIM, ...args], { cwd: root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1", ...env }, timeout: 600_000 });
+  const result = spawnSync(process.execPath, [BRIM, ...args], {
+    cwd: root,
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1", ...env },
+    timeout: 600_000,
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -33,7 +38,27 @@ describe("brim tune against the oracle job (known throughput and memory curves)"
   const tuneOnce = (strategy: string): TuneRecord => {
     const store = join(root, `store-oracle-${strategy}`);
     const result = brim(
-      ["tune", "--json", "--store", store, "--cap", String(cap), "--fix", "num_workers", "--warmup", "2", "--steps", "10", "--max-trials", "16", "--strategy", strategy, "--", PYTHON, join(REPO, "test/jobs/oracle_job.py")],
+      [
+        "tune",
+        "--json",
+        "--store",
+        store,
+        "--cap",
+        String(cap),
+        "--fix",
+        "num_workers",
+        "--warmup",
+        "2",
+        "--steps",
+        "10",
+        "--max-trials",
+        "16",
+        "--strategy",
+        strategy,
+        "--",
+        PYTHON,
+        join(REPO, "test/jobs/oracle_job.py"),
+      ],
       env,
     );
     expect(result.status, result.stderr).toBe(0);
@@ -47,7 +72,12 @@ describe("brim tune against the oracle job (known throughput and memory curves)"
     // what the interpreter itself holds, measured: the RSS above the oracle's own formula
     const offset = median(ok.map((trial) => (trial.peak_bytes as number) - peakBytes(spec, trial.knobs)));
     expect(offset).toBeGreaterThan(0);
-    const best = oracleBest({ ...spec, baseBytes: spec.baseBytes + offset }, { baseline: { batch_size: 8 }, microBatch: { knob: "batch_size" }, others: [] }, cap, 512);
+    const best = oracleBest(
+      { ...spec, baseBytes: spec.baseBytes + offset },
+      { baseline: { batch_size: 8 }, microBatch: { knob: "batch_size" }, others: [] },
+      cap,
+      512,
+    );
     expect(best).not.toBeNull();
     const winner = record.winner;
     expect(winner).not.toBeNull();
@@ -71,7 +101,28 @@ describe("brim tune on the bundled examples (CPU), with --apply", () => {
       const config = join(examples, name, "config.yaml");
       const before = readFileSync(config, "utf8");
       const store = join(root, `store-${name}`);
-      const result = brim(["tune", "--store", store, "--apply", "--quiet", "--cap", "6GiB", "--max-trials", "4", "--warmup", "1", "--steps", "4", "--max-batch", "128", "--", PYTHON, join(examples, name, "train.py"), "--config", config]);
+      const result = brim([
+        "tune",
+        "--store",
+        store,
+        "--apply",
+        "--quiet",
+        "--cap",
+        "6GiB",
+        "--max-trials",
+        "4",
+        "--warmup",
+        "1",
+        "--steps",
+        "4",
+        "--max-batch",
+        "128",
+        "--",
+        PYTHON,
+        join(examples, name, "train.py"),
+        "--config",
+        config,
+      ]);
       expect(result.status, result.stderr).toBe(0);
       // the winner, or your configuration when nothing beats it beyond the noise
       expect(result.stdout).toMatch(/winner: (trial \d+|your configuration as it is)/);

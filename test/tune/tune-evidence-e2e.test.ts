@@ -17,7 +17,25 @@ function tune(name: string, args: string[], env: Record<string, string>): { stat
   const store = join(root, name);
   const result = spawnSync(
     process.execPath,
-    [BRIM, "tune", "--json", "--store", store, "--cap", "512MiB", "--warmup", "1", "--steps", "12", "--window", "2s", ...args, "--", PYTHON, join(REPO, "test/jobs/oracle_job.py")],
+    [
+      BRIM,
+      "tune",
+      "--json",
+      "--store",
+      store,
+      "--cap",
+      "512MiB",
+      "--warmup",
+      "1",
+      "--steps",
+      "12",
+      "--window",
+      "2s",
+      ...args,
+      "--",
+      PYTHON,
+      join(REPO, "test/jobs/oracle_job.py"),
+    ],
     { cwd: root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1", ...env }, timeout: 240_000 },
   );
   return { status: result.status, record: JSON.parse(result.stdout) as TuneRecord, stderr: result.stderr };
@@ -36,12 +54,16 @@ describe("brim tune finds loader and precision wins on the oracle job (CPU)", ()
   });
 
   it("fp32 with a faster 16-bit precision on offer: precision is tried first and wins", { timeout: 240_000 }, () => {
-    const { status, record, stderr } = tune("precision", ["--max-trials", "6", "--fix", "num_workers", "--knob", "batch_size=64", "--knob", "precision=fp32,bf16-mixed"], {
-      ORACLE_PRECISIONS: JSON.stringify({ fp32: { memory: 1, extra_bytes: 0, time: 1 }, "bf16-mixed": { memory: 0.5, extra_bytes: 0, time: 0.5 } }),
-      ORACLE_KNEE: "inf",
-      // the per-sample time dominates the step, so the precision's gain (×1.5 here) stands well above a loaded machine's noise
-      ORACLE_OVERHEAD_S: "0.002",
-    });
+    const { status, record, stderr } = tune(
+      "precision",
+      ["--max-trials", "6", "--fix", "num_workers", "--knob", "batch_size=64", "--knob", "precision=fp32,bf16-mixed"],
+      {
+        ORACLE_PRECISIONS: JSON.stringify({ fp32: { memory: 1, extra_bytes: 0, time: 1 }, "bf16-mixed": { memory: 0.5, extra_bytes: 0, time: 0.5 } }),
+        ORACLE_KNEE: "inf",
+        // the per-sample time dominates the step, so the precision's gain (×1.5 here) stands well above a loaded machine's noise
+        ORACLE_OVERHEAD_S: "0.002",
+      },
+    );
     expect(status, stderr).toBe(0);
     const first = record.trials.find((t) => t.index === 1);
     expect(first?.knobs.precision).toBe("bf16-mixed");

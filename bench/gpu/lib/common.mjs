@@ -81,7 +81,10 @@ export function parseDuration(text) {
 export function gpuSlug(detect) {
   const name = detect?.gpus?.[0]?.name;
   if (!name) return "cpu";
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-|-$/g, "");
 }
 
 /** brim plan's GPU option for the card found: a catalog id when the name says which, else its memory. */
@@ -127,12 +130,15 @@ export function runProcess(argv, { cwd = REPO, env = process.env, timeoutS = 600
         // already gone
       }
     };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill("SIGTERM");
-      // brim stops its job within its 10 s grace on SIGTERM; then nothing is left to wait for
-      setTimeout(() => kill("SIGKILL"), 15_000).unref();
-    }, Math.max(1, timeoutS) * 1000);
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        kill("SIGTERM");
+        // brim stops its job within its 10 s grace on SIGTERM; then nothing is left to wait for
+        setTimeout(() => kill("SIGKILL"), 15_000).unref();
+      },
+      Math.max(1, timeoutS) * 1000,
+    );
     child.on("error", (error) => {
       clearTimeout(timer);
       done({ code: null, signal: null, stdout: "", stderr: String(error.message), wallS: (Date.now() - started) / 1000, timedOut });
@@ -196,7 +202,10 @@ export class Campaign {
     this.startedMs = Date.now();
     this.deadlineMs = this.startedMs + opts.budgetS * 1000;
     this.node = process.execPath;
-    this.brimEntry = resolve(process.env.BRIM_BIN ?? (existsSync(join(REPO, ".device", "brim", "bin", "brim.js")) ? join(REPO, ".device", "brim", "bin", "brim.js") : join(REPO, "bin", "brim.js")));
+    this.brimEntry = resolve(
+      process.env.BRIM_BIN ??
+        (existsSync(join(REPO, ".device", "brim", "bin", "brim.js")) ? join(REPO, ".device", "brim", "bin", "brim.js") : join(REPO, "bin", "brim.js")),
+    );
     this.work = opts.work ?? join(tmpdir(), `brim-campaign-${process.pid}`);
     mkdirSync(this.work, { recursive: true });
     this.durations = new Map();
@@ -221,12 +230,28 @@ export class Campaign {
     this.outDir = join(this.opts.out, this.slug);
     this.priorDir = join(this.opts.prior, this.slug);
     mkdirSync(this.outDir, { recursive: true });
-    writeFileSync(join(this.outDir, "machine.json"), JSON.stringify({ schema: SCHEMA, detected_at: new Date().toISOString(), machine: this.machine, versions: this.versions, brim_entry: this.rel(this.brimEntry), python: this.opts.python }, null, 2) + "\n");
+    writeFileSync(
+      join(this.outDir, "machine.json"),
+      JSON.stringify(
+        {
+          schema: SCHEMA,
+          detected_at: new Date().toISOString(),
+          machine: this.machine,
+          versions: this.versions,
+          brim_entry: this.rel(this.brimEntry),
+          python: this.opts.python,
+        },
+        null,
+        2,
+      ) + "\n",
+    );
     this.logFile = join(this.outDir, "campaign.log");
     // the log, like the results, goes on from the earlier calls' one
     const priorLog = join(this.priorDir, "campaign.log");
     if (!existsSync(this.logFile) && existsSync(priorLog) && resolve(priorLog) !== resolve(this.logFile)) copyFileSync(priorLog, this.logFile);
-    this.log(`campaign ${this.opts.part}${this.opts.quick ? " --quick" : ""}: ${this.slug}, budget ${this.opts.budgetS}s, brim ${this.versions.brim} (${this.rel(this.brimEntry)}), torch ${this.versions.torch ?? "?"}, out ${this.outDir}`);
+    this.log(
+      `campaign ${this.opts.part}${this.opts.quick ? " --quick" : ""}: ${this.slug}, budget ${this.opts.budgetS}s, brim ${this.versions.brim} (${this.rel(this.brimEntry)}), torch ${this.versions.torch ?? "?"}, out ${this.outDir}`,
+    );
   }
 
   log(line) {
@@ -258,7 +283,8 @@ export class Campaign {
     // the longest of the last few: one slow outlier (a first run that generates data) fades out
     const expect = seen && seen.length > 0 ? Math.max(...seen.slice(-3)) * 1.1 : guessS;
     if (expect <= this.remainingS()) return true;
-    if (!this.stoppedByBudget) this.log(`budget: ${this.remainingS().toFixed(0)}s left, a ${kind} takes about ${expect.toFixed(0)}s; stopping here (run again to resume)`);
+    if (!this.stoppedByBudget)
+      this.log(`budget: ${this.remainingS().toFixed(0)}s left, a ${kind} takes about ${expect.toFixed(0)}s; stopping here (run again to resume)`);
     this.stoppedByBudget = true;
     return false;
   }
@@ -403,7 +429,8 @@ export function readRunStore(store, runId) {
     } catch {
       continue;
     }
-    if (entry.kind === "event") events.push({ t: entry.t, event: entry.event, step: entry.step ?? null, message: entry.message ?? null, details: entry.details ?? {} });
+    if (entry.kind === "event")
+      events.push({ t: entry.t, event: entry.event, step: entry.step ?? null, message: entry.message ?? null, details: entry.details ?? {} });
     else if (entry.kind === "step") {
       steps++;
       stepPids.add(entry.pid);
@@ -425,7 +452,14 @@ export function readRunStore(store, runId) {
     run,
     events: events.filter((e) => e.event !== "knob_read"),
     knobs_read: events.filter((e) => e.event === "knob_read").map((e) => e.details),
-    timeline: { samples_stored: samples, steps, step_pids: stepPids.size, device_used_max_bytes: deviceMax, device_used_min_bytes: deviceMin, tree_gpu_max_bytes_stored: treeMax },
+    timeline: {
+      samples_stored: samples,
+      steps,
+      step_pids: stepPids.size,
+      device_used_max_bytes: deviceMax,
+      device_used_min_bytes: deviceMin,
+      tree_gpu_max_bytes_stored: treeMax,
+    },
     done: parseDoneLine(output),
     output_tail: output.filter((l) => l.trim() !== "").slice(-8),
   };

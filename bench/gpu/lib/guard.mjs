@@ -18,7 +18,20 @@ export function parseSize(text) {
 
 /** The largest micro-batch the plan puts at or under `bytes` (margin 0). */
 async function microBatchFor(c, job, bytes) {
-  const args = ["plan", job.spec, ...planGpuArgs(c.machine), "--precision", "fp32", "--optimizer", job.optimizer, "--cap", `${Math.floor(bytes / 2 ** 20)}MiB`, "--margin", "0", "--json"];
+  const args = [
+    "plan",
+    job.spec,
+    ...planGpuArgs(c.machine),
+    "--precision",
+    "fp32",
+    "--optimizer",
+    job.optimizer,
+    "--cap",
+    `${Math.floor(bytes / 2 ** 20)}MiB`,
+    "--margin",
+    "0",
+    "--json",
+  ];
   const res = await c.brim(args, { timeoutS: 60 });
   const plan = parseJsonOutput(res.stdout);
   return { mb: plan?.max_micro_batch ?? null, argv: c.recorded(c.brimArgv(args)) };
@@ -26,7 +39,20 @@ async function microBatchFor(c, job, bytes) {
 
 /** The plan's peak at micro-batch `mb` (what the job would hold without the guard). */
 async function predictedPeak(c, job, mb) {
-  const args = ["plan", job.spec, ...planGpuArgs(c.machine), "--precision", "fp32", "--optimizer", job.optimizer, "--batch", String(mb), "--effective-batch", String(mb), "--json"];
+  const args = [
+    "plan",
+    job.spec,
+    ...planGpuArgs(c.machine),
+    "--precision",
+    "fp32",
+    "--optimizer",
+    job.optimizer,
+    "--batch",
+    String(mb),
+    "--effective-batch",
+    String(mb),
+    "--json",
+  ];
   const res = await c.brim(args, { timeoutS: 60 });
   return parseJsonOutput(res.stdout)?.memory?.peak_bytes ?? null;
 }
@@ -59,7 +85,22 @@ export async function guard(c, { workloads: jobs, settings }) {
     // no loader workers: batches this big through worker shared memory fail where /dev/shm is small
     const knobs = mb !== null ? { batch_size: mb } : {};
     const predicted = mb !== null ? await predictedPeak(c, job, mb) : null;
-    const argv = c.brimArgv(["run", "--quiet", "--json", "--store", store, "--cap", s.cap, "--steps", String(s.steps), "--warmup", "1", ...knobArgs(knobs), "--", ...jobCommand(c, job, sets)]);
+    const argv = c.brimArgv([
+      "run",
+      "--quiet",
+      "--json",
+      "--store",
+      store,
+      "--cap",
+      s.cap,
+      "--steps",
+      String(s.steps),
+      "--warmup",
+      "1",
+      ...knobArgs(knobs),
+      "--",
+      ...jobCommand(c, job, sets),
+    ]);
     const res = await runProcess(argv, { timeoutS: c.timeoutFor(s.limitS), env: { ...process.env, ...kase.env } });
     if (res.timedOut && c.remainingS() <= 5) return;
     const record = parseJsonOutput(res.stdout);
@@ -78,7 +119,15 @@ export async function guard(c, { workloads: jobs, settings }) {
     results.add(
       c.envelope(PART, key, argv, startedAt, {
         ok,
-        error: ok ? null : `checks failed: ${Object.entries(checks).filter(([, v]) => v === false).map(([k]) => k).join(", ") || (record?.end?.message ?? "no run record")}`,
+        error: ok
+          ? null
+          : `checks failed: ${
+              Object.entries(checks)
+                .filter(([, v]) => v === false)
+                .map(([k]) => k)
+                .join(", ") ||
+              (record?.end?.message ?? "no run record")
+            }`,
         job: job.name,
         case: kase.name,
         env: kase.env,

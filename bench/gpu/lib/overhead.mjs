@@ -34,7 +34,16 @@ export async function overhead(c, { workloads: jobs, settings }) {
           runId = parseJsonOutput(res.stdout)?.id ?? null;
           done = runId ? readRunStore(store, runId).done : null;
         }
-        runs.push({ pair: i, mode, samples_per_s: done?.samples_per_s ?? null, steps: done?.steps ?? null, elapsed_s: done?.elapsed_s ?? null, wall_s: res.wallS, exit_code: res.code, run_id: runId });
+        runs.push({
+          pair: i,
+          mode,
+          samples_per_s: done?.samples_per_s ?? null,
+          steps: done?.steps ?? null,
+          elapsed_s: done?.elapsed_s ?? null,
+          wall_s: res.wallS,
+          exit_code: res.code,
+          run_id: runId,
+        });
       }
     }
     if (cut) return; // the budget ran out mid-job: measured again, whole, next call
@@ -47,7 +56,10 @@ export async function overhead(c, { workloads: jobs, settings }) {
       if (typeof b === "number" && typeof u === "number" && b > 0) pairRatios.push(u / b);
     }
     const ok = bare !== null && under !== null && runs.every((r) => r.exit_code === 0);
-    c.took("overhead-job", runs.reduce((a, r) => a + r.wall_s, 0));
+    c.took(
+      "overhead-job",
+      runs.reduce((a, r) => a + r.wall_s, 0),
+    );
     results.add(
       c.envelope(PART, key, brimArgv, startedAt, {
         ok,

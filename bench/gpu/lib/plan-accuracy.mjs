@@ -11,7 +11,7 @@ const PART = "plan-accuracy";
 /** The plan as the pair keeps it: the peak, components, setup, and the constants assumed. */
 function planDigest(plan, stage) {
   if (plan === null) return null;
-  const chosen = stage ? (plan.stages ?? []).find((s) => s.name === stage) ?? plan : plan;
+  const chosen = stage ? ((plan.stages ?? []).find((s) => s.name === stage) ?? plan) : plan;
   return {
     peak_bytes: chosen.memory?.peak_bytes ?? null,
     components: chosen.memory?.components ?? null,
@@ -31,10 +31,27 @@ function profileDigest(profile) {
 }
 
 async function runPlan(c, model, precision, mb, job) {
-  const args = ["plan", model, ...planGpuArgs(c.machine), "--precision", precision, "--batch", String(mb), "--effective-batch", String(mb), "--optimizer", job.optimizer, "--json"];
+  const args = [
+    "plan",
+    model,
+    ...planGpuArgs(c.machine),
+    "--precision",
+    precision,
+    "--batch",
+    String(mb),
+    "--effective-batch",
+    String(mb),
+    "--optimizer",
+    job.optimizer,
+    "--json",
+  ];
   const res = await c.brim(args, { timeoutS: 60 });
   const plan = res.code === 0 ? parseJsonOutput(res.stdout) : null;
-  return { argv: c.brimArgv(args), plan: planDigest(plan, job.planStage), error: plan === null ? (res.stderr.trim().split("\n").pop() ?? `exit ${res.code}`) : null };
+  return {
+    argv: c.brimArgv(args),
+    plan: planDigest(plan, job.planStage),
+    error: plan === null ? (res.stderr.trim().split("\n").pop() ?? `exit ${res.code}`) : null,
+  };
 }
 
 /** The SDK profile of a job's model (once per job and call); null with the reason when it cannot be made. */
@@ -48,7 +65,19 @@ async function makeProfile(c, job, settings) {
   const path = join(c.work, "profiles", `${job.name}.json`);
   const sets = [...job.args.flatMap((a, i) => (job.args[i - 1] === "--set" ? [a] : [])), ...(job.planStage ? [`training.stage=${job.planStage}`] : [])];
   const cfg = job.args[job.args.indexOf("--config") + 1];
-  const argv = [c.opts.python, "bench/gpu/profile_example.py", "--example", job.example, "--config", cfg, ...sets.flatMap((s) => ["--set", s]), "--samples", String(settings.profile.samples), "--out", path];
+  const argv = [
+    c.opts.python,
+    "bench/gpu/profile_example.py",
+    "--example",
+    job.example,
+    "--config",
+    cfg,
+    ...sets.flatMap((s) => ["--set", s]),
+    "--samples",
+    String(settings.profile.samples),
+    "--out",
+    path,
+  ];
   const res = await runProcess(argv, { timeoutS: c.timeoutFor(settings.profile.limitS) });
   let info = null;
   try {
@@ -85,7 +114,22 @@ export async function planAccuracy(c, { jobs, settings, parallel }) {
     const startedAt = new Date().toISOString();
     const t0 = Date.now();
     const knobs = { ...job.accuracy.knobs, batch_size: mb, precision, accumulation: 1 };
-    const argv = c.brimArgv(["run", "--quiet", "--json", "--store", store, "--hz", String(s.hz), "--steps", String(s.steps), "--warmup", String(s.warmup), ...knobArgs(knobs), "--", ...jobCommand(c, job, job.accuracy.set)]);
+    const argv = c.brimArgv([
+      "run",
+      "--quiet",
+      "--json",
+      "--store",
+      store,
+      "--hz",
+      String(s.hz),
+      "--steps",
+      String(s.steps),
+      "--warmup",
+      String(s.warmup),
+      ...knobArgs(knobs),
+      "--",
+      ...jobCommand(c, job, job.accuracy.set),
+    ]);
     const profile = await profileFor(c, job, settings, profiles);
     // the plans need no GPU: made while the job runs
     const [res, planned, fromProfile] = await Promise.all([
@@ -113,11 +157,11 @@ export async function planAccuracy(c, { jobs, settings, parallel }) {
     c.took("accuracy-pair", (Date.now() - t0) / 1000);
     return c.envelope(PART, key, argv, startedAt, {
       ok,
-      error: ok ? null : (record?.end?.message ?? planned.error ?? (res.timedOut ? "timed out" : res.stderr.trim().split("\n").pop() ?? "no run record")),
+      error: ok ? null : (record?.end?.message ?? planned.error ?? (res.timedOut ? "timed out" : (res.stderr.trim().split("\n").pop() ?? "no run record"))),
       job: job.name,
       model_spec: job.spec,
       precision,
-      precision_in_force: fallback ? fallback.details.to ?? null : precision,
+      precision_in_force: fallback ? (fallback.details.to ?? null) : precision,
       micro_batch: mb,
       optimizer: job.optimizer,
       knobs,

@@ -9,7 +9,17 @@ const PART = "tune";
 const LOADER_KNOBS = ["num_workers", "pin_memory", "persistent_workers", "prefetch_factor"];
 
 function trialDigest(t) {
-  return { index: t.index, purpose: t.purpose, knobs: t.knobs, end: t.end, samples_per_s: t.samples_per_s, peak_bytes: t.peak_bytes, gpu_util_mean: t.gpu_util_mean ?? null, data_wait_share: t.data_wait_share ?? null, run_id: t.run_id ?? null };
+  return {
+    index: t.index,
+    purpose: t.purpose,
+    knobs: t.knobs,
+    end: t.end,
+    samples_per_s: t.samples_per_s,
+    peak_bytes: t.peak_bytes,
+    gpu_util_mean: t.gpu_util_mean ?? null,
+    data_wait_share: t.data_wait_share ?? null,
+    run_id: t.run_id ?? null,
+  };
 }
 
 /** The facts of a tune record the campaign states. */
@@ -17,7 +27,7 @@ export function tuneDigest(record) {
   if (!record) return null;
   const trials = (record.trials ?? []).map(trialDigest).sort((a, b) => a.index - b.index);
   const baseline = trials.find((t) => t.index === 0) ?? null;
-  const winnerTrial = record.winner ? trials.find((t) => t.index === record.winner.index) ?? null : null;
+  const winnerTrial = record.winner ? (trials.find((t) => t.index === record.winner.index) ?? null) : null;
   const ok = trials.filter((t) => t.end === "ok" && typeof t.samples_per_s === "number");
   const best = ok.reduce((a, t) => (a === null || t.samples_per_s > a.samples_per_s ? t : a), null);
   const started = Date.parse(record.started_at);
@@ -45,7 +55,20 @@ export async function tunePart(c, { workloads: jobs, settings }) {
   const g = settings.grid;
   const store = join(c.work, "store-tune");
   for (const job of jobs) {
-    const common = ["--quiet", "--json", "--store", store, "--steps", String(s.steps), "--warmup", String(s.warmup), "--trial-time", s.trialTime, "--max-batch", String(job.datasetSize)];
+    const common = [
+      "--quiet",
+      "--json",
+      "--store",
+      store,
+      "--steps",
+      String(s.steps),
+      "--warmup",
+      String(s.warmup),
+      "--trial-time",
+      s.trialTime,
+      "--max-batch",
+      String(job.datasetSize),
+    ];
     const runs = [
       { kind: "brim", args: ["tune", ...common, "--max-trials", String(s.maxTrials), "--max-time", s.maxTime], guessS: s.guessS },
       {

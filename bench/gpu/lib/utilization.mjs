@@ -33,7 +33,22 @@ export async function utilization(c, { workloads: jobs, settings }) {
       if (!c.fits("utilization-run", s.guessS)) return;
       const steps = stepsFor(s, p.sps, p.batch);
       const startedAt = new Date().toISOString();
-      const argv = c.brimArgv(["run", "--quiet", "--json", "--store", store, "--hz", String(s.hz), "--steps", String(steps), "--warmup", String(s.warmup), ...knobArgs(p.knobs), "--", ...jobCommand(c, job)]);
+      const argv = c.brimArgv([
+        "run",
+        "--quiet",
+        "--json",
+        "--store",
+        store,
+        "--hz",
+        String(s.hz),
+        "--steps",
+        String(steps),
+        "--warmup",
+        String(s.warmup),
+        ...knobArgs(p.knobs),
+        "--",
+        ...jobCommand(c, job),
+      ]);
       const res = await runProcess(argv, { timeoutS: c.timeoutFor(s.limitS) });
       if (res.timedOut && c.remainingS() <= 5) return;
       c.took("utilization-run", res.wallS);

@@ -21,26 +21,49 @@ export function clocksHeldBack(ctx: Ctx): CheckResult {
   const clockHeld = mean(held.map((g) => g.sm_clock_mhz).filter((v): v is number => v !== null));
   const free = readings.filter((g) => !held.includes(g));
   const clockFree = mean(free.map((g) => g.sm_clock_mhz).filter((v): v is number => v !== null));
-  const evidence: Evidence[] = [ev("time held back", share, "share", `power or temperature limited the clocks in ${formatShare(share)} of ${readings.length} readings during steady state`)];
-  for (const [reason, n] of [...byReason.entries()].sort((a, b) => b[1] - a[1])) evidence.push(ev(`reason ${reason}`, n / readings.length, "share", `${reason}: ${formatShare(n / readings.length)} of readings`));
+  const evidence: Evidence[] = [
+    ev("time held back", share, "share", `power or temperature limited the clocks in ${formatShare(share)} of ${readings.length} readings during steady state`),
+  ];
+  for (const [reason, n] of [...byReason.entries()].sort((a, b) => b[1] - a[1]))
+    evidence.push(ev(`reason ${reason}`, n / readings.length, "share", `${reason}: ${formatShare(n / readings.length)} of readings`));
   let cost: number | null = null;
   if (clockHeld !== null && clockFree !== null && clockFree > 0) {
     const drop = Math.max(0, 1 - clockHeld / clockFree);
     cost = share * drop;
-    evidence.push(ev("SM clock", clockHeld, "MHz", `SM clock ${clockHeld.toFixed(0)} MHz while held back against ${clockFree.toFixed(0)} MHz otherwise (${formatShare(drop)} lower)`));
-    evidence.push(ev("estimated cost", cost, "share", `about ${formatShare(cost)} of compute speed lost over the run (time held back × clock drop; memory-bound work loses less)`));
+    evidence.push(
+      ev(
+        "SM clock",
+        clockHeld,
+        "MHz",
+        `SM clock ${clockHeld.toFixed(0)} MHz while held back against ${clockFree.toFixed(0)} MHz otherwise (${formatShare(drop)} lower)`,
+      ),
+    );
+    evidence.push(
+      ev(
+        "estimated cost",
+        cost,
+        "share",
+        `about ${formatShare(cost)} of compute speed lost over the run (time held back × clock drop; memory-bound work loses less)`,
+      ),
+    );
   }
   const thermal = [...byReason.keys()].some((r) => r.includes("thermal"));
   const power = [...byReason.keys()].some((r) => r.includes("power") || r === "hw_slowdown");
   const steps: string[] = [];
-  if (power) steps.push("Power: check the limit in force (nvidia-smi -q -d POWER); if it was lowered, restore the default (nvidia-smi -pl <default W>, needs root). On a laptop, run on mains power in the performance profile.");
+  if (power)
+    steps.push(
+      "Power: check the limit in force (nvidia-smi -q -d POWER); if it was lowered, restore the default (nvidia-smi -pl <default W>, needs root). On a laptop, run on mains power in the performance profile.",
+    );
   if (thermal) steps.push("Temperature: improve airflow or the fan curve, clean dust filters, leave a slot free beside the card.");
   steps.push("Nothing in the job's config changes this: it is the card's environment. Compare runs with brim report --vs after a change.");
   return finding(ctx, {
     id: "clocks_held_back",
     title: "Clocks held back by power or temperature",
     severity: cost !== null && cost >= 0.05 ? "medium" : "low",
-    confidence: { level: readings.length >= T.SAMPLES_FOR_CONFIDENCE ? "high" : "low", reason: `clock-event reasons read by NVML in ${readings.length} readings` },
+    confidence: {
+      level: readings.length >= T.SAMPLES_FOR_CONFIDENCE ? "high" : "low",
+      reason: `clock-event reasons read by NVML in ${readings.length} readings`,
+    },
     summary: `Power or temperature held the GPU's clocks back ${formatShare(share)} of the time${cost !== null ? `, costing about ${formatShare(cost)} of its speed` : ""}.`,
     evidence,
     fix: { summary: thermal && !power ? "cool the card" : "give the card its full power budget", steps },

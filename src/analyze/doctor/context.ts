@@ -103,4 +103,3 @@ export function suggestedMicroBatch(m: RunMeasures): number | null {
   // scaling the whole peak is a conservative estimate of what fits.
   return Math.max(m.micro_batch, Math.floor((m.micro_batch * m.memory_limit_bytes * (1 - T.MEMORY_MARGIN)) / peak));
 }
-

@@ -14,7 +14,10 @@ import type { Evidence } from "./types.ts";
 export function dataStarved(ctx: Ctx): CheckResult {
   const { m, steady } = ctx;
   if (steady.length === 0 || m.data_wait_share === null) {
-    return { check: "data_starved", reason: "no steady step reports from the job: wrap the loader in brim.track(...) so brim can time the wait for each batch" };
+    return {
+      check: "data_starved",
+      reason: "no steady step reports from the job: wrap the loader in brim.track(...) so brim can time the wait for each batch",
+    };
   }
   if (m.data_wait_share < T.DATA_WAIT_SHARE) {
     return { check: "data_starved", why: `data wait is ${formatShare(m.data_wait_share)} of step time (below ${formatShare(T.DATA_WAIT_SHARE)})` };
@@ -22,8 +25,18 @@ export function dataStarved(ctx: Ctx): CheckResult {
   const timed = steady.filter((s) => (stepSeconds(s) ?? 0) > 0);
   const waitingSteps = timed.filter((s) => (s.wait_s ?? 0) / (stepSeconds(s) ?? 1) >= T.DATA_WAIT_SHARE).length;
   const evidence: Evidence[] = [
-    ev("data wait share", m.data_wait_share, "share", `${formatShare(m.data_wait_share)} of step time is spent waiting for the next batch (Σ wait / Σ step time over ${m.steady_steps} steady steps)`),
-    ev("median wait per step", m.wait_time_s, "s", `median wait ${formatSeconds(m.wait_time_s)} against median compute ${formatSeconds(m.compute_time_s)} per step`),
+    ev(
+      "data wait share",
+      m.data_wait_share,
+      "share",
+      `${formatShare(m.data_wait_share)} of step time is spent waiting for the next batch (Σ wait / Σ step time over ${m.steady_steps} steady steps)`,
+    ),
+    ev(
+      "median wait per step",
+      m.wait_time_s,
+      "s",
+      `median wait ${formatSeconds(m.wait_time_s)} against median compute ${formatSeconds(m.compute_time_s)} per step`,
+    ),
     ev("steps that waited", waitingSteps, "count", `${waitingSteps} of ${timed.length} steps waited ${formatShare(T.DATA_WAIT_SHARE)} of their time or more`),
   ];
   const workers = m.num_workers;
@@ -47,8 +60,19 @@ export function dataStarved(ctx: Ctx): CheckResult {
     );
   }
   if (m.host_cpu_percent_mean !== null) {
-    const whose = hostSaturated ? ", nearly all by the job itself: no core to spare" : othersBusy ? ", mostly by other work: workers will share the cores with it" : "";
-    evidence.push(ev("host CPU", m.host_cpu_percent_mean, "percent", `the host's CPUs were ${formatPercent(m.host_cpu_percent_mean)} busy over ${m.host_cpus ?? "?"} cores${whose}`));
+    const whose = hostSaturated
+      ? ", nearly all by the job itself: no core to spare"
+      : othersBusy
+        ? ", mostly by other work: workers will share the cores with it"
+        : "";
+    evidence.push(
+      ev(
+        "host CPU",
+        m.host_cpu_percent_mean,
+        "percent",
+        `the host's CPUs were ${formatPercent(m.host_cpu_percent_mean)} busy over ${m.host_cpus ?? "?"} cores${whose}`,
+      ),
+    );
   }
   if (ctx.gpu) {
     const byPhase = { wait: [] as number[], compute: [] as number[] };
@@ -61,22 +85,37 @@ export function dataStarved(ctx: Ctx): CheckResult {
     const uc = mean(byPhase.compute);
     if (uw !== null && uc !== null && byPhase.wait.length >= 3 && byPhase.compute.length >= 3) {
       const caveat = (m.wait_time_s ?? 0) < 0.2 ? " (waits are shorter than NVML's 1/6–1 s averaging window, so the contrast is blurred)" : "";
-      evidence.push(ev("GPU utilization while waiting", uw, "percent", `GPU utilization ${formatPercent(uw)} in readings taken while the job waited for data, ${formatPercent(uc)} while it computed${caveat}`));
+      evidence.push(
+        ev(
+          "GPU utilization while waiting",
+          uw,
+          "percent",
+          `GPU utilization ${formatPercent(uw)} in readings taken while the job waited for data, ${formatPercent(uc)} while it computed${caveat}`,
+        ),
+      );
     }
   }
   const steps: string[] = [];
   const suggested = workerValues(workers, m.host_cpus);
   const next = suggested.find((w) => w > (workers ?? 0));
   if (hostSaturated) {
-    steps.push(`The job already keeps ${formatPercent(jobHostShare)} of the host's ${m.host_cpus ?? "?"} cores busy: more loader workers cannot help. Make each batch cheaper instead (below).`);
+    steps.push(
+      `The job already keeps ${formatPercent(jobHostShare)} of the host's ${m.host_cpus ?? "?"} cores busy: more loader workers cannot help. Make each batch cheaper instead (below).`,
+    );
   } else if (workers === null || workers === 0) {
-    steps.push(`Load batches in worker processes: DataLoader(num_workers=${next ?? 2}, persistent_workers=True, prefetch_factor=4) (config key data_loader.num_workers, knob num_workers).`);
+    steps.push(
+      `Load batches in worker processes: DataLoader(num_workers=${next ?? 2}, persistent_workers=True, prefetch_factor=4) (config key data_loader.num_workers, knob num_workers).`,
+    );
   } else if (loaderSaturated && next !== undefined) {
     steps.push(`The ${workers} workers are saturated: raise num_workers to ${next} (the host has ${m.host_cpus ?? "?"} cores).`);
   } else if (perProcess !== null && !loaderSaturated) {
-    steps.push(`The ${workers} workers are not CPU-bound (${formatPercent(perProcess)} each): they wait on reading files. Raise num_workers${next !== undefined ? ` to ${next}` : ""} to have more reads in flight, with prefetch_factor=4 and persistent_workers=True.`);
+    steps.push(
+      `The ${workers} workers are not CPU-bound (${formatPercent(perProcess)} each): they wait on reading files. Raise num_workers${next !== undefined ? ` to ${next}` : ""} to have more reads in flight, with prefetch_factor=4 and persistent_workers=True.`,
+    );
   } else {
-    steps.push(`Keep the ${workers} workers ahead of the ${ctx.gpu ? "GPU" : "training step"}: prefetch_factor=4 and persistent_workers=True (workers stay alive between epochs).`);
+    steps.push(
+      `Keep the ${workers} workers ahead of the ${ctx.gpu ? "GPU" : "training step"}: prefetch_factor=4 and persistent_workers=True (workers stay alive between epochs).`,
+    );
   }
   if (ctx.gpu) steps.push("Pin host memory (pin_memory=True) and copy with .to(device, non_blocking=True) so the copy overlaps compute.");
   steps.push(

@@ -77,7 +77,10 @@ export function diagnose(meta: RunMeta, timeline: Timeline | readonly TimelineEn
   const notes: string[] = [];
   if (m.steps === 0) notes.push("The job reported no steps: wrap its batch loop in brim.track(loader) (Python SDK) so brim can time data wait and compute.");
   else if (m.steady_steps === 0) notes.push("Every step was flagged warm-up: nothing is steady state yet; the numbers below use no steps.");
-  if (tl.thinned) notes.push(`A long run: the numbers cover all ${tl.lines} timeline entries; per-step and per-reading evidence uses ${tl.steps.length} steps and ${tl.samples.length} readings spread evenly over the run.`);
+  if (tl.thinned)
+    notes.push(
+      `A long run: the numbers cover all ${tl.lines} timeline entries; per-step and per-reading evidence uses ${tl.steps.length} steps and ${tl.samples.length} readings spread evenly over the run.`,
+    );
   if (meta.end === null) notes.push("The run has not ended (or brim stopped before writing its end): findings cover the timeline so far.");
   const gpuName = meta.device.gpus.find((g) => m.gpu_indexes.includes(g.index))?.name ?? meta.device.gpus[0]?.name;
   return {

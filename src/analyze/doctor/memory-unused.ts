@@ -29,7 +29,10 @@ export function memoryUnused(ctx: Ctx): CheckResult {
     ev("memory limit", m.memory_limit_bytes, "bytes", `${limitName}: ${formatBytes(m.memory_limit_bytes)}`),
     ev("share used", share, "share", `the job used ${formatShare(share)} of ${limitName} at its peak`),
   ];
-  if (m.framework_peak_allocated_bytes !== null) evidence.push(ev("framework peak allocated", m.framework_peak_allocated_bytes, "bytes", `PyTorch's tensors peaked at ${formatBytes(m.framework_peak_allocated_bytes)}`));
+  if (m.framework_peak_allocated_bytes !== null)
+    evidence.push(
+      ev("framework peak allocated", m.framework_peak_allocated_bytes, "bytes", `PyTorch's tensors peaked at ${formatBytes(m.framework_peak_allocated_bytes)}`),
+    );
   if (mb !== null) evidence.push(ev("micro-batch", mb, "count", `micro-batch ${mb} × accumulation ${acc}`));
   const steps: string[] = [];
   const knobs: KnobTrial[] = [];
@@ -38,10 +41,14 @@ export function memoryUnused(ctx: Ctx): CheckResult {
     let k = 1;
     while (k * 2 <= factor && acc % (k * 2) === 0) k *= 2;
     if (acc > 1 && k > 1) {
-      steps.push(`Raise the micro-batch from ${mb} to ${mb * k} and lower accumulation from ${acc} to ${acc / k}: the same effective batch (${mb * acc}) in fewer, larger steps.`);
+      steps.push(
+        `Raise the micro-batch from ${mb} to ${mb * k} and lower accumulation from ${acc} to ${acc / k}: the same effective batch (${mb * acc}) in fewer, larger steps.`,
+      );
       knobs.push({ name: "batch_size", values: powersUpTo(mb, mb * k, 4) }, { name: "accumulation", values: powersUpTo(acc / k, acc, 4).reverse() });
     } else {
-      steps.push(`Raise the micro-batch from ${mb} toward ${fit} (a conservative estimate: the whole peak scaled with the batch, ${formatShare(T.MEMORY_MARGIN)} kept free); scale the learning rate with the batch if the effective batch changes.`);
+      steps.push(
+        `Raise the micro-batch from ${mb} toward ${fit} (a conservative estimate: the whole peak scaled with the batch, ${formatShare(T.MEMORY_MARGIN)} kept free); scale the learning rate with the batch if the effective batch changes.`,
+      );
       knobs.push({ name: "batch_size", values: powersUpTo(mb, fit, 4) });
     }
   } else {
@@ -55,7 +62,10 @@ export function memoryUnused(ctx: Ctx): CheckResult {
     severity: (m.gpu_util_mean !== null && m.gpu_util_mean < T.UTIL_BUSY) || (m.sm_activity_mean ?? 100) <= T.SM_ACTIVITY_LOW ? "medium" : "low",
     confidence: {
       level: m.peak_tree_gpu_bytes !== null ? lower("high", c.level === "low" ? "medium" : "high") : "medium",
-      reason: m.peak_tree_gpu_bytes !== null ? "peak measured by NVML over the whole process tree" : "peak from PyTorch's allocator only; the CUDA context and other processes are not counted",
+      reason:
+        m.peak_tree_gpu_bytes !== null
+          ? "peak measured by NVML over the whole process tree"
+          : "peak from PyTorch's allocator only; the CUDA context and other processes are not counted",
     },
     summary: `At its peak the job held ${formatBytes(peak)} of ${formatBytes(m.memory_limit_bytes)} (${formatShare(share)}); a larger micro-batch would use the card better.`,
     evidence,

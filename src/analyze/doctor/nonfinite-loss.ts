@@ -14,16 +14,31 @@ export function nonfiniteLoss(ctx: Ctx): CheckResult {
   const fallbacks = ctx.tl.events.filter((e) => e.event === "precision_fallback");
   if (nonfinite.length === 0 && fallbacks.length === 0) return { check: "nonfinite_loss", why: "no non-finite losses and no precision fallback reported" };
   const evidence: Evidence[] = [];
-  const precisionOf = (e: EventEntry | undefined): string | null => (e === undefined ? null : typeof e.details.precision === "string" ? e.details.precision : null);
+  const precisionOf = (e: EventEntry | undefined): string | null =>
+    e === undefined ? null : typeof e.details.precision === "string" ? e.details.precision : null;
   const from = typeof fallbacks[0]?.details.from === "string" ? fallbacks[0].details.from : precisionOf(nonfinite[0]);
   const unsupported = fallbacks.filter((e) => e.details.reason === "unsupported");
   const nanFallback = fallbacks.filter((e) => e.details.reason === "nonfinite_loss");
   if (nonfinite.length > 0) {
     const steps = nonfinite.map((e) => e.step).filter((s): s is number => s !== null);
-    evidence.push(ev("non-finite losses", nonfinite.length, "count", `${nonfinite.length} step${nonfinite.length === 1 ? "" : "s"} with a NaN/inf loss under ${precisionOf(nonfinite[0]) ?? "mixed precision"}${steps.length > 0 ? ` (first at step ${minOf(steps) ?? "?"})` : ""}; their gradients were dropped`));
+    evidence.push(
+      ev(
+        "non-finite losses",
+        nonfinite.length,
+        "count",
+        `${nonfinite.length} step${nonfinite.length === 1 ? "" : "s"} with a NaN/inf loss under ${precisionOf(nonfinite[0]) ?? "mixed precision"}${steps.length > 0 ? ` (first at step ${minOf(steps) ?? "?"})` : ""}; their gradients were dropped`,
+      ),
+    );
   }
   for (const f of fallbacks) {
-    evidence.push(ev("precision fallback", `${String(f.details.from)} → ${String(f.details.to)}`, "text", `at step ${f.step ?? "?"}: ${String(f.details.from)} fell back to ${String(f.details.to)} (${String(f.details.reason)})${f.message !== null ? `: ${f.message}` : ""}`));
+    evidence.push(
+      ev(
+        "precision fallback",
+        `${String(f.details.from)} → ${String(f.details.to)}`,
+        "text",
+        `at step ${f.step ?? "?"}: ${String(f.details.from)} fell back to ${String(f.details.to)} (${String(f.details.reason)})${f.message !== null ? `: ${f.message}` : ""}`,
+      ),
+    );
   }
   const bf16 = ctx.m.gpu?.bf16 ?? (ctx.gpu ? null : true);
   const steps: string[] = [];
@@ -46,13 +61,20 @@ export function nonfiniteLoss(ctx: Ctx): CheckResult {
     steps.push("Switch fp16-mixed to bf16-mixed: bf16 has fp32's exponent range, so losses and gradients do not overflow (no loss scaling needed).");
     knobs.push({ name: "precision", values: ["fp16-mixed", "bf16-mixed", "fp32"] });
   } else if (from === "fp16-mixed") {
-    steps.push("This device has no fast bf16: keep fp16-mixed with a GradScaler and find what overflows (softmax/exp in fp16, a large loss sum), or keep fp32 for the unstable part (autocast(enabled=False) around it).");
+    steps.push(
+      "This device has no fast bf16: keep fp16-mixed with a GradScaler and find what overflows (softmax/exp in fp16, a large loss sum), or keep fp32 for the unstable part (autocast(enabled=False) around it).",
+    );
     knobs.push({ name: "precision", values: ["fp16-mixed", "fp32"] });
   } else {
-    steps.push("Non-finite losses under bf16 usually come from the model, not the format: lower the learning rate, clip gradients (clip_grad_norm=1.0), check inputs for NaN.");
+    steps.push(
+      "Non-finite losses under bf16 usually come from the model, not the format: lower the learning rate, clip gradients (clip_grad_norm=1.0), check inputs for NaN.",
+    );
     knobs.push({ name: "precision", values: [from ?? "bf16-mixed", "fp32"] });
   }
-  if (nanFallback.length > 0) steps.push(`The run went on in ${String(nanFallback[0]?.details.to)} after the fallback: it trained correctly but at fp32 speed from step ${nanFallback[0]?.step ?? "?"}.`);
+  if (nanFallback.length > 0)
+    steps.push(
+      `The run went on in ${String(nanFallback[0]?.details.to)} after the fallback: it trained correctly but at fp32 speed from step ${nanFallback[0]?.step ?? "?"}.`,
+    );
   steps.push("If the losses stay finite in fp32 only, keep fp32 for the loss and the last layers (autocast disabled there) and mixed precision elsewhere.");
   return finding(ctx, {
     id: "nonfinite_loss",

@@ -17,10 +17,21 @@ export function oomRecovered(ctx: Ctx): CheckResult {
   const split = typeof last.details.split === "number" ? last.details.split : null;
   const acc = typeof last.details.accumulation === "number" ? last.details.accumulation : null;
   const evidence = [
-    ev("out-of-memory recoveries", count, "count", `${count} step${count === 1 ? " ran out of memory and was" : "s ran out of memory and were"} retried in smaller chunks (first at step ${events[0]?.step ?? "?"})`),
+    ev(
+      "out-of-memory recoveries",
+      count,
+      "count",
+      `${count} step${count === 1 ? " ran out of memory and was" : "s ran out of memory and were"} retried in smaller chunks (first at step ${events[0]?.step ?? "?"})`,
+    ),
   ];
-  if (batch !== null && mbNow !== null) evidence.push(ev("micro-batch after recovery", mbNow, "count", `batch ${batch} now runs as ${split ?? "?"} chunks of ≤ ${mbNow} (accumulation ${acc ?? "?"})`));
-  const knobs: KnobTrial[] = mbNow !== null && batch !== null ? [{ name: "batch_size", values: [...new Set([mbNow, Math.round((mbNow + batch) / 2), batch])].sort((a, b) => a - b) }] : [];
+  if (batch !== null && mbNow !== null)
+    evidence.push(
+      ev("micro-batch after recovery", mbNow, "count", `batch ${batch} now runs as ${split ?? "?"} chunks of ≤ ${mbNow} (accumulation ${acc ?? "?"})`),
+    );
+  const knobs: KnobTrial[] =
+    mbNow !== null && batch !== null
+      ? [{ name: "batch_size", values: [...new Set([mbNow, Math.round((mbNow + batch) / 2), batch])].sort((a, b) => a - b) }]
+      : [];
   return finding(ctx, {
     id: "oom_recovered",
     title: "Micro-batch too large for memory",

@@ -15,10 +15,16 @@ export function pcieTraffic(ctx: Ctx): CheckResult {
   if (rx.length === 0) return { check: "pcie_traffic", reason: "the sampler did not record PCIe throughput (pcie_rx_bytes_per_s) for this run" };
   const avg = mean(rx) as number;
   const share = avg / T.PCIE_ASSUMED_LINK_BYTES_PER_S;
-  if (share < T.PCIE_H2D_LINK_SHARE) return { check: "pcie_traffic", why: `host-to-device traffic ${formatRate(avg / 1e9)} GB/s, ${formatShare(share)} of a PCIe 3.0 x16 link` };
+  if (share < T.PCIE_H2D_LINK_SHARE)
+    return { check: "pcie_traffic", why: `host-to-device traffic ${formatRate(avg / 1e9)} GB/s, ${formatShare(share)} of a PCIe 3.0 x16 link` };
   const perSample = ctx.m.samples_per_s !== null && ctx.m.samples_per_s > 0 ? avg / ctx.m.samples_per_s : null;
   const evidence = [
-    ev("host-to-device traffic", avg, "bytes/s", `${formatRate(avg / 1e9)} GB/s host-to-device on average (peak ${formatRate((maxOf(rx) ?? 0) / 1e9)} GB/s), ${formatShare(share)} of a PCIe 3.0 x16 link (${formatRate(T.PCIE_ASSUMED_LINK_BYTES_PER_S / 1e9)} GB/s assumed)`),
+    ev(
+      "host-to-device traffic",
+      avg,
+      "bytes/s",
+      `${formatRate(avg / 1e9)} GB/s host-to-device on average (peak ${formatRate((maxOf(rx) ?? 0) / 1e9)} GB/s), ${formatShare(share)} of a PCIe 3.0 x16 link (${formatRate(T.PCIE_ASSUMED_LINK_BYTES_PER_S / 1e9)} GB/s assumed)`,
+    ),
   ];
   if (perSample !== null) evidence.push(ev("bytes per sample", perSample, "bytes", `${formatBytes(perSample)} cross the bus per training sample`));
   const pinned = knobSeen(ctx, "pin_memory");
@@ -26,7 +32,10 @@ export function pcieTraffic(ctx: Ctx): CheckResult {
     id: "pcie_traffic",
     title: "Heavy host-to-device traffic",
     severity: (ctx.m.gpu_util_mean ?? 100) < T.UTIL_BUSY ? "medium" : "low",
-    confidence: { level: rx.length >= T.SAMPLES_FOR_CONFIDENCE ? "medium" : "low", reason: `PCIe counters over ${rx.length} readings; the link's real width and generation were not recorded` },
+    confidence: {
+      level: rx.length >= T.SAMPLES_FOR_CONFIDENCE ? "medium" : "low",
+      reason: `PCIe counters over ${rx.length} readings; the link's real width and generation were not recorded`,
+    },
     summary: `The job moves ${formatRate(avg / 1e9)} GB/s from host to GPU; copies on the default stream stall the GPU while they run.`,
     evidence,
     fix: {

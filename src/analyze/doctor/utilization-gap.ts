@@ -28,9 +28,26 @@ export function utilizationGap(ctx: Ctx): CheckResult {
     const outsidePts = Math.min(idle - waitPts, (100 * outside) / wall);
     const insidePts = Math.max(0, idle - waitPts - outsidePts);
     hostBound = u < T.UTIL_LOW && insidePts >= idle / 2;
-    evidence.push(ev("waiting for data", waitPts, "percent", `${waitPts.toFixed(0)} points: the loop waited for the next batch ${formatShare(wait / wall)} of the time`));
-    if (outsidePts >= 1) evidence.push(ev("between steps", outsidePts, "percent", `${outsidePts.toFixed(0)} points: time between steps outside the loop (evaluation, checkpoints, logging), ${formatShare(outside / wall)} of the time`));
-    evidence.push(ev("inside steps", insidePts, "percent", `${insidePts.toFixed(0)} points: gaps between kernels inside the steps (Python, kernel launches, host syncs, CPU work)`));
+    evidence.push(
+      ev("waiting for data", waitPts, "percent", `${waitPts.toFixed(0)} points: the loop waited for the next batch ${formatShare(wait / wall)} of the time`),
+    );
+    if (outsidePts >= 1)
+      evidence.push(
+        ev(
+          "between steps",
+          outsidePts,
+          "percent",
+          `${outsidePts.toFixed(0)} points: time between steps outside the loop (evaluation, checkpoints, logging), ${formatShare(outside / wall)} of the time`,
+        ),
+      );
+    evidence.push(
+      ev(
+        "inside steps",
+        insidePts,
+        "percent",
+        `${insidePts.toFixed(0)} points: gaps between kernels inside the steps (Python, kernel launches, host syncs, CPU work)`,
+      ),
+    );
     const segments = [`about ${waitPts.toFixed(0)} to waiting for the next batch`];
     if (outsidePts >= 1) segments.push(`${outsidePts.toFixed(0)} to time between steps, outside the training loop`);
     segments.push(`${insidePts.toFixed(0)} to gaps inside the steps (Python between kernels, launches, host syncs)`);

@@ -44,21 +44,28 @@ export class MicroAxis {
     const min = space.microBatch?.min ?? 1;
     const max = space.microBatch?.max ?? MICRO_BATCH_CEILING;
     if (!Number.isInteger(min) || min < 1) throw new InputError(`must be a positive integer, got ${min}`, { field: "microBatch.min" });
-    if (!Number.isInteger(max) || max < min) throw new InputError(`must be an integer at least microBatch.min (${min}), got ${max}`, { field: "microBatch.max" });
+    if (!Number.isInteger(max) || max < min)
+      throw new InputError(`must be an integer at least microBatch.min (${min}), got ${max}`, { field: "microBatch.max" });
     this.min = min;
     this.max = max;
     const listed = space.microBatch?.values;
     this.explicit = listed !== undefined;
-    let values: number[] | undefined = listed === undefined ? undefined : [...new Set(listed)].filter((m) => Number.isInteger(m) && m >= min && m <= max).sort((a, b) => a - b);
-    if (values !== undefined && values.length === 0) throw new InputError(`none of the listed micro-batches lies within ${min}..${max}`, { field: "microBatch.values" });
+    let values: number[] | undefined =
+      listed === undefined ? undefined : [...new Set(listed)].filter((m) => Number.isInteger(m) && m >= min && m <= max).sort((a, b) => a - b);
+    if (values !== undefined && values.length === 0)
+      throw new InputError(`none of the listed micro-batches lies within ${min}..${max}`, { field: "microBatch.values" });
     const e = space.effectiveBatch;
     if (e !== undefined) {
       if (!Number.isInteger(e) || e < 1) throw new InputError(`must be a positive integer, got ${e}`, { field: "effectiveBatch" });
       if (this.knob === undefined) throw new InputError("a fixed effective batch needs a micro-batch knob", { field: "effectiveBatch" });
-      if (this.accumulationKnob === undefined) throw new InputError("a fixed effective batch needs an accumulation knob to make up micro × accumulation", { field: "effectiveBatch" });
+      if (this.accumulationKnob === undefined)
+        throw new InputError("a fixed effective batch needs an accumulation knob to make up micro × accumulation", { field: "effectiveBatch" });
       const divisors: number[] = [];
       for (let d = 1; d <= e; d++) if (e % d === 0 && d >= min && d <= max && (values === undefined || values.includes(d))) divisors.push(d);
-      if (divisors.length === 0) throw new InputError(`no divisor of ${e} lies within micro-batch ${min}..${max}${values === undefined ? "" : " among the listed values"}`, { field: "effectiveBatch" });
+      if (divisors.length === 0)
+        throw new InputError(`no divisor of ${e} lies within micro-batch ${min}..${max}${values === undefined ? "" : " among the listed values"}`, {
+          field: "effectiveBatch",
+        });
       values = divisors;
     }
     this.values = values;
@@ -145,5 +152,9 @@ export class MicroAxis {
  * ```
  */
 export function knobsKey(knobs: Knobs): string {
-  return JSON.stringify(Object.keys(knobs).sort().map((k) => [k, knobs[k]]));
+  return JSON.stringify(
+    Object.keys(knobs)
+      .sort()
+      .map((k) => [k, knobs[k]]),
+  );
 }

@@ -29,7 +29,11 @@ import { pct, rate, type Searcher } from "./searcher.ts";
  * kept.knobs; // e.g. { batch_size: 96, num_workers: 2, precision: "bf16-mixed" }
  * ```
  */
-export async function tuneOthers(s: Searcher, start: ConfigEstimate, order?: readonly { knob: string; values: readonly KnobValue[]; why?: string }[]): Promise<ConfigEstimate> {
+export async function tuneOthers(
+  s: Searcher,
+  start: ConfigEstimate,
+  order?: readonly { knob: string; values: readonly KnobValue[]; why?: string }[],
+): Promise<ConfigEstimate> {
   s.incumbent = start;
   // every comparison below leans on the incumbent's mean, and a repeat shows the trial-to-trial noise
   // that the steps of one trial cannot: measure it twice before comparing anything against it
@@ -78,7 +82,11 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
         const family = s.memory.familyOf(s.axis.contextOf(incumbent.knobs));
         const expected = family === undefined || m === null ? null : (s.memory.predict(family, m)?.peakBytes ?? null);
         const against = from === undefined ? `the job's default ${knob}` : `${knob}=${String(from)}`;
-        const trial = await s.ledger.run(knobs, `knob ${label}: against ${against}${m === null ? "" : ` at micro-batch ${m}`}${why === undefined ? "" : ` — ${why}`}`, expected);
+        const trial = await s.ledger.run(
+          knobs,
+          `knob ${label}: against ${against}${m === null ? "" : ` at micro-batch ${m}`}${why === undefined ? "" : ` — ${why}`}`,
+          expected,
+        );
         if (trial === null) return finish(s, knob, said);
         placeOnLine(s, trial, incumbent, said, label, knob);
         if (!ranAsGiven(trial.result)) {
@@ -152,7 +160,9 @@ function placeOnLine(s: Searcher, trial: SearchTrial, incumbent: ConfigEstimate,
   if (Math.abs(peak - reference) > tolerance) {
     s.memory.open(context);
     s.ownLines.add(knobsKey(context));
-    said.push(`${label} changed memory: peak ${formatBytes(peak)} where the line says ${formatBytes(reference)} (tolerance ${formatBytes(tolerance)}), so it gets a memory line of its own`);
+    said.push(
+      `${label} changed memory: peak ${formatBytes(peak)} where the line says ${formatBytes(reference)} (tolerance ${formatBytes(tolerance)}), so it gets a memory line of its own`,
+    );
   } else {
     s.memory.join(context, family);
   }

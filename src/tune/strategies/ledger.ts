@@ -187,7 +187,14 @@ export class Ledger {
       e.indices.push(t.index);
       byKey.set(key, e);
     }
-    return [...byKey.values()].map(({ key, knobs, indices, mean, count, bounded }) => ({ key, knobs, indices, mean, count, ...(bounded === true ? { bounded } : {}) }));
+    return [...byKey.values()].map(({ key, knobs, indices, mean, count, bounded }) => ({
+      key,
+      knobs,
+      indices,
+      mean,
+      count,
+      ...(bounded === true ? { bounded } : {}),
+    }));
   }
 
   /** The estimate of the configuration `knobs`, if it ran as given. */

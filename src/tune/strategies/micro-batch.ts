@@ -72,10 +72,19 @@ async function tryListed(s: Searcher, context: Knobs): Promise<void> {
     const failed = here.filter((t) => !ranAsGiven(t.result) && t.result.end !== "interrupted" && (s.axis.microOf(t.knobs) ?? Infinity) < m);
     if (failed.length > 0) {
       const f = failed[0] as SearchTrial;
-      s.notes.push(`listed micro-batch ${m} not tried: micro-batch ${s.axis.microOf(f.knobs)} already ${didNotFit(f.result) ? "did not fit" : `ended ${f.result.end}`}`);
+      s.notes.push(
+        `listed micro-batch ${m} not tried: micro-batch ${s.axis.microOf(f.knobs)} already ${didNotFit(f.result) ? "did not fit" : `ended ${f.result.end}`}`,
+      );
       continue;
     }
-    if ((await s.ledger.run(s.axis.knobsAt(context, m), `listed: micro-batch ${m} (--knob ${s.axis.knob ?? "batch_size"})`, s.memory.predict(s.memory.familyOf(context) ?? 0, m)?.peakBytes ?? null)) === null) return;
+    if (
+      (await s.ledger.run(
+        s.axis.knobsAt(context, m),
+        `listed: micro-batch ${m} (--knob ${s.axis.knob ?? "batch_size"})`,
+        s.memory.predict(s.memory.familyOf(context) ?? 0, m)?.peakBytes ?? null,
+      )) === null
+    )
+      return;
   }
 }
 
@@ -107,7 +116,10 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
 
   if (points.length === 0) {
     if (!Number.isFinite(minFail)) return null;
-    const priorLimit = prior === undefined ? undefined : (prior.maxMicroBatch ?? (prior.bytesPerSample > 0 ? (cap * (1 - MARGIN_SINGLE) - prior.fixedBytes) / prior.bytesPerSample : undefined));
+    const priorLimit =
+      prior === undefined
+        ? undefined
+        : (prior.maxMicroBatch ?? (prior.bytesPerSample > 0 ? (cap * (1 - MARGIN_SINGLE) - prior.fixedBytes) / prior.bytesPerSample : undefined));
     const target = priorLimit !== undefined && priorLimit >= 1 ? PRIOR_REACH * priorLimit : minFail / GROWTH;
     const lowest = axis.lowest();
     const m = axis.atMost(Math.min(target, hard)) ?? (lowest <= hard ? lowest : null);
@@ -148,7 +160,9 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
   }
   // what already ran with the floor margin free is known to fit, and a line through the origin is the
   // worst case of any line with a non-negative fixed part: the edge is never below either
-  const knownGood = here.filter((t) => ranAsGiven(t.result) && (peakOf(t.result) ?? Infinity) <= cap * (1 - MARGIN_FLOOR)).map((t) => axis.microOf(t.knobs) ?? 0);
+  const knownGood = here
+    .filter((t) => ranAsGiven(t.result) && (peakOf(t.result) ?? Infinity) <= cap * (1 - MARGIN_FLOOR))
+    .map((t) => axis.microOf(t.knobs) ?? 0);
   const worstCase = topPeak !== null && topPeak > 0 ? Math.floor((top.x * cap * (1 - MARGIN_SINGLE)) / topPeak) : 0;
   if (basis === "line" && worstCase > edge) {
     edge = worstCase;
@@ -165,11 +179,13 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
   // a micro-batch whose single step would outlast the measurement window cannot be measured in it
   const maxStep = options.maxStepS;
   const topSteps = here.filter((t) => axis.microOf(t.knobs) === top.x && ranAsGiven(t.result)).flatMap((t) => t.result.stepSeconds);
-  const topStep = topSteps.length > 0 ? [...topSteps].sort((a, b) => a - b)[Math.floor(topSteps.length / 2)] ?? null : null;
+  const topStep = topSteps.length > 0 ? ([...topSteps].sort((a, b) => a - b)[Math.floor(topSteps.length / 2)] ?? null) : null;
   const stepLimit = maxStep !== undefined && topStep !== null && topStep > 0 ? Math.floor((top.x * maxStep) / topStep) : Infinity;
   if (Number.isFinite(stepLimit) && stepLimit < Math.min(edge, reachTarget) && !s.stepCapped.has(family)) {
     s.stepCapped.add(family);
-    s.notes.push(`micro-batches above ${Math.max(stepLimit, top.x)} not tried: a step there would take more than the ${maxStep} s measurement window (micro-batch ${top.x} took ${topStep?.toFixed(1)} s a step; raise --window to go further)`);
+    s.notes.push(
+      `micro-batches above ${Math.max(stepLimit, top.x)} not tried: a step there would take more than the ${maxStep} s measurement window (micro-batch ${top.x} took ${topStep?.toFixed(1)} s a step; raise --window to go further)`,
+    );
   }
   const reach = axis.atMost(Math.min(edge, reachTarget, stepLimit));
 
@@ -183,7 +199,12 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
     let purpose: string;
     if (crashedAbove && reach < minFail - 1) {
       const above = otherFails.find((t) => axis.microOf(t.knobs) === minFail)?.result;
-      const how = above === undefined ? "failed" : above.end === "time_limit" ? "ran past the trial time (slow, not out of memory)" : `ended ${above.end}${above.failure ? ` (${above.failure.cause})` : ""}, not for lack of memory`;
+      const how =
+        above === undefined
+          ? "failed"
+          : above.end === "time_limit"
+            ? "ran past the trial time (slow, not out of memory)"
+            : `ended ${above.end}${above.failure ? ` (${above.failure.cause})` : ""}, not for lack of memory`;
       purpose = `bisect: micro-batch ${reach}, between ${top.x} that ran and ${minFail} that ${how}`;
     } else if (basis === "plan") {
       purpose = `memory probe: micro-batch ${reach} (the plan's ${formatBytes(prior?.bytesPerSample ?? 0)} per sample predicts ${formatBytes(edgePeak(reach) ?? 0)})`;
@@ -205,7 +226,12 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
     const m = axis.between(lo, hi, where);
     if (m === null || tried.has(m)) continue;
     const gain = g.bound / best - 1;
-    probes.push({ m, purpose: `throughput: micro-batch ${m}, between ${lo} and ${hi} (the curve could reach ${Number.isFinite(gain) ? `+${pct(gain)}` : "higher"} there)`, predictedPeakBytes: predicted(m) ?? topPeak, gain });
+    probes.push({
+      m,
+      purpose: `throughput: micro-batch ${m}, between ${lo} and ${hi} (the curve could reach ${Number.isFinite(gain) ? `+${pct(gain)}` : "higher"} there)`,
+      predictedPeakBytes: predicted(m) ?? topPeak,
+      gain,
+    });
   }
   const lowest = axis.lowest();
   const bottom = points[0] as CurvePoint;
@@ -216,7 +242,12 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
     const m = axis.between(lowest - 1, bottom.x, where);
     if (m !== null && !tried.has(m)) {
       const gain = g.bound / best - 1;
-      probes.push({ m, purpose: `throughput: micro-batch ${m}, below ${bottom.x} (is a smaller micro-batch faster?)`, predictedPeakBytes: predicted(m) ?? topPeak, gain });
+      probes.push({
+        m,
+        purpose: `throughput: micro-batch ${m}, below ${bottom.x} (is a smaller micro-batch faster?)`,
+        predictedPeakBytes: predicted(m) ?? topPeak,
+        gain,
+      });
     }
   }
   // outward first: a probe above the largest also bounds the gaps below it

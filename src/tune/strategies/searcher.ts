@@ -82,7 +82,9 @@ export function newSearcher(space: TuneSpace, runner: TrialRunner, options: Sear
         if (line !== null && m !== null && m <= line.microBatch && highest <= options.capBytes) return true;
         if (!s.tooClose.has(e.key)) {
           s.tooClose.add(e.key);
-          s.notes.push(`${describeKnobs(e.knobs)} ran but peaked at ${formatBytes(highest)}, less than ${pct(MARGIN_FLOOR)} of the cap ${formatBytes(options.capBytes)} left free, beyond what the memory line allows: not eligible to win`);
+          s.notes.push(
+            `${describeKnobs(e.knobs)} ran but peaked at ${formatBytes(highest)}, less than ${pct(MARGIN_FLOOR)} of the cap ${formatBytes(options.capBytes)} left free, beyond what the memory line allows: not eligible to win`,
+          );
         }
         return false;
       });
@@ -111,8 +113,10 @@ export function newSearcher(space: TuneSpace, runner: TrialRunner, options: Sear
  * ```
  */
 export function checkOptions(options: SearchOptions): void {
-  if (!(options.capBytes > 0) || !Number.isFinite(options.capBytes)) throw new InputError(`must be a positive number of bytes, got ${options.capBytes}`, { field: "capBytes" });
-  if (!Number.isInteger(options.maxTrials) || options.maxTrials < 1) throw new InputError(`must be a positive integer, got ${options.maxTrials}`, { field: "maxTrials" });
+  if (!(options.capBytes > 0) || !Number.isFinite(options.capBytes))
+    throw new InputError(`must be a positive number of bytes, got ${options.capBytes}`, { field: "capBytes" });
+  if (!Number.isInteger(options.maxTrials) || options.maxTrials < 1)
+    throw new InputError(`must be a positive integer, got ${options.maxTrials}`, { field: "maxTrials" });
   if (!(options.maxTimeS > 0)) throw new InputError(`must be a positive number of seconds, got ${options.maxTimeS}`, { field: "maxTimeS" });
   const prior = options.prior;
   if (prior !== undefined && !(prior.bytesPerSample >= 0 && prior.fixedBytes >= 0)) {

@@ -9,7 +9,10 @@ export function doctor(o: SyntheticOptions): DoctorReport {
 
 export function get(report: DoctorReport, id: CheckId): Finding {
   const f = report.findings.find((x) => x.id === id);
-  if (f === undefined) throw new Error(`expected finding ${id}; got ${report.findings.map((x) => x.id).join(", ")}; passed ${JSON.stringify(report.passed)}; not evaluated ${JSON.stringify(report.not_evaluated)}`);
+  if (f === undefined)
+    throw new Error(
+      `expected finding ${id}; got ${report.findings.map((x) => x.id).join(", ")}; passed ${JSON.stringify(report.passed)}; not evaluated ${JSON.stringify(report.not_evaluated)}`,
+    );
   return f;
 }
 

@@ -18,13 +18,6 @@ describe("brim doctor on synthetic runs", () => {
     expect(r.passed.find((p) => p.check === "data_starved")?.why).toMatch(/data wait is 4\.8 % of step time/);
   });
 
-
-
-
-
-
-
-
   it("notes a run that has not ended", () => {
     expect(doctor({ ...HEALTHY, running: true }).notes.join(" ")).toMatch(/has not ended/);
   });
@@ -56,9 +49,26 @@ describe("measurements", () => {
     const { meta, timeline } = syntheticRun(HEALTHY);
     const fromTimeline = measureRun(meta, readTimeline(timeline));
     meta.summary = {
-      duration_s: 10, steps: 40, steady_steps: 38, samples: 1216, samples_per_s: 1234, throughput_source: "sdk", data_wait_share: 0.05, step_time_s: 0.21,
-      peak_tree_gpu_bytes: 79 * GIB, peak_tree_rss_bytes: null, framework_peak_allocated_bytes: null, framework_peak_reserved_bytes: null,
-      gpu_util_mean: null, sm_activity_mean: null, power_mean_w: null, energy_j: null, energy_j_per_sample: null, oom_recoveries: 0, micro_batch: 32, accumulation: 1,
+      duration_s: 10,
+      steps: 40,
+      steady_steps: 38,
+      samples: 1216,
+      samples_per_s: 1234,
+      throughput_source: "sdk",
+      data_wait_share: 0.05,
+      step_time_s: 0.21,
+      peak_tree_gpu_bytes: 79 * GIB,
+      peak_tree_rss_bytes: null,
+      framework_peak_allocated_bytes: null,
+      framework_peak_reserved_bytes: null,
+      gpu_util_mean: null,
+      sm_activity_mean: null,
+      power_mean_w: null,
+      energy_j: null,
+      energy_j_per_sample: null,
+      oom_recoveries: 0,
+      micro_batch: 32,
+      accumulation: 1,
     };
     const m = measureRun(meta, readTimeline(timeline));
     expect(m.samples_per_s).toBe(fromTimeline.samples_per_s);
@@ -82,7 +92,9 @@ describe("GPU facts and the tune hint", () => {
 
   it("quotes the command for a shell", () => {
     expect(shellQuote("it's")).toBe(`'it'\\''s'`);
-    expect(tuneCommandLine(["python", "train.py", "--set", "a b"], [{ name: "precision", values: ["fp32", "bf16-mixed"] }])).toBe("brim tune --knob precision=fp32,bf16-mixed -- python train.py --set 'a b'");
+    expect(tuneCommandLine(["python", "train.py", "--set", "a b"], [{ name: "precision", values: ["fp32", "bf16-mixed"] }])).toBe(
+      "brim tune --knob precision=fp32,bf16-mixed -- python train.py --set 'a b'",
+    );
   });
 });
 

@@ -3,7 +3,12 @@ import { doctor, fired, get, HEALTHY } from "./helpers.ts";
 
 describe("doctor check: oom-recovered", () => {
   it("turns the SDK's out-of-memory recoveries into the micro-batch that fits", () => {
-    const events = [3, 9].map((step) => ({ step, event: "oom_recovered", message: "split the batch", details: { batch: 64, micro_batch: 32, split: 2, accumulation: 2 } }));
+    const events = [3, 9].map((step) => ({
+      step,
+      event: "oom_recovered",
+      message: "split the batch",
+      details: { batch: 64, micro_batch: 32, split: 2, accumulation: 2 },
+    }));
     const r = doctor({ ...HEALTHY, batch: 64, events });
     const f = get(r, "oom_recovered");
     expect(f.evidence[0]?.value).toBe(2);
