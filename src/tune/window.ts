@@ -56,6 +56,13 @@ export interface WindowContext {
 /** Why a trial's measurement ended. */
 export type WindowStop = "stable" | "window" | "steps" | "slower";
 
+/**
+ * How long a finished step may go unheard of: the SDK and the attach send steps in one write at most
+ * every 50 ms (`SEND_EVERY_S`, python/brim/_tracking.py), so the time since the last report
+ * over-states how long the next step has been running by up to that much.
+ */
+export const REPORT_DELAY_S = 0.1;
+
 /** The default share of the best a trial must fall under to be stopped as clearly slower. */
 export const SLOWER_MARGIN = 0.2;
 /** At most this many steps after the flagged warm-up may be found to be warm-up too. */
@@ -168,7 +175,7 @@ export function windowVerdict(
     const first = context.first;
     if (steps.length === 0 && first !== undefined && first.samples > 0 && first.stepFactor > 0) {
       // the first step takes about stepFactor steady steps: its time so far bounds a steady step's from below
-      const running = now - first.startedAt - first.fixedCostS;
+      const running = now - first.startedAt - first.fixedCostS - REPORT_DELAY_S;
       const bound = (first.samples * first.stepFactor) / running;
       if (running > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
         return {
@@ -182,7 +189,7 @@ export function windowVerdict(
     const last = steps[steps.length - 1];
     const perStep = last?.samples ?? null;
     if (last !== undefined && perStep !== null && perStep > 0) {
-      const inFlight = now - last.t;
+      const inFlight = now - last.t - REPORT_DELAY_S;
       const bound = (sum(steady.map((s) => s.samples ?? 0)) + perStep) / (sum(steady.map((s) => s.seconds)) + inFlight);
       if (inFlight > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
         return {
