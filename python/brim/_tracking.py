@@ -2,6 +2,7 @@
 _timing), and brim.track(), the SDK's wrapper around the training loop's batches."""
 
 import os
+import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Union
 
@@ -36,25 +37,55 @@ def _int_or_none(x: Any) -> Optional[int]:
 
 SEND_EVERY_S = 0.05  # steps go out in one write at most this often (a write per step costs ~0.1 ms)
 _sent_at = {"t": 0.0}
+_flush_lock = threading.Lock()
+_flusher = {"pid": 0}
 
 
 def flush(block: bool = False, force: bool = False) -> None:
     """Send the counted steps whose numbers are known, at most every SEND_EVERY_S unless forced
-    (all of them with block=True, which waits for the device: only at exit or at the step budget)."""
+    (all of them with block=True, which waits for the device: only at exit or at the step budget).
+    Steps held back go out from a helper thread when no step follows (a pause, an evaluation)."""
     if not len(_pending):
         return
     now = time.monotonic()
     if not (block or force) and now - _sent_at["t"] < SEND_EVERY_S:
+        _start_flusher()
         return
-    msgs = _pending.ready(block=block)
-    if msgs:
-        _sent_at["t"] = now
-        _state.send_many(msgs)
+    # the training thread never waits here for the helper: what it cannot send now goes out next time
+    if not _flush_lock.acquire(blocking=block or force, timeout=1.0 if (block or force) else -1):
+        return
+    try:
+        msgs = _pending.ready(block=block)
+        if msgs:
+            _sent_at["t"] = time.monotonic()
+            _state.send_many(msgs)
+    finally:
+        _flush_lock.release()
+
+
+def _start_flusher() -> None:
+    if _flusher["pid"] == os.getpid() or _env.channel_path() is None:
+        return
+    _flusher["pid"] = os.getpid()
+    threading.Thread(target=_flush_held, name="brim-flush", daemon=True).start()
+
+
+def _flush_held() -> None:
+    me = os.getpid()
+    while _flusher["pid"] == me:
+        time.sleep(SEND_EVERY_S)
+        try:
+            if len(_pending) and time.monotonic() - _sent_at["t"] >= SEND_EVERY_S:
+                flush(force=True)
+        except Exception:
+            pass
 
 
 def discard_pending() -> None:
     """Forget counted steps not sent yet (a forked child must not send its parent's steps)."""
+    global _flush_lock
     _pending.clear()
+    _flush_lock = threading.Lock()  # a fork while the helper held it must not leave it held here
 
 
 if hasattr(os, "register_at_fork"):
