@@ -713,7 +713,7 @@ function cpuSection() {
     const writer = writerOf(name);
     const figures = r && cpuFigures(name, r);
     const c = r?.commit ? namedCommit(r.commit, "the record's `commit`") : fileCommit(rel);
-    const paths = SOURCES[name] ?? ["src", ...(writer ? [`bench/${writer}`] : [])];
+    const paths = SOURCES[name] ?? ["src", "python/brim", ...(writer ? [`bench/${writer}`] : [])];
     lines.push(`### ${code(rel)}`, "");
     lines.push(
       `Command: ${r?.command ? code(r.command) : `not recorded in the file${writer ? `; written by ${code(`bench/${writer}`)}` : ""}`}. Machine: ${r ? cpuMachine(r) : "?"}. Recorded at brim commit ${c.commit ? c.commit.slice(0, 7) : "?"} (${c.how})${r?.date || r?.generated_at ? `, ${String(r.date ?? r.generated_at).slice(0, 10)}` : ""}.`,
