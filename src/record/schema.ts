@@ -1,29 +1,49 @@
 /**
- * run.json and tune.json on read: parsed, normalized (fields older records lack get their
- * documented default) and validated, so that the rest of brim works on checked records. A damaged
- * record, or one written by a newer brim, is an error that names the file and the field.
+ * The one description of brim's records: run.json, a timeline line and tune.json, as zod schemas,
+ * with the TypeScript types derived from them. On read a record is parsed, normalized (fields older
+ * records lack get their documented default) and validated, so that the rest of brim works on
+ * checked records. Fields this brim does not know (written by a newer brim of the same schema) are
+ * kept, not dropped. A damaged record, or one whose schema is newer, is an error that names the
+ * file and the field.
  *
  * @module
  */
 import { z } from "zod";
 import { BrimError } from "../errors/index.ts";
-import type { RunMeta, TuneRecord } from "./types.ts";
+
+/** A record's type without the `[key: string]: unknown` a loose object adds, at every depth: its known fields only. */
+type Known<T> = T extends readonly (infer U)[]
+  ? Known<U>[]
+  : T extends object
+    ? { [K in keyof T as string extends K ? (unknown extends T[K] ? never : K) : K]: Known<T[K]> }
+    : T;
 
 const n = z.number();
 const nn = z.number().nullable();
 const knobs = z.record(z.string(), z.union([z.number(), z.string(), z.boolean()]));
 
-const summarySchema = z.object({
+const endCauseSchema = z.enum(["ok", "gpu_oom", "host_oom", "gpu_fault", "hung", "crashed", "interrupted", "cap_exceeded", "store_failed", "supervisor_lost"]);
+
+const runEndSchema = z.looseObject({
+  cause: endCauseSchema,
+  exit_code: nn,
+  signal: z.string().nullable(),
+  message: z.string(),
+});
+
+const summarySchema = z.looseObject({
   duration_s: n,
   steps: n,
   steady_steps: n,
   samples: n,
   samples_per_s: nn,
+  /** who measured the steps that throughput counts (docs/run-store.md); null without throughput, or in records older than this field */
   throughput_source: z.enum(["sdk", "attach", "progress"]).nullable().default(null),
   data_wait_share: nn,
   step_time_s: nn,
   peak_tree_gpu_bytes: nn,
   peak_tree_rss_bytes: nn,
+  /** Peak Σ PSS of the process tree (what the RAM cap counts); absent in records from before it was measured. */
   peak_tree_pss_bytes: nn.optional(),
   framework_peak_allocated_bytes: nn,
   framework_peak_reserved_bytes: nn,
@@ -37,7 +57,14 @@ const summarySchema = z.object({
   accumulation: nn,
 });
 
-const runSchema = z.object({
+const runDeviceSchema = z.looseObject({
+  backend: z.enum(["nvml", "nvidia-smi", "cpu"]),
+  driver: z.string().nullable(),
+  gpus: z.array(z.looseObject({ index: n, name: z.string(), uuid: z.string().nullable(), total_bytes: n })),
+  host: z.looseObject({ cpus: n, mem_total_bytes: n }),
+});
+
+const runSchema = z.looseObject({
   schema: z.literal("brim.run/v1"),
   id: z.string(),
   kind: z.enum(["run", "trial"]),
@@ -48,72 +75,103 @@ const runSchema = z.object({
   cap_bytes: nn,
   cap_scope: z.enum(["gpu", "ram"]),
   step_budget: nn,
-  device: z.object({
-    backend: z.enum(["nvml", "nvidia-smi", "cpu"]),
-    driver: z.string().nullable(),
-    gpus: z.array(z.object({ index: n, name: z.string(), uuid: z.string().nullable(), total_bytes: n })),
-    host: z.object({ cpus: n, mem_total_bytes: n }),
-  }),
+  device: runDeviceSchema,
   versions: z.record(z.string(), z.string()).default({}),
   started_at: z.string(),
   ended_at: z.string().nullable(),
-  end: z
-    .object({
-      cause: z.enum(["ok", "gpu_oom", "host_oom", "gpu_fault", "hung", "crashed", "interrupted", "cap_exceeded", "store_failed", "supervisor_lost"]),
-      exit_code: nn,
-      signal: z.string().nullable(),
-      message: z.string(),
-    })
-    .nullable(),
+  end: runEndSchema.nullable(),
   summary: summarySchema.nullable(),
+  /** Set by brim's watchdog when brim was lost and the job ran on unguarded (--keep-on-supervisor-loss). */
   unguarded_since: z.string().optional(),
 });
 
-const tuneSchema = z.object({
+const bindingSchema = z.looseObject({
+  knob: z.string(),
+  via: z.enum(["template", "config", "env"]),
+  file: z.string().optional(),
+  key: z.string().optional(),
+  file_sha256: z.string().optional(),
+});
+
+const trialSchema = z.looseObject({
+  index: n,
+  run_id: z.string().nullable(),
+  knobs,
+  purpose: z.string(),
+  end: z.string(),
+  samples_per_s: nn,
+  peak_bytes: nn,
+  framework_peak_bytes: nn.default(null),
+  gpu_util_mean: nn,
+  data_wait_share: nn,
+  duration_s: n.default(0),
+  oom_recoveries: n.default(0),
+  /** Why the trial gave no throughput: kind (memory, cap, crash, time_limit, hung, slower, ...) and the one-line cause. */
+  failure: z.looseObject({ kind: z.string(), cause: z.string() }).nullable().optional(),
+  /** The last lines of a failed trial's output. */
+  tail: z.array(z.string()).optional(),
+  /** Seconds from the start of the process to its first step (start-up, imports, device and data set-up). */
+  fixed_cost_s: nn.optional(),
+  /** Seconds of steady steps measured, and why the measurement ended (stable, window, steps, slower). */
+  measured_s: nn.optional(),
+  stopped_by: z.string().nullable().optional(),
+  samples_per_step: nn.optional(),
+  sm_activity_mean: nn.optional(),
+});
+
+const tuneSchema = z.looseObject({
   schema: z.literal("brim.tune/v1"),
   id: z.string(),
   command: z.array(z.string()),
   cwd: z.string(),
-  bindings: z.array(
-    z.object({
-      knob: z.string(),
-      via: z.enum(["template", "config", "env"]),
-      file: z.string().optional(),
-      key: z.string().optional(),
-      file_sha256: z.string().optional(),
-    }),
-  ),
+  bindings: z.array(bindingSchema),
   cap_bytes: n,
   cap_scope: z.enum(["gpu", "ram"]),
   effective_batch: nn.default(null),
   started_at: z.string(),
   ended_at: z.string().nullable(),
-  trials: z.array(
-    z.object({
-      index: n,
-      run_id: z.string().nullable(),
-      knobs,
-      purpose: z.string(),
-      end: z.string(),
-      samples_per_s: nn,
-      peak_bytes: nn,
-      framework_peak_bytes: nn.default(null),
-      gpu_util_mean: nn,
-      data_wait_share: nn,
-      duration_s: n.default(0),
-      oom_recoveries: n.default(0),
-    }),
-  ),
-  winner: z.object({ index: n, knobs, speedup: nn }).nullable(),
+  trials: z.array(trialSchema),
+  winner: z.looseObject({ index: n, knobs, speedup: nn }).nullable(),
   stop_reason: z.string().nullable(),
+  /** Relative noise of one trial's throughput, as the search estimated it. */
   noise: n.optional(),
+  /** The search that ran: "brim", "doubling-bisection" or "grid". */
   strategy: z.string().optional(),
-  memory_line: z.object({ intercept_bytes: n, bytes_per_sample: n, margin_bytes: n, predicted_max_micro_batch: n }).nullable().default(null),
+  memory_line: z.looseObject({ intercept_bytes: n, bytes_per_sample: n, margin_bytes: n, predicted_max_micro_batch: n }).nullable().default(null),
   notes: z.array(z.string()).default([]),
+  /** The budget stated up front: trials and seconds at most. */
+  budget: z.looseObject({ max_trials: n, max_time_s: n }).optional(),
+  /** The effective-batch policy in force ("held" / "free" / "none") and what the winner does to it. */
+  effective_batch_policy: z.looseObject({ kind: z.string(), before: nn, after: nn, text: z.string() }).optional(),
+  /** With no winner: why, and the next thing to try. */
+  no_winner: z.looseObject({ reason: z.string(), next: z.string() }).nullable().optional(),
 });
 
-function checked(schema: z.ZodType, value: unknown, file: string, expected: string): unknown {
-  const version = typeof value === "object" && value !== null ? (value as { schema?: unknown }).schema : undefined;
+/** How a job ended (docs/run-store.md). */
+export type EndCause = z.output<typeof endCauseSchema>;
+/** The end of a run as run.json records it. */
+export type RunEnd = Known<z.output<typeof runEndSchema>>;
+/** Numbers brim measured over a run; `null` where it could not measure, never 0. */
+export type RunSummary = Known<z.output<typeof summarySchema>>;
+/** What the run store knows about the devices a run used. */
+export type RunDevice = Known<z.output<typeof runDeviceSchema>>;
+/** run.json (schema `brim.run/v1`). */
+export type RunMeta = Known<z.output<typeof runSchema>>;
+/** One line of timeline.ndjson: always `t` (Unix seconds) and `kind`; the rest depends on the kind. */
+export interface TimelineEntry {
+  t: number;
+  kind: string;
+  [field: string]: unknown;
+}
+/** Where a knob reaches the job. */
+export type KnobBindingRecord = Known<z.output<typeof bindingSchema>>;
+/** One trial as tune.json records it. */
+export type TuneTrialRecord = Known<z.output<typeof trialSchema>>;
+/** tune.json (schema `brim.tune/v1`). */
+export type TuneRecord = Known<z.output<typeof tuneSchema>>;
+
+function checked<S extends z.ZodType>(schema: S, value: unknown, file: string, expected: string): z.output<S> {
+  const version = typeof value === "object" && value !== null && "schema" in value ? value.schema : undefined;
   if (typeof version === "string" && version !== expected && version.startsWith(expected.slice(0, expected.lastIndexOf("/") + 1))) {
     throw new BrimError("E_PARSE", `${file} is written by a newer brim (schema ${version}); this brim reads ${expected}: upgrade brim to read it`);
   }
@@ -126,7 +184,8 @@ function checked(schema: z.ZodType, value: unknown, file: string, expected: stri
 
 /**
  * A run.json's content, checked: throws `E_PARSE` naming the file and the field when it is damaged
- * or from a newer brim. Fields older records lack get their default (`throughput_source: null`).
+ * or from a newer brim. Fields older records lack get their default (`throughput_source: null`);
+ * fields this brim does not know are kept.
  *
  * @example
  * ```ts
@@ -134,11 +193,12 @@ function checked(schema: z.ZodType, value: unknown, file: string, expected: stri
  * ```
  */
 export function parseRunMeta(value: unknown, file: string): RunMeta {
-  return checked(runSchema, value, file, "brim.run/v1") as RunMeta;
+  return checked(runSchema, value, file, "brim.run/v1");
 }
 
 /**
- * A tune.json's content, checked like {@link parseRunMeta}.
+ * A tune.json's content, checked like {@link parseRunMeta}: every field the tuner writes, and any a
+ * newer tuner writes, comes back.
  *
  * @example
  * ```ts
@@ -146,5 +206,22 @@ export function parseRunMeta(value: unknown, file: string): RunMeta {
  * ```
  */
 export function parseTuneRecord(value: unknown, file: string): TuneRecord {
-  return checked(tuneSchema, value, file, "brim.tune/v1") as TuneRecord;
+  return checked(tuneSchema, value, file, "brim.tune/v1");
+}
+
+/**
+ * Whether a timeline line's value is an entry: a JSON object with a finite numeric `t` and a string
+ * `kind` (its other fields are read per kind). By hand rather than by a schema: it runs once per line
+ * of timelines millions of lines long.
+ *
+ * @example
+ * ```ts
+ * isTimelineEntry({ t: 1, kind: "start", pid: 4 }); // true
+ * isTimelineEntry({ t: "1", kind: "start" });       // false
+ * ```
+ */
+export function isTimelineEntry(value: unknown): value is TimelineEntry {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const e = value as { t?: unknown; kind?: unknown };
+  return typeof e.t === "number" && Number.isFinite(e.t) && typeof e.kind === "string";
 }

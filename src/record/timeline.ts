@@ -10,6 +10,7 @@
 import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import type { LivePeaks, RunMeta, RunSummary, TimelineEntry } from "./types.ts";
+import { isTimelineEntry } from "./schema.ts";
 
 /**
  * One GPU in a sampler reading.
@@ -381,8 +382,7 @@ export function parseTimelineLine(line: string): TimelineEntry | null {
   } catch {
     return null;
   }
-  const e = obj(value);
-  return e !== null && typeof e.t === "number" && Number.isFinite(e.t) && typeof e.kind === "string" ? (e as TimelineEntry) : null;
+  return isTimelineEntry(value) ? value : null;
 }
 
 /**

@@ -266,7 +266,8 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
   }
   const points = trialPoints(tune, microBatches);
   const gpu = tune.cap_scope === "gpu";
-  const notes = [...tune.notes];
+  // the search's own closing line ("winner: …") is left out: the record's winner, or its no_winner, is the one verdict
+  const notes = tune.notes.filter((note) => !note.startsWith("winner:"));
   const baseline = tune.trials.find((t) => t.purpose === "baseline") ?? tune.trials[0];
   const winner = tune.winner === null ? undefined : tune.trials.find((t) => t.index === tune.winner?.index);
   let comparison: Comparison | null = null;
@@ -278,7 +279,7 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
       trialSide(tune, winner, runs, `winner (trial ${winner.index})`),
     );
   }
-  if (tune.winner === null) notes.push("No winner: no trial finished with a throughput.");
+  if (tune.winner === null && tune.no_winner) notes.push(`Next: ${tune.no_winner.next}.`);
   const missing = tune.trials.filter((t) => t.run_id !== null && !runs.has(t.index)).length;
   if (missing > 0) notes.push(`${missing} trial run${missing === 1 ? " is" : "s are"} not in the store; their numbers come from tune.json.`);
   return {
@@ -296,7 +297,7 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
         label: "winner",
         value:
           tune.winner === null
-            ? "none"
+            ? noWinnerText(tune)
             : `trial ${tune.winner.index}: ${knobText(tune.winner.knobs)}${tune.winner.speedup !== null ? ` (×${tune.winner.speedup.toFixed(2)} vs baseline)` : ""}`,
       },
       ...(tune.memory_line !== null
@@ -325,6 +326,12 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
     comparison,
     notes,
   };
+}
+
+function noWinnerText(tune: TuneRecord): string {
+  if (tune.ended_at === null) return "none yet (still running)";
+  if (tune.stop_reason === "interrupted") return "none: the tune was interrupted";
+  return `none: ${tune.no_winner?.reason ?? "no trial finished with a throughput"}`;
 }
 
 function knobText(knobs: Record<string, number | string | boolean>): string {
