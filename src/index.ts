@@ -55,7 +55,7 @@ export {
   type SampleEntry,
   type EventEntry,
   type StepSource,
-} from "./record/timeline.ts";
+} from "./record/timeline/index.ts";
 export type { RunMeta, RunSummary, RunEnd, EndCause, TimelineEntry, TuneRecord, TuneTrialRecord } from "./record/types.ts";
 // doctor and report
 export { diagnose, CHECKS, type DoctorReport, type Finding, type CheckId } from "./analyze/doctor/index.ts";

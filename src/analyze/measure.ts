@@ -1,11 +1,11 @@
 /**
- * The numbers of a run, by the definitions of the timeline model (src/record/timeline.ts), with
+ * The numbers of a run, by the definitions of the timeline model (src/record/timeline/index.ts), with
  * what the analysis adds: precision, loader workers, memory limit and the card's facts.
  *
  * @module
  */
 import type { RunMeta, RunSummary } from "../record/types.ts";
-import { isGpuRun, summaryOf, type Timeline } from "../record/timeline.ts";
+import { isGpuRun, summaryOf, type Timeline } from "../record/timeline/index.ts";
 import { gpuFacts, type GpuFacts } from "./gpu.ts";
 
 /**

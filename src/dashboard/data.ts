@@ -11,7 +11,7 @@ import { formatBytes } from "../bytes.ts";
 import { BrimError } from "../errors/index.ts";
 import { loadTune, timelinePath } from "../record/load.ts";
 import { isRecordId, type RunStore } from "../record/store.ts";
-import { isGpuRun, loadTimelineSpread, mainSteps, stepSeconds, type Timeline } from "../record/timeline.ts";
+import { isGpuRun, loadTimelineSpread, mainSteps, stepSeconds, type Timeline } from "../record/timeline/index.ts";
 import type { RunMeta, TuneRecord } from "../record/types.ts";
 import { runCharts } from "../report/charts.ts";
 import { measureRows, runReport, tuneReport, type NumberRow, type RunReportModel, type TuneReportModel } from "../report/model.ts";

@@ -9,7 +9,7 @@ import { chartsHtml, doctorHtml, factsHtml, htmlPage, trialsHtml } from "../repo
 import type { NumberRow } from "../report/model.ts";
 import { knobDifferences, progressCharts, type ProgressAxis, type ProgressRun } from "../report/progress.ts";
 import { escapeXml as esc, renderChart } from "../report/svg.ts";
-import type { Timeline } from "../record/timeline.ts";
+import type { Timeline } from "../record/timeline/index.ts";
 import type { RunMeta } from "../record/types.ts";
 import { HOME_SCRIPT, LIVE_SCRIPT } from "./client.ts";
 import type { RunListItem, RunView, TuneListItem, TuneView } from "./data.ts";

@@ -17,7 +17,7 @@ import { measureRun } from "../analyze/measure.ts";
 import { BrimError } from "../errors/index.ts";
 import { isRecordId, type RunStore } from "../record/store.ts";
 import { loadRun } from "../record/load.ts";
-import { loadTimelineSpread, TimelineFold } from "../record/timeline.ts";
+import { loadTimelineSpread, TimelineFold } from "../record/timeline/index.ts";
 import { renderChart } from "../report/svg.ts";
 import { listRuns, listTunes, liveCharts, PAGE_READ_BYTES, runStatus, runView, tuneView } from "./data.ts";
 import { errorPage, indexPage, runPage, tunePage } from "./pages.ts";

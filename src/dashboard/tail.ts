@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { timelineEntries } from "../record/timeline.ts";
+import { timelineEntries } from "../record/timeline/index.ts";
 import type { TimelineEntry } from "../record/types.ts";
 
 /**

@@ -5,7 +5,7 @@ import type { ChannelMessage } from "../job/channel.ts";
 import { Job, type JobResult, type PtySize } from "../job/runner.ts";
 import type { RunStore } from "../record/store.ts";
 import { summarizeRun } from "../record/summary.ts";
-import { loadTimeline, type Timeline } from "../record/timeline.ts";
+import { loadTimeline, type Timeline } from "../record/timeline/index.ts";
 import type { RunDevice, RunMeta, RunSummary, TimelineEntry } from "../record/types.ts";
 import { BrimError } from "../errors/index.ts";
 import { ioCause } from "../files.ts";

@@ -1,5 +1,5 @@
 import type { ChannelMessage } from "../job/channel.ts";
-import { stepOf, stepSeconds, TimelineFold, type StepSource } from "../record/timeline.ts";
+import { stepOf, stepSeconds, TimelineFold, type StepSource } from "../record/timeline/index.ts";
 import type { TimelineEntry } from "../record/types.ts";
 
 /** What the live view, the Prometheus endpoint and the tuner's progress show about a running job. */

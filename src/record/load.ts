@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { BrimError } from "../errors/index.ts";
 import { isRecordId, type RunStore } from "./store.ts";
-import { loadTimeline, type Timeline } from "./timeline.ts";
+import { loadTimeline, type Timeline } from "./timeline/index.ts";
 import type { RunMeta, TuneRecord } from "./types.ts";
 
 /**

@@ -1,9 +1,9 @@
 /**
- * run.json's summary: the definitions of {@link ./timeline.ts} applied to a whole timeline.
+ * run.json's summary: the definitions of {@link ./timeline/index.ts} applied to a whole timeline.
  *
  * @module
  */
-import { loadTimeline, readTimeline, summaryOf, type Timeline } from "./timeline.ts";
+import { loadTimeline, readTimeline, summaryOf, type Timeline } from "./timeline/index.ts";
 import type { LivePeaks, RunSummary, TimelineEntry } from "./types.ts";
 
 /**

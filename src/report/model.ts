@@ -10,7 +10,7 @@ import { diagnose, type DoctorReport } from "../analyze/doctor/index.ts";
 import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
 import { measureRun, type RunMeasures } from "../analyze/measure.ts";
 import type { RecordedRun } from "../record/load.ts";
-import { isGpuRun } from "../record/timeline.ts";
+import { isGpuRun } from "../record/timeline/index.ts";
 import type { RunMeta, TuneRecord, TuneTrialRecord } from "../record/types.ts";
 import { runCharts, trialPoints, tuneMemoryChart, tuneThroughputChart, type TrialPoint } from "./charts.ts";
 import type { ChartSpec } from "./svg.ts";

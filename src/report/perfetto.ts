@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { stepSeconds, stepStart, type Timeline } from "../record/timeline.ts";
+import { stepSeconds, stepStart, type Timeline } from "../record/timeline/index.ts";
 import type { RecordedRun } from "./model.ts";
 
 /**

@@ -6,7 +6,7 @@
  * @module
  */
 import { measureRun } from "../analyze/measure.ts";
-import { mainSteps, stepSeconds, type Timeline } from "../record/timeline.ts";
+import { mainSteps, stepSeconds, type Timeline } from "../record/timeline/index.ts";
 import type { RunMeta } from "../record/types.ts";
 import { runCharts, timeOrigin } from "./charts.ts";
 import type { ChartSpec, Series } from "./svg.ts";

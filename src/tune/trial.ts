@@ -19,7 +19,7 @@ import { guardRun, type GuardResult, type RunControl } from "../guard/guard.ts";
 import type { LiveState } from "../guard/live.ts";
 import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
-import { mainSteps } from "../record/timeline.ts";
+import { mainSteps } from "../record/timeline/index.ts";
 import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { rateOf, splitWarmup, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { diagnose, type DoctorReport } from "../../src/analyze/doctor/index.ts";
 import { measureRun } from "../../src/analyze/measure.ts";
-import { readTimeline } from "../../src/record/timeline.ts";
+import { readTimeline } from "../../src/record/timeline/index.ts";
 import { main } from "../../src/cli/main.ts";
 import { RunStore } from "../../src/record/store.ts";
 import type { RunMeta, TimelineEntry } from "../../src/record/types.ts";

@@ -5,7 +5,7 @@
  */
 import type { NewRun, RunStore, RunWriter } from "../../src/record/store.ts";
 import { measureRun } from "../../src/analyze/measure.ts";
-import { readTimeline } from "../../src/record/timeline.ts";
+import { readTimeline } from "../../src/record/timeline/index.ts";
 import type { RunMeta, TimelineEntry, TuneRecord, TuneTrialRecord } from "../../src/record/types.ts";
 
 export const T0 = 1763780000;

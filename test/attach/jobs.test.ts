@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { readTimeline, type StepEntry } from "../../src/record/timeline.ts";
+import { readTimeline, type StepEntry } from "../../src/record/timeline/index.ts";
 
 /** The steps of the job's main process, by the timeline module's rule. */
 function mainProcessSteps(entries: readonly TimelineEntry[]): StepEntry[] {

@@ -1,7 +1,7 @@
 /**
  * One timeline, every reader: the summary, the live view, doctor, the report and the dashboard's data
  * must state the same throughput, data wait, peak and GPU means — the definitions live in one module
- * (src/record/timeline.ts). The timeline has what made the old copies disagree: a step without wait
+ * (src/record/timeline/index.ts). The timeline has what made the old copies disagree: a step without wait
  * or compute time, several stepping processes, and GPUs the job does not use.
  */
 import { mkdtempSync, rmSync } from "node:fs";

@@ -13,7 +13,7 @@ import {
   readTimeline,
   stepSeconds,
   timelineEntries,
-} from "../../src/record/timeline.ts";
+} from "../../src/record/timeline/index.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-timeline-"));

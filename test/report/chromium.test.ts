@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mainSteps, readTimeline } from "../../src/record/timeline.ts";
+import { mainSteps, readTimeline } from "../../src/record/timeline/index.ts";
 import { RunStore } from "../../src/record/store.ts";
 import { CHROMIUM_ARGS } from "../helpers/chromium.ts";
 import { writeReport } from "../../src/report/write.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { measureRun } from "../../src/analyze/measure.ts";
-import { mainSteps, readTimeline } from "../../src/record/timeline.ts";
+import { mainSteps, readTimeline } from "../../src/record/timeline/index.ts";
 import { main } from "../../src/cli/main.ts";
 import { RunStore } from "../../src/record/store.ts";
 import { loadRun } from "../../src/record/load.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import type { RunMeta } from "../../record/types.ts";
-import { stepStart, type GpuReading, type SampleEntry, type StepEntry, type Timeline } from "../../record/timeline.ts";
+import { stepStart, type GpuReading, type SampleEntry, type StepEntry, type Timeline } from "../../record/timeline/index.ts";
 import type { RunMeasures } from "../measure.ts";
 import * as T from "../thresholds.ts";
 import { tuneCommandLine } from "../tune-hint.ts";

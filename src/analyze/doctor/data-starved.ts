@@ -7,7 +7,7 @@ import { formatPercent, formatSeconds, formatShare } from "../format.ts";
 import { mean } from "../measure.ts";
 import * as T from "../thresholds.ts";
 import type { KnobTrial } from "../tune-hint.ts";
-import { stepSeconds } from "../../record/timeline.ts";
+import { stepSeconds } from "../../record/timeline/index.ts";
 import { ev, finding, jobGpus, knobSeen, lower, phaseAt, stepsConfidence, workerValues, type CheckResult, type Ctx } from "./context.ts";
 import type { Evidence } from "./types.ts";
 

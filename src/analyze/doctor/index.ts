@@ -7,7 +7,7 @@
  * @module
  */
 import type { RunMeta, TimelineEntry } from "../../record/types.ts";
-import { isGpuRun, readTimeline, steadySamples, steadySteps, type Timeline } from "../../record/timeline.ts";
+import { isGpuRun, readTimeline, steadySamples, steadySteps, type Timeline } from "../../record/timeline/index.ts";
 import { measureRun } from "../measure.ts";
 import { CERTAINTY_ORDER, SEVERITY_ORDER, type CheckResult, type Ctx } from "./context.ts";
 import type { CheckId, DoctorReport, Finding, NotEvaluated, Passed } from "./types.ts";

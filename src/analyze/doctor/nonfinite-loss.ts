@@ -5,7 +5,7 @@
  */
 import { minOf } from "../measure.ts";
 import type { KnobTrial } from "../tune-hint.ts";
-import { type EventEntry } from "../../record/timeline.ts";
+import { type EventEntry } from "../../record/timeline/index.ts";
 import { ev, finding, type CheckResult, type Ctx } from "./context.ts";
 import type { Evidence } from "./types.ts";
 

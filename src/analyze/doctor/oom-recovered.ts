@@ -4,7 +4,7 @@
  * @module
  */
 import type { KnobTrial } from "../tune-hint.ts";
-import { type EventEntry } from "../../record/timeline.ts";
+import { type EventEntry } from "../../record/timeline/index.ts";
 import { ev, finding, type CheckResult, type Ctx } from "./context.ts";
 
 export function oomRecovered(ctx: Ctx): CheckResult {

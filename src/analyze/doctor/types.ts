@@ -143,7 +143,7 @@ export interface DoctorReport {
     command: string[];
     device: string;
     backend: RunMeta["device"]["backend"];
-    /** a GPU run (src/record/timeline.ts `isGpuRun`) */
+    /** a GPU run (src/record/timeline/index.ts `isGpuRun`) */
     gpu: boolean;
     started_at: string;
     ended_at: string | null;

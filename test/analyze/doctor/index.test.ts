@@ -3,7 +3,7 @@ import * as T from "../../../src/analyze/thresholds.ts";
 import { CHECKS } from "../../../src/analyze/doctor/index.ts";
 import { gpuFacts } from "../../../src/analyze/gpu.ts";
 import { measureRun } from "../../../src/analyze/measure.ts";
-import { readTimeline } from "../../../src/record/timeline.ts";
+import { readTimeline } from "../../../src/record/timeline/index.ts";
 import { shellQuote, tuneCommandLine } from "../../../src/analyze/tune-hint.ts";
 import { GIB, syntheticRun } from "../synthetic.ts";
 import { doctor, fired, HEALTHY } from "./helpers.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { measureRun } from "../../../src/analyze/measure.ts";
-import { readTimeline } from "../../../src/record/timeline.ts";
+import { readTimeline } from "../../../src/record/timeline/index.ts";
 import { GIB, syntheticRun } from "../synthetic.ts";
 import { doctor, fired, get, HEALTHY } from "./helpers.ts";
 
