@@ -1,5 +1,5 @@
-import { gpuCapabilities } from "../devices/gpu-facts.ts";
-import { findGpu, type GpuArchitecture } from "../plan/catalog.ts";
+import { gpuCapabilities, type GpuArchitecture } from "../devices/gpu-facts.ts";
+import { findGpu } from "../plan/catalog.ts";
 
 /**
  * What the analysis needs to know about the card a run used.

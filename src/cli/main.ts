@@ -1,5 +1,4 @@
 import { Command, CommanderError } from "commander";
-import { createRequire } from "node:module";
 import { isBrimError } from "../errors/index.ts";
 import { processOutput, type Output } from "./output.ts";
 import { registerPlan } from "./plan.ts";
@@ -10,8 +9,7 @@ import { registerDoctor } from "./doctor.ts";
 import { registerReport } from "./report.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { registerCompletion } from "./completion.ts";
-
-const version = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
+import { BRIM_VERSION as version } from "../version.ts";
 
 /**
  * Runs the brim command line and returns the exit status; never exits the process itself.

@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { startSampler, type Devices, type Reading, type Sampler } from "../devices/index.ts";
 import type { ChannelMessage } from "../job/channel.ts";
@@ -12,8 +11,7 @@ import { ioCause } from "../files.ts";
 import { CapWatcher } from "./cap.ts";
 import { LiveTracker, type LiveState } from "./live.ts";
 import { Watchdog } from "./watchdog.ts";
-
-const brimVersion = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
+import { BRIM_VERSION as brimVersion } from "../version.ts";
 
 /** Seconds between two sampler readings kept in the timeline (the guard itself sees every reading). */
 const TIMELINE_SAMPLE_EVERY_S = 0.5;

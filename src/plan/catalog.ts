@@ -13,14 +13,10 @@
  *   number is the one stored here.
  * - Pascal has no tensor cores: its `fp16` is the packed-half2 CUDA-core rate.
  */
+import type { GpuArchitecture } from "../devices/gpu-facts.ts";
 
-/**
- * Tensor-core generation decides which precisions run fast.
- *
- * @example
- * const arch: GpuArchitecture = "ampere";
- */
-export type GpuArchitecture = "pascal" | "volta" | "turing" | "ampere" | "ada" | "hopper" | "blackwell";
+/** Tensor-core generation decides which precisions run fast (the names are the devices' own). */
+export type { GpuArchitecture };
 
 /**
  * One GPU model. Peak numbers are dense (no sparsity), in TFLOP/s, from the vendor's datasheet.
