@@ -140,7 +140,7 @@ export const THROTTLE_SHARE = 0.1;
  * THROTTLE_REASONS.includes("gpu_idle");     // false
  * ```
  */
-export const THROTTLE_REASONS: readonly string[] = ["sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal", "power_brake", "hw_power_brake"];
+export const THROTTLE_REASONS: readonly string[] = ["sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"];
 
 /**
  * GPU memory held outside the main process's allocator at which extra GPU contexts are worth a finding.

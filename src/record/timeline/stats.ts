@@ -151,26 +151,6 @@ export class ReadingSums {
     }
   }
 
-  addAll(other: ReadingSums): void {
-    this.readings += other.readings;
-    for (const [index, o] of other.gpus) {
-      let sums = this.gpus.get(index);
-      if (sums === undefined) this.gpus.set(index, (sums = newSums()));
-      sums.util += o.util;
-      sums.utilN += o.utilN;
-      sums.sm += o.sm;
-      sums.smN += o.smN;
-      sums.power += o.power;
-      sums.powerN += o.powerN;
-      if (o.energyFirst !== null) sums.energyFirst ??= o.energyFirst;
-      if (o.energyLast !== null) sums.energyLast = o.energyLast;
-    }
-    this.treeCpu += other.treeCpu;
-    this.treeCpuN += other.treeCpuN;
-    this.hostCpu += other.hostCpu;
-    this.hostCpuN += other.hostCpuN;
-  }
-
   /** GPU means over the given GPUs: utilization and SM activity over every reading of them; power summed over the GPUs. */
   means(
     indexes: readonly number[],

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { THROTTLE_REASONS } from "../../../src/analyze/thresholds.ts";
+import { THROTTLE_REASONS as DECODED } from "../../../src/devices/nvml-structs.ts";
 import { doctor, fired, get, HEALTHY } from "./helpers.ts";
 
 describe("doctor check: clocks-held-back", () => {
@@ -13,5 +15,10 @@ describe("doctor check: clocks-held-back", () => {
     expect(f.verify).toBeNull();
     expect(fired(doctor({ ...HEALTHY, throttle: () => ["gpu_idle"] }))).not.toContain("clocks_held_back");
     expect(doctor({ ...HEALTHY, throttle: () => null }).not_evaluated.map((n) => n.check)).toContain("clocks_held_back");
+  });
+
+  it("counts only reasons a backend can report (both decode NVML's bits by one table)", () => {
+    const names = DECODED.map(([, name]) => name);
+    for (const reason of THROTTLE_REASONS) expect(names).toContain(reason);
   });
 });
