@@ -13,6 +13,7 @@ import { memoryAt, type TrainingSetup } from "./memory.ts";
 import type { ModelInput } from "./model-file.ts";
 import { footprintFromProfile } from "./profile.ts";
 import { OPTIMIZERS, PRECISIONS, type Precision } from "./spec.ts";
+import { median } from "../stats.ts";
 
 /** Where a prediction's activations come from. */
 export type PredictionSource = "spec" | "profile";
@@ -84,11 +85,9 @@ export interface ValidationResult extends Accuracy {
 export function accuracy(errors: readonly number[]): Accuracy {
   if (errors.length === 0) return { pairs: 0, median_abs_error: null, worst_abs_error: null, under_3pct_share: null };
   const abs = errors.map(Math.abs).sort((a, b) => a - b);
-  const mid = abs.length >> 1;
-  const median = abs.length % 2 === 1 ? (abs[mid] ?? 0) : ((abs[mid - 1] ?? 0) + (abs[mid] ?? 0)) / 2;
   return {
     pairs: errors.length,
-    median_abs_error: median,
+    median_abs_error: median(abs),
     worst_abs_error: abs[abs.length - 1] ?? 0,
     under_3pct_share: errors.filter((e) => e < -0.03).length / errors.length,
   };
@@ -390,10 +389,10 @@ export function fitConstants(pairs: readonly AccuracyPair[]): FittedConstants | 
   const outsideOf = (withCudnn: boolean): number[] =>
     pairs.filter((p, i) => feats[i]!.cudnn > 0 === withCudnn && p.outside_allocator !== undefined).map((p) => p.outside_allocator!);
   const outside = outsideOf(false);
-  const context = outside.length > 0 ? median(outside) : Math.min(k.fixed, DEFAULT_CONSTANTS.cuda_context_bytes);
+  const context = median(outside) ?? Math.min(k.fixed, DEFAULT_CONSTANTS.cuda_context_bytes);
   // not determined by the fit: what cuDNN's handle adds outside the allocator, measured directly
   const cudnnOutside = outsideOf(true);
-  const cudnn = free.includes("cudnn") || cudnnOutside.length === 0 || outside.length === 0 ? k.cudnn : Math.max(0, median(cudnnOutside) - context);
+  const cudnn = free.includes("cudnn") || cudnnOutside.length === 0 || outside.length === 0 ? k.cudnn : Math.max(0, (median(cudnnOutside) ?? 0) - context);
   return {
     cuda_context_bytes: Math.round(context),
     cublas_workspace_bytes: Math.max(0, Math.round(k.fixed - context)),
@@ -406,12 +405,6 @@ export function fitConstants(pairs: readonly AccuracyPair[]): FittedConstants | 
 
 function round4(x: number): number {
   return Math.round(x * 1e4) / 1e4;
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 /**

@@ -7,7 +7,8 @@
  */
 import type { TimelineEntry } from "../types.ts";
 import { eventOf, helloOf, num, sampleOf, stepOf, stepSeconds, str } from "./entries.ts";
-import { EvenThinning, ReadingSums, StreamingMedian } from "./stats.ts";
+import { StreamingMedian } from "../../stats.ts";
+import { EvenThinning, ReadingSums } from "./stats.ts";
 import type { EventEntry, HelloEntry, SampleEntry, StepEntry, StepSource, Timeline, TimelineMeasures } from "./types.ts";
 
 /** Entries kept in a timeline's sample list before it is thinned. */

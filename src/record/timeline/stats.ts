@@ -1,74 +1,10 @@
 /**
- * Streaming statistics over a timeline in bounded memory: the median of a stream, even thinning of
- * a list, and the sums behind the GPU and CPU means.
+ * Streaming statistics over a timeline in bounded memory: even thinning of a list, and the sums
+ * behind the GPU and CPU means (the median of a stream is {@link ../../stats.ts}'s).
  *
  * @module
  */
 import type { SampleEntry, TimelineMeasures } from "./types.ts";
-
-/**
- * The median of a stream of numbers in bounded memory: exact up to 2^18 values, then from a
- * histogram with bins 0.5 % wide (so within 0.25 % of the exact median).
- */
-export class StreamingMedian {
-  static readonly EXACT = 1 << 18;
-  #values: Float64Array = new Float64Array(1024);
-  #n = 0;
-  #bins: Map<number, number> | null = null;
-  #zeros = 0;
-
-  add(value: number): void {
-    if (this.#bins === null) {
-      if (this.#n === this.#values.length) {
-        if (this.#n >= StreamingMedian.EXACT) {
-          this.#bins = new Map();
-          for (let i = 0; i < this.#n; i++) this.#bin(this.#values[i] as number);
-          this.#values = new Float64Array(0);
-        } else {
-          const grown = new Float64Array(this.#values.length * 2);
-          grown.set(this.#values);
-          this.#values = grown;
-        }
-      }
-      if (this.#bins === null) {
-        this.#values[this.#n] = value;
-        this.#n++;
-        return;
-      }
-    }
-    this.#n++;
-    this.#bin(value);
-  }
-
-  #bin(value: number): void {
-    if (value <= 0) {
-      this.#zeros++;
-      return;
-    }
-    const bin = Math.floor(Math.log(value) / Math.log1p(0.005));
-    this.#bins?.set(bin, (this.#bins.get(bin) ?? 0) + 1);
-  }
-
-  get count(): number {
-    return this.#n;
-  }
-
-  median(): number | null {
-    if (this.#n === 0) return null;
-    if (this.#bins === null) {
-      const sorted = this.#values.slice(0, this.#n).sort();
-      const mid = Math.floor(this.#n / 2);
-      return this.#n % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-    }
-    let seen = this.#zeros;
-    if (seen > this.#n / 2) return 0;
-    for (const [bin, n] of [...this.#bins.entries()].sort((a, b) => a[0] - b[0])) {
-      seen += n;
-      if (seen >= this.#n / 2) return Math.exp((bin + 0.5) * Math.log1p(0.005));
-    }
-    return null;
-  }
-}
 
 /** Keeps every k-th item of a stream, k doubling whenever the list reaches its bound. */
 export class EvenThinning<T> {
