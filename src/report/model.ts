@@ -208,6 +208,7 @@ export function trialMeasures(t: TuneTrialRecord, gpu: boolean): RunMeasures {
     steps: 0,
     steady_steps: 0,
     samples: 0,
+    steady_samples: 0,
     samples_per_s: t.samples_per_s,
     throughput_source: null,
     data_wait_share: t.data_wait_share,

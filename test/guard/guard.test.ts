@@ -125,7 +125,8 @@ describe("guardRun with real processes (CPU mode)", () => {
       .split("\n");
     expect((JSON.parse(onDiskTimeline.at(-1) ?? "{}") as { kind?: string }).kind).toBe("end");
     expect(result.summary.steady_steps).toBe(10);
-    expect(result.summary.samples).toBe(160);
+    expect(result.summary.steady_samples).toBe(160);
+    expect(result.summary.samples).toBe(192);
     expect(result.summary.samples_per_s).toBeGreaterThan(100);
     expect(result.summary.samples_per_s).toBeLessThan(16 / 0.02);
     expect(result.summary.peak_tree_rss_bytes).toBeGreaterThan(MiB);

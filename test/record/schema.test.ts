@@ -37,6 +37,7 @@ describe("records are validated on read", () => {
     const read = parseRunMeta(old, "run.json");
     expect(read.summary?.throughput_source).toBeNull();
     expect(read.summary?.oom_recoveries).toBe(0);
+    expect(read.summary?.steady_samples).toBe(1);
   });
 
   it("names the file and the field of a damaged record", async () => {

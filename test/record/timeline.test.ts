@@ -75,7 +75,8 @@ describe("the definitions", () => {
     ]);
     expect(tl.measured.steps).toBe(3);
     expect(tl.measured.steady_steps).toBe(3);
-    expect(tl.measured.samples).toBe(20);
+    expect(tl.measured.samples).toBe(1020);
+    expect(tl.measured.steady_samples).toBe(20);
     expect(tl.measured.samples_per_s).toBeCloseTo(20 / 1.0, 12);
     expect(tl.measured.data_wait_share).toBeCloseTo(0.1 / 1.0, 12);
     expect(stepSeconds({ wait_s: null, compute_s: null })).toBeNull();

@@ -24,6 +24,7 @@ const MAX_HELLOS = 1_024;
 /** The steps of one kind of source, per process. */
 interface StepFolds {
   steps: number;
+  samples: number;
   readonly processes: Map<number, ProcessFold>;
   readonly stepCounts: Map<number, number>;
 }
@@ -32,7 +33,7 @@ interface StepFolds {
 class ProcessFold {
   steps = 0;
   steady = 0;
-  samples = 0;
+  steadySamples = 0;
   wait = 0;
   busy = 0;
   readonly stepTime = new StreamingMedian();
@@ -54,7 +55,7 @@ class ProcessFold {
     this.steady++;
     const seconds = stepSeconds(s);
     if (seconds === null) return;
-    this.samples += s.samples ?? 0;
+    this.steadySamples += s.samples ?? 0;
     this.wait += s.wait_s ?? 0;
     this.busy += seconds;
     this.stepTime.add(seconds);
@@ -135,8 +136,8 @@ export class TimelineFold {
   #end: Timeline["end"] = null;
   // Steps read from progress lines are the last resort: kept apart, and counted only while the SDK
   // and the attach layer reported none.
-  readonly #measured: StepFolds = { steps: 0, processes: new Map(), stepCounts: new Map() };
-  readonly #progress: StepFolds = { steps: 0, processes: new Map(), stepCounts: new Map() };
+  readonly #measured: StepFolds = { steps: 0, samples: 0, processes: new Map(), stepCounts: new Map() };
+  readonly #progress: StepFolds = { steps: 0, samples: 0, processes: new Map(), stepCounts: new Map() };
   get #steps(): number {
     return this.#counted.steps;
   }
@@ -200,6 +201,7 @@ export class TimelineFold {
   step(s: StepEntry): void {
     const into = s.source === "progress" ? this.#progress : this.#measured;
     into.steps++;
+    into.samples += s.samples ?? 0;
     const peak = s.mem?.peak ?? null;
     const reserved = s.mem?.peak_reserved ?? null;
     if (peak !== null && (this.#peakAllocated === null || peak > this.#peakAllocated)) this.#peakAllocated = peak;
@@ -272,11 +274,12 @@ export class TimelineFold {
     const inWindow = main !== undefined && main.inWindow.readings > 0 ? main.inWindow : this.#all;
     const window: [number, number] | null = main?.windowStart != null && main.windowEnd !== null ? [main.windowStart, main.windowEnd] : null;
     const sources = main === undefined ? [] : (Object.entries(main.sources) as [StepSource, number][]).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
-    const samplesPerS = main !== undefined && main.busy > 0 && main.samples > 0 ? main.samples / main.busy : null;
+    const samplesPerS = main !== undefined && main.busy > 0 && main.steadySamples > 0 ? main.steadySamples / main.busy : null;
     return {
       steps: this.#steps,
       steady_steps: main?.steady ?? 0,
-      samples: main?.samples ?? 0,
+      samples: this.#counted.samples,
+      steady_samples: main?.steadySamples ?? 0,
       samples_per_s: samplesPerS,
       // the steps' source even when they carry no sample count (steps/s is then what was measured)
       throughput_source: sources[0]?.[0] ?? null,
