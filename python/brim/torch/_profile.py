@@ -6,12 +6,12 @@ import datetime
 import json
 import os
 import tempfile
-import warnings
 
 import torch
 
 import brim
 
+from ._step import _autocast_works
 from ._util import batch_size, iter_tensors, storage_of
 
 SCHEMA = "brim.model-profile"
@@ -140,17 +140,6 @@ def _module_flops(mod, inputs, output):
 
 
 # ---- measurement ----------------------------------------------------------------------------------
-
-
-def _autocast_dtype_works(device_type, dtype):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with torch.autocast(device_type=device_type, dtype=dtype):
-                a = torch.ones(2, 2, device=device_type)
-                return torch.mm(a, a).dtype == dtype
-    except Exception:
-        return False
 
 
 def _measure(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_flops):
@@ -303,7 +292,7 @@ def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=
             wanted.append((prec, None))
         elif prec in ("bf16-mixed", "fp16-mixed"):
             dtype = torch.bfloat16 if prec == "bf16-mixed" else torch.float16
-            if _autocast_dtype_works(device.type, dtype):
+            if _autocast_works(device.type, dtype):
                 wanted.append((prec, dtype))
         else:
             raise ValueError("brim.torch.profile: unknown precision %r" % (prec,))
