@@ -485,24 +485,15 @@ export class Job {
     if (this.#channelSteps > 0 || text.length > 4096) return;
     const rate = parseProgressLine(text, this.#pattern);
     if (rate === null) return;
-    const before = this.#progress.total;
-    const step = this.#progress.push(rate, Date.now() / 1000);
-    if (step === null) return;
-    this.#steps++;
-    this.#lastStepAt = Date.now() / 1000;
-    const warmup = before < (this.#options.warmupSteps ?? 0);
-    this.#options.onMessage?.({
-      v: 1,
-      type: "step",
-      t: this.#lastStepAt,
-      pid: this.pid,
-      ...step,
-      warmup,
-      micro_batch: null,
-      accumulation: null,
-      loss: null,
-      mem: null,
+    const steps = this.#progress.push(rate, Date.now() / 1000);
+    if (steps.length === 0) return;
+    const counted = this.#progress.total - steps.filter((s) => s.steps > 0).length;
+    steps.forEach((step, i) => {
+      this.#steps++;
+      const warmup = counted + i < (this.#options.warmupSteps ?? 0);
+      this.#options.onMessage?.({ v: 1, type: "step", pid: this.pid, ...step, warmup, micro_batch: null, accumulation: null, loss: null, mem: null });
     });
+    this.#lastStepAt = Date.now() / 1000;
     const budget = this.#options.stepBudget;
     if (budget != null && this.#progress.total >= budget) {
       this.stop("budget", `step budget of ${budget} steps reached (counted from the job's progress lines: ${Math.round(this.#progress.total)} steps)`, 3);
