@@ -107,7 +107,9 @@ describe("ProgressSteps", () => {
   it("samples/s alone spans the time since the previous line and counts no step", () => {
     const meter = new ProgressSteps();
     meter.push({ kind: "rate", samplesPerSec: 50 }, 1);
-    expect(meter.push({ kind: "rate", samplesPerSec: 50 }, 3)).toEqual([{ t: 3, step: 0, samples: 100, wait_s: null, compute_s: 2, steps: 0, source: "progress" }]);
+    expect(meter.push({ kind: "rate", samplesPerSec: 50 }, 3)).toEqual([
+      { t: 3, step: 0, samples: 100, wait_s: null, compute_s: 2, steps: 0, source: "progress" },
+    ]);
     expect(meter.total).toBe(0);
   });
 });
