@@ -30,6 +30,19 @@ def _run_shadowed_sitecustomize() -> None:
         sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s\n" % (type(e).__name__, e))
 
 
+def _line_buffered() -> None:
+    """brim sets PYTHONUNBUFFERED so that the job's output shows as it comes; unbuffered, print()
+    writes its words and its newline apart, and the lines of processes sharing a pipe (torchrun's
+    ranks) cut into each other. Line buffering shows output as soon, a whole line per write."""
+    if os.environ.get("BRIM_LINE_BUFFERED") != "1":
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(line_buffering=True, write_through=False)
+        except Exception:
+            pass
+
+
 def _attach() -> None:
     if not os.environ.get("BRIM_CHANNEL") or os.environ.get("BRIM_ATTACH", "1").strip().lower() in ("0", "false", "no", "off"):
         return
@@ -43,4 +56,5 @@ def _attach() -> None:
 
 
 _run_shadowed_sitecustomize()
+_line_buffered()
 _attach()

@@ -51,18 +51,23 @@ export const EXIT_GUARD_FAILED = 70;
 /**
  * The exit status brim gives for a run: the job's own, 128 + the signal's number when it was killed,
  * and never 0 when the run did not end `ok` (a job that exits 0 after brim stopped it still failed);
- * {@link EXIT_STORE_FAILED} when the store failed, {@link EXIT_GUARD_FAILED} when the guard did.
+ * {@link EXIT_STORE_FAILED} when the store failed, {@link EXIT_GUARD_FAILED} when the guard did. A run
+ * the user interrupted exits 128 + the number of the signal brim received (Ctrl-C: 130), whatever
+ * the job made of it: torchrun, for one, exits 1 when its ranks are interrupted.
  *
  * @example
  * ```ts
  * exitCodeOf({ cause: "ok", exit_code: 0, signal: null, message: "" }); // 0
  * exitCodeOf({ cause: "interrupted", exit_code: null, signal: "SIGINT", message: "" }); // 130
+ * exitCodeOf({ cause: "interrupted", exit_code: 1, signal: null, message: "" }, "SIGINT"); // 130
  * ```
  */
-export function exitCodeOf(end: RunEnd): number {
+export function exitCodeOf(end: RunEnd, interruptedBy: NodeJS.Signals | null = null): number {
   if (end.cause === "store_failed") return EXIT_STORE_FAILED;
   if (end.cause === "supervisor_lost") return EXIT_GUARD_FAILED;
-  const code = end.exit_code ?? (end.signal !== null ? 128 + ((osConstants.signals as Record<string, number>)[end.signal] ?? 1) : 1);
+  const signalCode = (signal: string): number => 128 + ((osConstants.signals as Record<string, number>)[signal] ?? 1);
+  if (end.cause === "interrupted" && interruptedBy !== null) return signalCode(interruptedBy);
+  const code = end.exit_code ?? (end.signal !== null ? signalCode(end.signal) : 1);
   if (end.cause === "ok") return 0; // also a job brim ended at its step budget (progress lines) with a signal
   if (code !== 0) return code;
   return end.cause === "interrupted" ? 130 : 1;
@@ -227,7 +232,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
     );
     footer?.close(latestState ?? undefined);
     ended = true;
-    return { result, exitCode: exitCodeOf(result.job.end), storeRoot: root, note: inventory.note };
+    return { result, exitCode: exitCodeOf(result.job.end, result.job.interruptedBy), storeRoot: root, note: inventory.note };
   } finally {
     running = false;
     // the last scrape lands after the run: keep /metrics (with brim_job_running 0) up a little longer
@@ -256,13 +261,19 @@ export function renderRunSummary(run: RunCommandResult): string {
   const source = summary.throughput_source
     ? ` (measured by ${summary.throughput_source === "progress" ? "the job's progress lines" : summary.throughput_source === "attach" ? "attach" : "the SDK"})`
     : "";
+  const ranks = run.result.timeline.measured.ranks;
+  const global = ranks.length > 0 && ranks.every((r) => r.samples_per_s !== null) ? `, all ${ranks.length} ranks together` : "";
   const throughput =
     summary.samples_per_s !== null
-      ? `${summary.samples_per_s.toPrecision(4)} samples/s over ${summary.steady_steps} steady steps${source}`
+      ? `${summary.samples_per_s.toPrecision(4)} samples/s${global} over ${summary.steady_steps} steady steps${source}`
       : summary.step_time_s !== null && summary.steady_steps > 0
         ? `${summary.step_time_s.toPrecision(4)} s per step over ${summary.steady_steps} steady steps${source}; samples per step unknown`
         : `no steady steps reported${summary.steps === 0 ? " (brim saw no optimizer step, DataLoader or progress line, or the job stopped before its first step)" : ""}`;
   lines.push(`  throughput   ${throughput}`);
+  if (ranks.length > 0)
+    lines.push(
+      `  ranks        ${ranks.map((r) => `rank ${r.rank} ${r.samples_per_s !== null ? `${r.samples_per_s.toPrecision(4)} samples/s` : "?"} (${r.steps} steps)`).join(" · ")}`,
+    );
   if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
   const pss = summary.peak_tree_pss_bytes ?? null;
   const peak = meta.cap_scope === "gpu" ? summary.peak_tree_gpu_bytes : (pss ?? summary.peak_tree_rss_bytes);
@@ -286,7 +297,9 @@ export function renderRunSummary(run: RunCommandResult): string {
     );
   if (summary.energy_j_per_sample !== null) lines.push(`  energy       ${summary.energy_j_per_sample.toPrecision(3)} J/sample`);
   if (summary.oom_recoveries > 0) lines.push(`  recovered    ${summary.oom_recoveries} out-of-memory errors inside the step (no step lost)`);
-  lines.push(`  duration     ${formatDuration(summary.duration_s)} · ${summary.steps} steps`);
+  lines.push(
+    `  duration     ${formatDuration(summary.duration_s)} · ${summary.steps} steps${ranks.length > 0 ? ` (optimizer steps of rank ${ranks[0]?.rank ?? 0}; every rank steps with it)` : ""}`,
+  );
   lines.push(`  record       ${run.storeRoot}/runs/${meta.id}  (brim doctor ${meta.id})`);
   return `${lines.join("\n")}\n`;
 }
@@ -379,7 +392,9 @@ The record lands in .brim/runs/<id>/ (run.json, timeline.ndjson, output.log): se
       } finally {
         process.off("uncaughtException", lastNet);
       }
-      if (options.json) out.stdout(`${JSON.stringify(run.result.meta, null, 2)}\n`);
+      // ranks: each rank's own figures beside the summary's global ones (torchrun, DDP)
+      const ranks = run.result.timeline.measured.ranks;
+      if (options.json) out.stdout(`${JSON.stringify(ranks.length > 0 ? { ...run.result.meta, ranks } : run.result.meta, null, 2)}\n`);
       else out.stderr(renderRunSummary(run));
       setExitCode(run.exitCode);
     });

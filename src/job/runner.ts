@@ -97,6 +97,8 @@ export interface JobResult {
   tail: string[];
   channel: ChannelStats;
   steps: number;
+  /** the signal brim received and passed to the job (Ctrl-C: SIGINT), when the user interrupted it */
+  interruptedBy: NodeJS.Signals | null;
 }
 
 const TAIL_LINES = 60;
@@ -169,7 +171,11 @@ export function jobEnvironment(options: JobOptions, channelPath: string): NodeJS
   env.BRIM_CHANNEL = channelPath;
   if (options.channelToken !== undefined) env.BRIM_CHANNEL_TOKEN = options.channelToken;
   env.BRIM_RUN_ID = options.runId;
-  env.PYTHONUNBUFFERED = env.PYTHONUNBUFFERED ?? "1";
+  if (env.PYTHONUNBUFFERED === undefined) {
+    // output as it comes; brim's sitecustomize then makes it line-buffered (whole lines per write)
+    env.PYTHONUNBUFFERED = "1";
+    env.BRIM_LINE_BUFFERED = "1";
+  }
   if (options.knobs !== undefined && Object.keys(options.knobs).length > 0) env.BRIM_KNOBS = JSON.stringify(options.knobs);
   if (options.stepBudget != null) env.BRIM_STEP_BUDGET = String(options.stepBudget);
   if (options.warmupSteps != null) env.BRIM_WARMUP_STEPS = String(options.warmupSteps);
@@ -212,6 +218,7 @@ export class Job {
   #options: JobOptions;
   #stoppedBy: BrimStopReason | null = null;
   #interrupts = 0;
+  #interruptedBy: NodeJS.Signals | null = null;
   #streamsEnded: Promise<unknown>[] = [];
   #stopDetail: string | undefined;
   #sdkOomFatal = false;
@@ -261,7 +268,16 @@ export class Job {
         oomLine: this.#oomLine,
         gpuLost: this.#gpuLost,
       });
-      return { end, pid: this.pid, startedAt: this.startedAt, endedAt, tail: [...this.#tail], channel: channel.stats, steps: this.#steps };
+      return {
+        end,
+        pid: this.pid,
+        startedAt: this.startedAt,
+        endedAt,
+        tail: [...this.#tail],
+        channel: channel.stats,
+        steps: this.#steps,
+        interruptedBy: this.#interruptedBy,
+      };
     });
   }
 
@@ -406,7 +422,10 @@ export class Job {
       this.#signalGroup("SIGKILL");
       return;
     }
-    this.#stoppedBy ??= "interrupted";
+    if (this.#stoppedBy === null) {
+      this.#stoppedBy = "interrupted";
+      this.#interruptedBy = signal;
+    }
     this.#signalGroup(signal);
     this.#escalateLater();
   }
@@ -485,24 +504,15 @@ export class Job {
     if (this.#channelSteps > 0 || text.length > 4096) return;
     const rate = parseProgressLine(text, this.#pattern);
     if (rate === null) return;
-    const before = this.#progress.total;
-    const step = this.#progress.push(rate, Date.now() / 1000);
-    if (step === null) return;
-    this.#steps++;
-    this.#lastStepAt = Date.now() / 1000;
-    const warmup = before < (this.#options.warmupSteps ?? 0);
-    this.#options.onMessage?.({
-      v: 1,
-      type: "step",
-      t: this.#lastStepAt,
-      pid: this.pid,
-      ...step,
-      warmup,
-      micro_batch: null,
-      accumulation: null,
-      loss: null,
-      mem: null,
+    const steps = this.#progress.push(rate, Date.now() / 1000);
+    if (steps.length === 0) return;
+    const counted = this.#progress.total - steps.filter((s) => s.steps > 0).length;
+    steps.forEach((step, i) => {
+      this.#steps++;
+      const warmup = counted + i < (this.#options.warmupSteps ?? 0);
+      this.#options.onMessage?.({ v: 1, type: "step", pid: this.pid, ...step, warmup, micro_batch: null, accumulation: null, loss: null, mem: null });
     });
+    this.#lastStepAt = Date.now() / 1000;
     const budget = this.#options.stepBudget;
     if (budget != null && this.#progress.total >= budget) {
       this.stop("budget", `step budget of ${budget} steps reached (counted from the job's progress lines: ${Math.round(this.#progress.total)} steps)`, 3);

@@ -126,38 +126,50 @@ export function progressPattern(source: string): RegExp {
   }
 }
 
-/** A step entry measured from progress lines (source "progress"), before the runner adds t and pid. */
+/** A step entry measured from progress lines (source "progress"), before the runner adds pid. */
 export interface ProgressStep {
+  /** when the step ended: the line's arrival, earlier by the job's own step time for the steps before the last */
+  t: number;
   step: number;
   samples: number | null;
   wait_s: null;
-  compute_s: number;
+  compute_s: number | null;
+  /** training steps the entry stands for: 1, or 0 for a span of a rate without any step count */
   steps: number;
   source: "progress";
 }
 
+/** A line can stand for more steps than this only if its counter is not a step counter (samples, tokens). */
+const MAX_STEPS_PER_LINE = 100_000;
+
 /**
- * Turns successive rates into step entries: each rate line covers the time since the previous one
- * (the first only sets the clock), so samples / compute_s over the entries is the time-weighted
- * rate the job printed. `steps` is how many training steps the entry covers: the counter's advance
- * when the line shows one (a counter falling to half or less is a new epoch; less, another stream's
- * older view), else rate × time.
+ * Turns successive rate lines into one entry per training step they show, so that a consumer that
+ * counts entries counts steps. The steps a line covers are its counter's advance over the previous
+ * line (a counter falling to half or less is a new epoch; less, another stream's older view), else
+ * rate × time. Each step's time is the job's own figure when the line prints one (`it/s`, `s/it`,
+ * `ms/batch`): lines arrive in bursts when the job's output is buffered, so their arrival times are
+ * a poor clock; without one, the time since the previous line shared among its steps. Samples per
+ * step are samples/s × that time. Several lines in one chunk (the same arrival time) each count.
+ * The first line's counter gives the steps before it (timed by its rate, else untimed). A line with samples/s and no way to count
+ * steps gives one entry spanning the time since the previous line (`steps: 0`).
  *
  * @example
  * ```ts
  * const meter = new ProgressSteps();
- * meter.push({ kind: "rate", samplesPerSec: 100, step: 10 }, 1.0); // null (starts the clock)
- * meter.push({ kind: "rate", samplesPerSec: 120, step: 20 }, 2.0); // { step: 20, samples: 120, compute_s: 1, steps: 10, ... }
+ * meter.push({ kind: "rate", stepsPerSec: 100, step: 10 }, 1.0); // steps 1..10 (0.01 s each)
+ * meter.push({ kind: "rate", stepsPerSec: 100, step: 12 }, 1.0); // two entries: steps 11 and 12, compute_s 0.01 each
+ * meter.total; // 12
  * ```
  */
 export class ProgressSteps {
   #lastT: number | null = null;
   #lastStep: number | null = null;
+  #carry = 0;
   #index = 0;
   /** Training steps counted so far. */
   total = 0;
 
-  push(rate: ProgressRate, t: number): ProgressStep | null {
+  push(rate: ProgressRate, t: number): ProgressStep[] {
     const previousT = this.#lastT;
     const previousStep = this.#lastStep;
     this.#lastT = t;
@@ -166,17 +178,34 @@ export class ProgressSteps {
     const newEpoch = rate.step !== undefined && previousStep !== null && rate.step < previousStep && rate.step <= previousStep / 2;
     if (rate.step !== undefined && (previousStep === null || rate.step >= previousStep || newEpoch)) this.#lastStep = rate.step;
     if (previousT === null) {
-      if (rate.step !== undefined) this.total = rate.step; // the steps done before the first line
-      return null;
+      // the steps done before the first line: timed by the rate it prints, else untimed
+      if (rate.step === undefined || rate.step <= 0) return [];
+      return this.#steps(Math.min(rate.step, MAX_STEPS_PER_LINE), rate, t, rate.stepsPerSec !== undefined ? 1 / rate.stepsPerSec : null);
     }
-    const dt = t - previousT;
-    if (!(dt > 0)) return null;
+    const dt = Math.max(0, t - previousT);
     let steps: number;
     if (rate.step !== undefined && previousStep !== null) steps = rate.step >= previousStep ? rate.step - previousStep : newEpoch ? rate.step : 0;
-    else steps = rate.stepsPerSec !== undefined ? rate.stepsPerSec * dt : 0;
+    else if (rate.stepsPerSec !== undefined) {
+      this.#carry += rate.stepsPerSec * dt;
+      steps = Math.floor(this.#carry);
+      this.#carry -= steps;
+    } else {
+      if (rate.samplesPerSec === undefined || !(dt > 0)) return [];
+      return [{ t, step: this.#index, samples: rate.samplesPerSec * dt, wait_s: null, compute_s: dt, steps: 0, source: "progress" }];
+    }
+    steps = Math.min(steps, MAX_STEPS_PER_LINE);
+    if (steps <= 0) return [];
+    return this.#steps(steps, rate, t, rate.stepsPerSec !== undefined ? 1 / rate.stepsPerSec : dt > 0 ? dt / steps : null);
+  }
+
+  #steps(steps: number, rate: ProgressRate, t: number, perStep: number | null): ProgressStep[] {
+    const samples = rate.samplesPerSec !== undefined && perStep !== null ? rate.samplesPerSec * perStep : null;
+    const out: ProgressStep[] = [];
+    for (let i = 0; i < steps; i++) {
+      const back = perStep === null ? 0 : (steps - 1 - i) * perStep;
+      out.push({ t: t - back, step: ++this.#index, samples, wait_s: null, compute_s: perStep, steps: 1, source: "progress" });
+    }
     this.total += steps;
-    const samples = rate.samplesPerSec !== undefined ? rate.samplesPerSec * dt : null;
-    const computeS = rate.samplesPerSec === undefined && rate.stepsPerSec !== undefined && steps > 0 ? dt / steps : dt;
-    return { step: rate.step ?? this.#index++, samples, wait_s: null, compute_s: computeS, steps, source: "progress" };
+    return out;
   }
 }

@@ -63,25 +63,53 @@ describe("parseProgressLine", () => {
 });
 
 describe("ProgressSteps", () => {
-  it("weights rates by the time they cover and counts steps from the counter", () => {
+  it("gives one entry per step the counter advanced, samples/s × step time each", () => {
     const meter = new ProgressSteps();
-    expect(meter.push({ kind: "rate", samplesPerSec: 100, step: 10 }, 100)).toBeNull();
+    const first = meter.push({ kind: "rate", samplesPerSec: 100, step: 10 }, 100);
+    expect(first).toHaveLength(10); // the steps before the first line, untimed: it prints no step rate
+    expect(first[0]).toMatchObject({ step: 1, compute_s: null, samples: null });
     expect(meter.total).toBe(10);
     const a = meter.push({ kind: "rate", samplesPerSec: 200, step: 20 }, 101);
     const b = meter.push({ kind: "rate", samplesPerSec: 100, step: 30 }, 103);
-    expect(a).toMatchObject({ samples: 200, compute_s: 1, steps: 10, step: 20, source: "progress" });
-    expect(b).toMatchObject({ samples: 200, compute_s: 2, steps: 10 });
+    expect(a).toHaveLength(10);
+    expect(a[0]).toMatchObject({ step: 11, samples: 20, compute_s: 0.1, steps: 1, source: "progress" });
+    expect(a[9]).toMatchObject({ step: 20, t: 101 });
+    expect(b.reduce((n, s) => n + (s.samples ?? 0), 0)).toBeCloseTo(200);
+    expect(b.reduce((n, s) => n + (s.compute_s ?? 0), 0)).toBeCloseTo(2);
     expect(meter.total).toBe(30);
     // a new epoch restarts the counter; another stream's slightly older counter adds nothing
-    expect(meter.push({ kind: "rate", stepsPerSec: 10, step: 28 }, 104)?.steps).toBe(0);
-    expect(meter.push({ kind: "rate", stepsPerSec: 10, step: 5 }, 105)?.steps).toBe(5);
+    expect(meter.push({ kind: "rate", stepsPerSec: 10, step: 28 }, 104)).toEqual([]);
+    expect(meter.push({ kind: "rate", stepsPerSec: 10, step: 5 }, 105)).toHaveLength(5);
     expect(meter.total).toBe(35);
   });
 
-  it("without a counter, counts rate × time; steps/s alone gives the time per step", () => {
+  it("counts every line of a burst (one arrival time) and times steps by the job's own it/s", () => {
+    const meter = new ProgressSteps();
+    expect(meter.push({ kind: "rate", stepsPerSec: 2, step: 5, total: 100 }, 50).map((s) => s.compute_s)).toEqual([0.5, 0.5, 0.5, 0.5, 0.5]);
+    const burst = [10, 15, 20].flatMap((step) => meter.push({ kind: "rate", stepsPerSec: 1000, step, total: 100 }, 51));
+    expect(burst).toHaveLength(15);
+    expect(meter.total).toBe(20);
+    expect(burst.every((s) => s.compute_s === 0.001)).toBe(true);
+    expect(burst.map((s) => s.step)).toEqual([...Array(15).keys()].map((i) => i + 6));
+  });
+
+  it("without a counter, counts rate × time (carrying fractions); steps/s gives the time per step", () => {
     const meter = new ProgressSteps();
     meter.push({ kind: "rate", stepsPerSec: 4 }, 10);
-    const step = meter.push({ kind: "rate", stepsPerSec: 4 }, 12);
-    expect(step).toMatchObject({ samples: null, steps: 8, compute_s: 0.25 });
+    const steps = meter.push({ kind: "rate", stepsPerSec: 4 }, 12);
+    expect(steps).toHaveLength(8);
+    expect(steps[0]).toMatchObject({ samples: null, steps: 1, compute_s: 0.25 });
+    expect(meter.push({ kind: "rate", stepsPerSec: 4 }, 12.1)).toHaveLength(0);
+    expect(meter.push({ kind: "rate", stepsPerSec: 4 }, 12.3)).toHaveLength(1);
+    expect(meter.total).toBe(9);
+  });
+
+  it("samples/s alone spans the time since the previous line and counts no step", () => {
+    const meter = new ProgressSteps();
+    meter.push({ kind: "rate", samplesPerSec: 50 }, 1);
+    expect(meter.push({ kind: "rate", samplesPerSec: 50 }, 3)).toEqual([
+      { t: 3, step: 0, samples: 100, wait_s: null, compute_s: 2, steps: 0, source: "progress" },
+    ]);
+    expect(meter.total).toBe(0);
   });
 });

@@ -9,7 +9,7 @@ import type { TimelineEntry } from "../types.ts";
 import { eventOf, helloOf, num, sampleOf, stepOf, stepSeconds, str } from "./entries.ts";
 import { StreamingMedian } from "../../stats.ts";
 import { EvenThinning, ReadingSums } from "./stats.ts";
-import type { EventEntry, HelloEntry, SampleEntry, StepEntry, StepSource, Timeline, TimelineMeasures } from "./types.ts";
+import type { EventEntry, HelloEntry, SampleEntry, StepEntry, StepSource, Timeline, TimelineMeasures, RankMeasures } from "./types.ts";
 
 /** Entries kept in a timeline's sample list before it is thinned. */
 export const MAX_SAMPLES = 20_000;
@@ -275,12 +275,16 @@ export class TimelineFold {
     const window: [number, number] | null = main?.windowStart != null && main.windowEnd !== null ? [main.windowStart, main.windowEnd] : null;
     const sources = main === undefined ? [] : (Object.entries(main.sources) as [StepSource, number][]).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
     const samplesPerS = main !== undefined && main.busy > 0 && main.steadySamples > 0 ? main.steadySamples / main.busy : null;
+    // Ranks step in lockstep: the job's steps are rank 0's, and its throughput the sum of the
+    // data-parallel ranks' own rates (each over its own steady steps).
+    const ranks = this.#ranks();
+    const global = ranks.length > 0 && ranks.every((r) => r.samples_per_s !== null);
     return {
-      steps: this.#steps,
+      steps: ranks.length > 0 ? (main?.steps ?? this.#steps) : this.#steps,
       steady_steps: main?.steady ?? 0,
       samples: this.#counted.samples,
-      steady_samples: main?.steadySamples ?? 0,
-      samples_per_s: samplesPerS,
+      steady_samples: global ? ranks.reduce((n, r) => n + (this.#processes.get(r.pid)?.steadySamples ?? 0), 0) : (main?.steadySamples ?? 0),
+      samples_per_s: global ? ranks.reduce((n, r) => n + (r.samples_per_s ?? 0), 0) : samplesPerS,
       // the steps' source even when they carry no sample count (steps/s is then what was measured)
       throughput_source: sources[0]?.[0] ?? null,
       data_wait_share: main !== undefined && main.busy > 0 ? main.wait / main.busy : null,
@@ -299,7 +303,24 @@ export class TimelineFold {
       accumulation: main?.last?.accumulation ?? null,
       steady_window: window,
       gpu_indexes: gpuIndexes,
+      ranks,
     };
+  }
+
+  #ranks(): RankMeasures[] {
+    const seen = new Map<number, RankMeasures>();
+    for (const h of this.#hellos) {
+      const p = this.#processes.get(h.pid);
+      if (h.rank === null || p === undefined || seen.has(h.rank)) continue;
+      seen.set(h.rank, {
+        rank: h.rank,
+        pid: h.pid,
+        steps: p.steps,
+        steady_steps: p.steady,
+        samples_per_s: p.busy > 0 && p.steadySamples > 0 ? p.steadySamples / p.busy : null,
+      });
+    }
+    return seen.size >= 2 ? [...seen.values()].sort((a, b) => a.rank - b.rank) : [];
   }
 
   /** The timeline so far, measured by this module's definitions. */

@@ -161,6 +161,17 @@ export interface TimelineMeasures extends Omit<RunSummary, "duration_s" | "energ
   steady_window: [number, number] | null;
   /** the GPUs the job used (see {@link jobGpuIndexes}) */
   gpu_indexes: number[];
+  /** each rank's own figures when two or more ranks stepped (torchrun, DDP), by rank; else empty */
+  ranks: RankMeasures[];
+}
+
+/** One rank's figures: its optimizer steps and its own samples/s over its steady steps. */
+export interface RankMeasures {
+  rank: number;
+  pid: number;
+  steps: number;
+  steady_steps: number;
+  samples_per_s: number | null;
 }
 
 /**
