@@ -30,6 +30,8 @@ export interface RunCommandOptions {
   json?: boolean;
   quiet?: boolean;
   keepOnSupervisorLoss?: boolean;
+  /** --leave-daemons: processes the job started outside its group run on after it (named in the record). */
+  leaveDaemons?: boolean;
   /** false with --no-attach. */
   attach?: boolean;
   progressPattern?: string;
@@ -200,6 +202,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         killGraceS: options.grace,
         forwardSignals: true,
         keepOnSupervisorLoss: options.keepOnSupervisorLoss === true,
+        leaveDaemons: options.leaveDaemons === true,
         onStart: ({ runId: id, pid }) => {
           runId = id;
           if (!options.json)
@@ -340,6 +343,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
       "--keep-on-supervisor-loss",
       "if brim itself is lost (killed, crashed, terminal closed), let the job run on, recorded as unguarded, instead of stopping it",
     )
+    .option("--leave-daemons", "let processes the job started outside its process group (daemons) run on after it; they are named in the record")
     .addHelpText(
       "after",
       `
@@ -357,7 +361,9 @@ where PSS cannot be read; the summary shows both.
 
 If brim is lost (killed, crashed, its terminal closed), a watchdog stops the job and finishes the
 record with the cause supervisor_lost; --keep-on-supervisor-loss lets the job run on, recorded as
-unguarded. See docs/reliability.md.
+unguarded. Processes the job started that left its process group (a double-forked daemon) are
+found by the BRIM_RUN_ID they inherit, counted in the tree and the cap, and stopped with the job
+(--leave-daemons lets them run on); the record names them. See docs/reliability.md.
 
 End causes: ok, gpu_oom, host_oom, gpu_fault, hung, crashed, interrupted, cap_exceeded, store_failed
 (exit 74), supervisor_lost (exit 70).
