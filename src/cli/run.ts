@@ -110,6 +110,14 @@ function positiveInteger(name: string, min = 1): (text: string) => number {
   };
 }
 
+function portNumber(name: string): (text: string) => number {
+  return (text) => {
+    const value = Number(text);
+    if (!/^\s*\d+\s*$/.test(text) || value < 1 || value > 65535) throw new UsageError(`${name} must be a port number from 1 to 65535, got '${text}'`);
+    return value;
+  };
+}
+
 function positiveNumber(name: string): (text: string) => number {
   return (text) => {
     const value = Number(text);
@@ -315,7 +323,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .passThroughOptions()
     .option("--cap <size>", "memory cap for the whole process tree: GPU memory, or RAM in CPU mode (e.g. 12GiB)", (text) => parseByteSize(text))
     .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")
-    .option("--prometheus <port>", "serve Prometheus metrics on 127.0.0.1:<port>/metrics", positiveInteger("--prometheus"))
+    .option("--prometheus <port>", "serve Prometheus metrics on 127.0.0.1:<port>/metrics", portNumber("--prometheus"))
     .addOption(
       new Option("--prometheus-grace <seconds>", "keep the metrics endpoint up this long after the run, for the last scrape (0 = no)")
         .default(5)

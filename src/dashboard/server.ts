@@ -4,7 +4,8 @@
  *
  * Safety: ids from URLs pass {@link isRecordId} before any file is touched; paths with `..` are
  * refused; only GET and HEAD are served; on loopback the Host header must name loopback (no DNS
- * rebinding); on any other address every request needs the token printed at start.
+ * rebinding); every request needs the store's token (printed in the URL), loopback included: on a
+ * shared machine every local user reaches loopback.
  *
  * @module
  */
@@ -19,6 +20,7 @@ import { loadRun } from "../record/load.ts";
 import { listRuns, listTunes, runStatus, runView, tuneView } from "./data.ts";
 import { errorPage, indexPage, runPage, tunePage } from "./pages.ts";
 import { StreamHub } from "./streams.ts";
+import { storeToken } from "./token.ts";
 
 /**
  * Options of {@link startDashboard}.
@@ -34,7 +36,10 @@ export interface DashboardOptions {
   host?: string;
   /** default 7878; 0 picks a free port */
   port?: number;
-  /** the access token; default: a random one when `host` is not loopback, none on loopback */
+  /**
+   * the access token; default: the store's own ({@link storeToken}: made once, kept 0600 in the
+   * store), on loopback too, since every local user can reach loopback; `null`: none (loopback only)
+   */
   token?: string | null;
   /** how often a stream looks for new timeline lines (ms) */
   pollMs?: number;
@@ -67,6 +72,8 @@ export interface Dashboard {
   host: string;
   port: number;
   token: string | null;
+  /** the file the token is kept in (0600), null when it was given or could not be kept */
+  tokenFile: string | null;
   server: Server;
   /** stops serving: ends the event streams, closes connections */
   close(): Promise<void>;
@@ -179,7 +186,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const store = options.store;
   const host = options.host ?? "127.0.0.1";
   const loopback = isLoopback(host);
-  const token = options.token === undefined ? (loopback ? null : randomBytes(18).toString("base64url")) : options.token;
+  const stored = options.token === undefined ? await storeToken(store.root) : null;
+  const token = stored !== null ? stored.token : (options.token ?? null);
   if (!loopback && token === null) throw new BrimError("E_INPUT", `--host ${host} is reachable from other machines: the dashboard needs a token there`);
   const streams = new StreamHub(store, {
     maxStreams: options.maxStreams ?? DEFAULT_MAX_STREAMS,
@@ -341,6 +349,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     host,
     port,
     token,
+    tokenFile: stored?.path ?? null,
     server,
     openStreams: () => streams.open,
     openFeeds: () => streams.feeds,

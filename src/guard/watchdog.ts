@@ -82,7 +82,7 @@ async function stopMarked() {
 function writeAtomic(file, text) {
   const tmp = path.join(path.dirname(file), "." + path.basename(file) + ".brim-tmp-" + process.pid + "-" + Math.random().toString(16).slice(2, 14).padEnd(12, "0"));
   try {
-    const fd = fs.openSync(tmp, "wx", 0o666);
+    const fd = fs.openSync(tmp, "wx", 0o600);
     try { fs.writeFileSync(fd, text); fs.fsyncSync(fd); } finally { fs.closeSync(fd); }
     fs.renameSync(tmp, file);
     try { const d = fs.openSync(path.dirname(file), "r"); try { fs.fsyncSync(d); } finally { fs.closeSync(d); } } catch {}
