@@ -57,7 +57,10 @@ export async function serveDashboard(options: DashboardCommandOptions, out: Outp
   const dash = await dashboardCommand(options, process.env, process.cwd(), out);
   out.stdout(`brim dashboard: ${dash.url}\n`);
   out.stdout(`  store ${storeRoot(options.store, process.env, process.cwd())} · read-only · Ctrl-C stops\n`);
-  if (dash.token !== null) out.stdout(`  listening on ${dash.host}: every request needs the token (it is in the URL above; keep it private)\n`);
+  if (dash.token !== null)
+    out.stdout(
+      `  every request needs the token in the URL above (keep it private)${dash.tokenFile !== null ? `; it is kept in ${dash.tokenFile} (readable by you only)` : ""}\n`,
+    );
   await new Promise<void>((resolve) => {
     if (stop.aborted) resolve();
     else stop.addEventListener("abort", () => resolve(), { once: true });
@@ -75,9 +78,13 @@ function port(value: string): number {
 
 const EXAMPLES = `
 Examples:
-  $ brim dashboard                      # http://127.0.0.1:7878/
+  $ brim dashboard                      # http://127.0.0.1:7878/?token=…
   $ brim dashboard --port 0             # any free port (printed)
-  $ brim dashboard --host 0.0.0.0       # reachable from other machines: prints a URL with a token
+  $ brim dashboard --host 0.0.0.0       # reachable from other machines (same token)
+
+Every request needs the store's token, on loopback too (every local user can reach loopback): the
+printed URL carries it, and the page sets it as a cookie. It is made once and kept in
+<store>/dashboard.token, readable by you only.
 
 Live runs update as their timeline grows (server-sent events); past runs show their charts and
 findings; tunes show their curves. Read-only: the dashboard never changes the store.
@@ -97,7 +104,7 @@ export function registerDashboard(program: Command, out: Output): void {
     .summary("a local web page of live and past runs and tunes")
     .description("Serve a read-only web page over the run store: live runs, history, tune curves, findings.")
     .option("--port <n>", `port to listen on (0 = any free port)`, port, DEFAULT_PORT)
-    .option("--host <address>", "address to listen on; other than loopback needs the printed token", "127.0.0.1")
+    .option("--host <address>", "address to listen on (every request needs the token in the printed URL)", "127.0.0.1")
     .option("--store <dir>", "run store (default: $BRIM_STORE or ./.brim)")
     .addHelpText("after", EXAMPLES)
     .action(async (options: DashboardCommandOptions) => {

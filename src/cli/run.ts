@@ -30,6 +30,8 @@ export interface RunCommandOptions {
   json?: boolean;
   quiet?: boolean;
   keepOnSupervisorLoss?: boolean;
+  /** --leave-daemons: processes the job started outside its group run on after it (named in the record). */
+  leaveDaemons?: boolean;
   /** false with --no-attach. */
   attach?: boolean;
   progressPattern?: string;
@@ -109,6 +111,14 @@ function positiveInteger(name: string, min = 1): (text: string) => number {
   return (text) => {
     const value = Number(text);
     if (!Number.isInteger(value) || value < min) throw new UsageError(`${name} must be an integer ≥ ${min}, got '${text}'`);
+    return value;
+  };
+}
+
+function portNumber(name: string): (text: string) => number {
+  return (text) => {
+    const value = Number(text);
+    if (!/^\s*\d+\s*$/.test(text) || value < 1 || value > 65535) throw new UsageError(`${name} must be a port number from 1 to 65535, got '${text}'`);
     return value;
   };
 }
@@ -205,6 +215,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         killGraceS: options.grace,
         forwardSignals: true,
         keepOnSupervisorLoss: options.keepOnSupervisorLoss === true,
+        leaveDaemons: options.leaveDaemons === true,
         onStart: ({ runId: id, pid }) => {
           runId = id;
           if (!options.json)
@@ -325,7 +336,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .passThroughOptions()
     .option("--cap <size>", "memory cap for the whole process tree: GPU memory, or RAM in CPU mode (e.g. 12GiB)", (text) => parseByteSize(text))
     .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")
-    .option("--prometheus <port>", "serve Prometheus metrics on 127.0.0.1:<port>/metrics", positiveInteger("--prometheus"))
+    .option("--prometheus <port>", "serve Prometheus metrics on 127.0.0.1:<port>/metrics", portNumber("--prometheus"))
     .addOption(
       new Option("--prometheus-grace <seconds>", "keep the metrics endpoint up this long after the run, for the last scrape (0 = no)")
         .default(5)
@@ -353,6 +364,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
       "--keep-on-supervisor-loss",
       "if brim itself is lost (killed, crashed, terminal closed), let the job run on, recorded as unguarded, instead of stopping it",
     )
+    .option("--leave-daemons", "let processes the job started outside its process group (daemons) run on after it; they are named in the record")
     .addHelpText(
       "after",
       `
@@ -370,7 +382,9 @@ where PSS cannot be read; the summary shows both.
 
 If brim is lost (killed, crashed, its terminal closed), a watchdog stops the job and finishes the
 record with the cause supervisor_lost; --keep-on-supervisor-loss lets the job run on, recorded as
-unguarded. See docs/reliability.md.
+unguarded. Processes the job started that left its process group (a double-forked daemon) are
+found by the BRIM_RUN_ID they inherit, counted in the tree and the cap, and stopped with the job
+(--leave-daemons lets them run on); the record names them. See docs/reliability.md.
 
 End causes: ok, gpu_oom, host_oom, gpu_fault, hung, crashed, interrupted, cap_exceeded, store_failed
 (exit 74), supervisor_lost (exit 70).

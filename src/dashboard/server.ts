@@ -1,27 +1,26 @@
 /**
  * `brim dashboard`'s web server: node:http, read-only, no framework. Pages for the store's runs and
- * tunes, JSON under /api, and a server-sent event stream per run that tails its timeline file.
+ * tunes, JSON under /api, and server-sent event streams of live runs (bounded: see ./streams.ts).
  *
  * Safety: ids from URLs pass {@link isRecordId} before any file is touched; paths with `..` are
  * refused; only GET and HEAD are served; on loopback the Host header must name loopback (no DNS
- * rebinding); on any other address every request needs the token printed at start.
+ * rebinding); every request needs the store's token (printed in the URL), loopback included: on a
+ * shared machine every local user reaches loopback.
  *
  * @module
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import { diagnose } from "../analyze/doctor/index.ts";
 import { measureRun } from "../analyze/measure.ts";
 import { BrimError } from "../errors/index.ts";
 import { isRecordId, type RunStore } from "../record/store.ts";
 import { loadRun } from "../record/load.ts";
-import { loadTimelineSpread, TimelineFold } from "../record/timeline/index.ts";
-import { renderChart } from "../report/svg.ts";
-import { listRuns, listTunes, liveCharts, PAGE_READ_BYTES, runStatus, runView, tuneView } from "./data.ts";
+import { listRuns, listTunes, runStatus, runView, tuneView } from "./data.ts";
 import { errorPage, indexPage, runPage, tunePage } from "./pages.ts";
-import { TimelineTail } from "./tail.ts";
+import { StreamHub } from "./streams.ts";
+import { storeToken } from "./token.ts";
 
 /**
  * Options of {@link startDashboard}.
@@ -37,7 +36,10 @@ export interface DashboardOptions {
   host?: string;
   /** default 7878; 0 picks a free port */
   port?: number;
-  /** the access token; default: a random one when `host` is not loopback, none on loopback */
+  /**
+   * the access token; default: the store's own ({@link storeToken}: made once, kept 0600 in the
+   * store), on loopback too, since every local user can reach loopback; `null`: none (loopback only)
+   */
   token?: string | null;
   /** how often a stream looks for new timeline lines (ms) */
   pollMs?: number;
@@ -45,6 +47,12 @@ export interface DashboardOptions {
   chartEveryMs?: number;
   /** a comment line on idle streams this often (ms), so proxies and browsers keep them open */
   heartbeatMs?: number;
+  /** live streams open at once, all clients together (default {@link DEFAULT_MAX_STREAMS}); past it: 503 */
+  maxStreams?: number;
+  /** live streams open at once from one address (default {@link DEFAULT_MAX_STREAMS_PER_CLIENT}); past it: 429 */
+  maxStreamsPerClient?: number;
+  /** how long a run's shared feed outlives its last client, for reconnects (ms) */
+  lingerMs?: number;
   /** where unexpected errors are reported (default: nowhere; the client gets a 500) */
   onError?: (error: unknown) => void;
 }
@@ -64,11 +72,15 @@ export interface Dashboard {
   host: string;
   port: number;
   token: string | null;
+  /** the file the token is kept in (0600), null when it was given or could not be kept */
+  tokenFile: string | null;
   server: Server;
   /** stops serving: ends the event streams, closes connections */
   close(): Promise<void>;
-  /** event streams open now (each one polls its timeline until its client leaves) */
+  /** event streams open now */
   openStreams(): number;
+  /** runs followed now: one tail per run, shared by its streams */
+  openFeeds(): number;
 }
 
 /**
@@ -80,6 +92,26 @@ export interface Dashboard {
  * ```
  */
 export const DEFAULT_PORT = 7878;
+
+/**
+ * Live streams one dashboard serves at once; a browser tab holds one.
+ *
+ * @example
+ * ```ts
+ * await startDashboard({ store, maxStreams: DEFAULT_MAX_STREAMS });
+ * ```
+ */
+export const DEFAULT_MAX_STREAMS = 64;
+
+/**
+ * Live streams one client address may hold at once.
+ *
+ * @example
+ * ```ts
+ * await startDashboard({ store, maxStreamsPerClient: DEFAULT_MAX_STREAMS_PER_CLIENT });
+ * ```
+ */
+export const DEFAULT_MAX_STREAMS_PER_CLIENT = 32;
 
 const TOKEN_COOKIE = "brim_token";
 
@@ -154,12 +186,18 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const store = options.store;
   const host = options.host ?? "127.0.0.1";
   const loopback = isLoopback(host);
-  const token = options.token === undefined ? (loopback ? null : randomBytes(18).toString("base64url")) : options.token;
+  const stored = options.token === undefined ? await storeToken(store.root) : null;
+  const token = stored !== null ? stored.token : (options.token ?? null);
   if (!loopback && token === null) throw new BrimError("E_INPUT", `--host ${host} is reachable from other machines: the dashboard needs a token there`);
-  const pollMs = options.pollMs ?? 500;
-  const chartEveryMs = options.chartEveryMs ?? 1000;
-  const heartbeatMs = options.heartbeatMs ?? 15000;
-  const streams = new Set<{ close(): void }>();
+  const streams = new StreamHub(store, {
+    maxStreams: options.maxStreams ?? DEFAULT_MAX_STREAMS,
+    maxStreamsPerClient: options.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT,
+    pollMs: options.pollMs ?? 500,
+    chartEveryMs: options.chartEveryMs ?? 1000,
+    heartbeatMs: options.heartbeatMs ?? 15000,
+    lingerMs: options.lingerMs,
+    onError: options.onError,
+  });
   let port = 0;
 
   function authorized(req: IncomingMessage, url: URL): { ok: boolean; setCookie: boolean } {
@@ -224,7 +262,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
         return json(200, diagnose(meta, timeline));
       }
       if (segments.length === 4 && d === "events") {
-        await stream(req, res, c, url);
+        const refused = streams.admit(req);
+        if (refused !== null) return { ...json(refused.status, { error: refused.message }), headers: { "Retry-After": "5" } };
+        const asked = Number(req.headers["last-event-id"] ?? url.searchParams.get("from") ?? 0);
+        await streams.serve(req, res, c, Number.isSafeInteger(asked) && asked >= 0 ? asked : 0);
         return null;
       }
     }
@@ -234,102 +275,6 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       if (segments.length === 3) return json(200, await store.readTune(c));
     }
     return notFound(`nothing at ${path}`);
-  }
-
-  async function stream(req: IncomingMessage, res: ServerResponse, id: string, url: URL): Promise<void> {
-    // The client may leave while the history is read: listen first, look after every await.
-    let gone = false;
-    let stop: () => void = () => {};
-    const leave = (): void => {
-      gone = true;
-      stop();
-    };
-    res.once("close", leave);
-    req.once("close", leave);
-    res.on("error", leave);
-    let meta = await store.readRunMeta(id);
-    const path = join(store.runDir(id), "timeline.ndjson");
-    const asked = Number(req.headers["last-event-id"] ?? url.searchParams.get("from") ?? 0);
-    const from = Number.isSafeInteger(asked) && asked >= 0 ? asked : 0;
-    const fold = new TimelineFold();
-    const history = await loadTimelineSpread(path, { budgetBytes: PAGE_READ_BYTES, until: from, fold });
-    const tail = new TimelineTail(path, history.offset);
-    if (gone || res.destroyed) return;
-    res.writeHead(200, { ...securityHeaders("none"), "Content-Type": "text/event-stream; charset=utf-8", Connection: "keep-alive", "X-Accel-Buffering": "no" });
-    res.write("retry: 2000\n\n");
-    let closed = false;
-    let busy = false;
-    let dirty = false;
-    let lastCharts = 0;
-    const send = (event: string, data: unknown, eventId?: number): void => {
-      if (!closed && !res.destroyed) res.write(`${eventId !== undefined ? `id: ${eventId}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    };
-    const handle = {
-      close: (): void => {
-        if (closed) return;
-        closed = true;
-        clearInterval(poller);
-        clearInterval(heartbeat);
-        streams.delete(handle);
-        if (!res.destroyed) res.end();
-      },
-    };
-    stop = handle.close;
-    const finish = async (cause: string | null): Promise<void> => {
-      // The writer appends the timeline's end line before it rewrites run.json with the end: give it a moment.
-      for (let tries = 0; tries < 20 && !closed; tries++) {
-        try {
-          meta = await store.readRunMeta(id);
-        } catch {
-          // run.json is rewritten atomically; a failed read here only loses the end's message
-        }
-        if (meta.end !== null) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      send("end", { cause: meta.end?.cause ?? cause ?? "unknown", message: meta.end?.message ?? null });
-      handle.close();
-    };
-    const tick = async (): Promise<void> => {
-      if (res.destroyed) handle.close();
-      if (busy || closed) return;
-      busy = true;
-      try {
-        const fresh = await tail.poll();
-        if (fresh.length > 0) {
-          for (const entry of fresh) fold.add(entry);
-          send("entries", fresh, tail.offset);
-          dirty = true;
-        }
-        const end = fresh.find((e) => e.kind === "end");
-        if (dirty && (end !== undefined || Date.now() - lastCharts >= chartEveryMs)) {
-          const live = liveCharts(meta, fold.timeline());
-          send("charts", { charts: Object.fromEntries(live.charts.map((c) => [c.id, renderChart(c)])), numbers: live.numbers, tiles: live.tiles });
-          dirty = false;
-          lastCharts = Date.now();
-        }
-        if (end !== undefined) await finish(typeof end.cause === "string" ? end.cause : null);
-      } catch (error) {
-        options.onError?.(error);
-      } finally {
-        busy = false;
-      }
-    };
-    const poller = setInterval(() => void tick(), pollMs);
-    const heartbeat = setInterval(() => {
-      if (res.destroyed) handle.close();
-      else if (!closed) res.write(": ping\n\n");
-    }, heartbeatMs);
-    streams.add(handle);
-    if (gone || res.destroyed) {
-      handle.close();
-      return;
-    }
-    if (meta.end !== null && fold.timeline().end !== null) {
-      await tick();
-      if (!closed) await finish(meta.end.cause);
-      return;
-    }
-    await tick();
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -404,11 +349,13 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     host,
     port,
     token,
+    tokenFile: stored?.path ?? null,
     server,
-    openStreams: () => streams.size,
+    openStreams: () => streams.open,
+    openFeeds: () => streams.feeds,
     close(): Promise<void> {
       closing ??= new Promise<void>((resolve) => {
-        for (const s of [...streams]) s.close();
+        streams.close();
         server.close(() => resolve());
         server.closeAllConnections();
       });

@@ -161,12 +161,12 @@ export function openDevices(options: OpenDevicesOptions = {}): Devices {
     inventory(): DeviceInventory {
       return { backend: source.backend, note: source.note, driver: source.driver, cuda: source.cuda, gpus: source.gpus(), host: hostInfo };
     },
-    async read(rootPid: number | null): Promise<Reading> {
+    async read(rootPid: number | null, extraRoots: readonly number[] = []): Promise<Reading> {
       const t = nowMs() / 1000;
       const gpus = closed ? [] : await source.read();
       let tree: TreeReading | null = null;
       if (rootPid !== null) {
-        const { pids, rssBytes, pssBytes, cpuPercent, visiblePids } = trees.read(rootPid);
+        const { pids, rssBytes, pssBytes, cpuPercent, visiblePids } = trees.read(rootPid, extraRoots);
         const processes = gpus.flatMap((g) => g.processes);
         const listed = source.gpus().some((g) => g.available.includes("processes"));
         const gpuBytes = !listed

@@ -334,14 +334,14 @@ export function createTreeReader(
   nowMs: () => number = Date.now,
   rescanMs = 5000,
   pssRefreshMs = 2000,
-): { read(rootPid: number): ProcTree & { visiblePids: ReadonlySet<number> } } {
+): { read(rootPid: number, extraRoots?: readonly number[]): ProcTree & { visiblePids: ReadonlySet<number> } } {
   let previous: { rootPid: number; atMs: number; ticks: Map<string, number> } | null = null;
   const pssOf = new Map<number, { pss: number; rssPages: number; startTicks: number; atMs: number }>();
   let pssUnreadable = false;
   const parents = new Map<number, number>();
   let scannedAtMs = -Infinity;
   return {
-    read(rootPid: number) {
+    read(rootPid: number, extraRoots: readonly number[] = []) {
       const atMs = nowMs();
       const visible = new Set(proc.pids());
       for (const pid of parents.keys()) if (!visible.has(pid)) parents.delete(pid);
@@ -360,8 +360,10 @@ export function createTreeReader(
       for (const pid of visible) if (rescan || !parents.has(pid)) readStat(pid);
       const asList = (): { pid: number; ppid: number }[] => [...parents].map(([pid, ppid]) => ({ pid, ppid }));
       // Members are read afresh (times, RSS, and a parent that may have changed); then the tree is taken again.
-      for (const pid of descendantPids(asList(), rootPid)) if (!fresh.has(pid)) readStat(pid);
-      const stats = descendantPids(asList(), rootPid)
+      // Extra roots: the job's processes that left its tree (see src/guard/escapes.ts), each with its own descendants.
+      const members = (): number[] => [...new Set([rootPid, ...extraRoots].flatMap((root) => descendantPids(asList(), root)))];
+      for (const pid of members()) if (!fresh.has(pid)) readStat(pid);
+      const stats = members()
         .map((pid) => fresh.get(pid))
         .filter((stat) => stat !== undefined);
       const ticks = new Map<string, number>();

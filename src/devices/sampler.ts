@@ -24,6 +24,8 @@ import type { Devices, Reading, Sampler } from "./types.ts";
 export interface SamplerOptions {
   /** The root of the process tree to follow; null for GPUs and host only. */
   rootPid: number | null;
+  /** More roots whose trees count with rootPid's (read at each tick). */
+  extraRoots?: () => readonly number[];
   /** Readings per second (default 10). */
   hz?: number;
   onReading(reading: Reading): void;
@@ -55,7 +57,7 @@ export function startSampler(devices: Devices, options: SamplerOptions): Sampler
       return;
     }
     inFlight = devices
-      .read(options.rootPid)
+      .read(options.rootPid, options.extraRoots?.() ?? [])
       .then((reading) => {
         if (stopped) return;
         latest = reading;

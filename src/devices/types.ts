@@ -242,8 +242,11 @@ export interface HostReading {
  */
 export interface Devices {
   inventory(): DeviceInventory;
-  /** One snapshot; `tree` covers rootPid and all its descendants, null when rootPid is null. */
-  read(rootPid: number | null): Promise<Reading>;
+  /**
+   * One snapshot; `tree` covers rootPid and all its descendants (and those of `extraRoots`, the
+   * job's processes outside its tree), null when rootPid is null.
+   */
+  read(rootPid: number | null, extraRoots?: readonly number[]): Promise<Reading>;
   close(): void;
 }
 

@@ -9,9 +9,13 @@ import type { RunDevice, RunMeta, RunSummary, TimelineEntry } from "../record/ty
 import { BrimError } from "../errors/index.ts";
 import { ioCause } from "../files.ts";
 import { CapWatcher } from "./cap.ts";
+import { followEscapes } from "./escapes.ts";
+import { sampleEntryOf } from "./samples.ts";
 import { LiveTracker, type LiveState } from "./live.ts";
 import { Watchdog } from "./watchdog.ts";
 import { BRIM_VERSION as brimVersion } from "../version.ts";
+
+export { sampleEntryOf } from "./samples.ts";
 
 /** Seconds between two sampler readings kept in the timeline (the guard itself sees every reading). */
 const TIMELINE_SAMPLE_EVERY_S = 0.5;
@@ -44,6 +48,8 @@ export interface GuardOptions {
    * on, recorded as unguarded, instead of stopping it (the default). A SIGHUP is then ignored.
    */
   keepOnSupervisorLoss?: boolean;
+  /** Leave the job's processes that left its group (daemons) running at the end, named in the record; default: stop them. */
+  leaveDaemons?: boolean;
   /** Start the watchdog that stops the job when brim is lost (default true). */
   watchdog?: boolean;
   onOutput?: (stream: 1 | 2, line: string) => void;
@@ -116,55 +122,6 @@ export function timelineEntryOf(message: ChannelMessage): TimelineEntry | null {
     return { ...details, kind: "event", event: kind };
   }
   return null;
-}
-
-/**
- * A sampler reading as a timeline `sample` entry.
- *
- * @example
- * ```ts
- * sampleEntryOf(reading).tree?.rss_bytes;
- * ```
- */
-export function sampleEntryOf(reading: Reading): TimelineEntry {
-  return {
-    t: reading.t,
-    kind: "sample",
-    tree: reading.tree
-      ? {
-          pids: reading.tree.pids.length,
-          rss_bytes: reading.tree.rssBytes,
-          pss_bytes: reading.tree.pssBytes ?? null,
-          cpu_percent: reading.tree.cpuPercent,
-          gpu_bytes: reading.tree.gpuBytes,
-          gpu_pids: gpuPidsOfTree(reading),
-        }
-      : null,
-    gpus: reading.gpus.map((gpu) => ({
-      index: gpu.index,
-      used_bytes: gpu.usedBytes,
-      total_bytes: gpu.totalBytes,
-      util: gpu.util,
-      mem_util: gpu.memUtil,
-      sm_activity: gpu.smActivity,
-      tensor_activity: gpu.tensorActivity,
-      power_w: gpu.powerW,
-      energy_j: gpu.energyJ,
-      sm_clock_mhz: gpu.smClockMHz,
-      throttle: gpu.throttle,
-      pcie_tx_kbs: gpu.pcieTxKBs,
-      pcie_rx_kbs: gpu.pcieRxKBs,
-      processes: gpu.processes.length,
-    })),
-    host: { mem_available_bytes: reading.host.memAvailableBytes, cpu_percent: reading.host.cpuPercent },
-  };
-}
-
-/** How many of the tree's processes hold GPU memory (each one a CUDA context). */
-function gpuPidsOfTree(reading: Reading): number | null {
-  if (reading.tree === null || reading.gpus.length === 0) return null;
-  const tree = new Set(reading.tree.pids);
-  return new Set(reading.gpus.flatMap((gpu) => gpu.processes.map((process) => process.pid)).filter((pid) => tree.has(pid))).size;
 }
 
 function versionsFrom(hello: ChannelMessage | undefined): Record<string, string> {
@@ -366,11 +323,17 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     );
   }
 
+  // Processes of the job outside its group (double-forked daemons): counted in the tree and the cap.
+  const escapes = followEscapes(writer.id, job.pid, (entry) => writer.append(entry));
+  timers.push(setInterval(guarded(escapes.look), 1000));
+  const leftBehind = { stop: options.leaveDaemons !== true, graceS: Math.min(options.killGraceS ?? 10, 5) };
+
   let result: JobResult;
   let sampler: Sampler | null = null;
   try {
     sampler = startSampler(deps.devices, {
       rootPid: job.pid,
+      extraRoots: escapes.roots,
       hz: options.hz ?? 10,
       onReading: guarded((reading: Reading) => {
         // A reading taken while the job is being reaped shows its pid with no memory: not a measurement.
@@ -440,12 +403,13 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     });
 
     result = await job.wait();
+    result = await escapes.finish(result, leftBehind);
     // the last steps arrive after the last reading: one more state, so the final frame agrees with the summary
     options.onState?.(live.snapshot(result.endedAt), result.endedAt);
   } catch (error) {
     // brim itself failed mid-run (the sampler could not start): the job must not outlive it
     failGuard(error);
-    result = await job.wait();
+    result = await escapes.finish(await job.wait(), leftBehind);
   } finally {
     for (const timer of timers) clearTimeout(timer);
     await sampler?.stop().catch(() => undefined);

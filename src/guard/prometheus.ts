@@ -125,6 +125,15 @@ export function formatPrometheus(state: LiveState, labels: Record<string, string
   return `${lines.join("\n")}\n`;
 }
 
+function isLoopbackHost(name: string | null): boolean {
+  return name !== null && (name === "localhost" || name === "::1" || name === "[::1]" || /^127(\.\d{1,3}){3}$/.test(name));
+}
+
+function hostOf(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  return /^(\[[^\]]+\]|[^:]+)(?::\d+)?$/.exec(header.trim().toLowerCase())?.[1] ?? null;
+}
+
 /**
  * Serves `/metrics` on 127.0.0.1 for Prometheus to scrape.
  *
@@ -136,7 +145,14 @@ export function formatPrometheus(state: LiveState, labels: Record<string, string
  * ```
  */
 export async function serveMetrics(port: number, body: () => string, host = "127.0.0.1"): Promise<Server> {
+  if (!Number.isSafeInteger(port) || port < 1 || port > 65535) throw new BrimError("E_USAGE", `--prometheus ${port}: a port is a whole number from 1 to 65535`);
+  const loopback = isLoopbackHost(host);
   const server = createServer((request, response) => {
+    // A web page the user opens cannot read the metrics through DNS rebinding: loopback names only.
+    if (loopback && !isLoopbackHost(hostOf(request.headers.host))) {
+      response.writeHead(403, { "content-type": "text/plain" }).end(`brim's metrics answer to 127.0.0.1:${port} and localhost:${port} only\n`);
+      return;
+    }
     if (request.method !== "GET" || (request.url !== "/metrics" && request.url !== "/")) {
       response.writeHead(404, { "content-type": "text/plain" }).end("not found: brim serves /metrics\n");
       return;

@@ -50,10 +50,39 @@ function groupAlive(g) {
   return false;
 }
 function signal(g, s) { try { process.kill(-g, s); } catch {} }
+// The job's processes outside its group (double-forked daemons) carry BRIM_RUN_ID=<run id>: src/guard/escapes.ts.
+function marked() {
+  const mark = Buffer.from("BRIM_RUN_ID=" + path.basename(runDir) + "\0"), out = [];
+  let names; try { names = fs.readdirSync("/proc"); } catch { return out; }
+  for (const n of names) {
+    if (!/^\d+$/.test(n) || Number(n) === process.pid) continue;
+    try {
+      const st = fs.readFileSync("/proc/" + n + "/stat", "utf8"), f = st.slice(st.lastIndexOf(")") + 2).split(" ");
+      if (Number(f[2]) === pgid || f[0] === "Z" || f[0] === "X") continue;
+      const env = fs.readFileSync("/proc/" + n + "/environ");
+      if (env.indexOf(mark) === 0 || env.indexOf(Buffer.concat([Buffer.from([0]), mark])) >= 0) out.push(Number(n));
+    } catch {}
+  }
+  return out;
+}
+async function stopMarked() {
+  let stopped = 0;
+  for (let round = 0; round < 3; round++) {
+    const pids = marked();
+    if (pids.length === 0) break;
+    stopped += pids.length;
+    for (const p of pids) try { process.kill(p, "SIGTERM"); } catch {}
+    const deadline = Date.now() + Math.min(graceMs, 5000);
+    while (marked().length > 0 && Date.now() < deadline) await sleep(100);
+    for (const p of marked()) try { process.kill(p, "SIGKILL"); } catch {}
+    await sleep(100);
+  }
+  return stopped;
+}
 function writeAtomic(file, text) {
   const tmp = path.join(path.dirname(file), "." + path.basename(file) + ".brim-tmp-" + process.pid + "-" + Math.random().toString(16).slice(2, 14).padEnd(12, "0"));
   try {
-    const fd = fs.openSync(tmp, "wx", 0o666);
+    const fd = fs.openSync(tmp, "wx", 0o600);
     try { fs.writeFileSync(fd, text); fs.fsyncSync(fd); } finally { fs.closeSync(fd); }
     fs.renameSync(tmp, file);
     try { const d = fs.openSync(path.dirname(file), "r"); try { fs.fsyncSync(d); } finally { fs.closeSync(d); } } catch {}
@@ -102,7 +131,8 @@ async function lost() {
   if (pgid === null) {
     end = { cause: "supervisor_lost", exit_code: null, signal: null, message: "brim was lost before the job started; nothing ran" };
   } else if (!groupAlive(pgid)) {
-    end = { cause: "supervisor_lost", exit_code: null, signal: null, message: "the job ended, but brim was lost before it recorded how (exit status unknown); the timeline up to then is kept" };
+    const left = keep ? 0 : await stopMarked();
+    end = { cause: "supervisor_lost", exit_code: null, signal: null, message: "the job ended, but brim was lost before it recorded how (exit status unknown); the timeline up to then is kept" + (left > 0 ? "; " + left + " process(es) left behind by the job were stopped" : "") };
   } else if (keep) {
     const message = "brim stopped guarding the job (it exited or was killed); the job runs on UNGUARDED as asked (--keep-on-supervisor-loss): no cap, no hang check, no timeline";
     appendLine({ t: now(), kind: "event", event: "supervisor_lost", pid: null, step: null, message, details: { pgid, kept: true } });
@@ -118,8 +148,9 @@ async function lost() {
     if (groupAlive(pgid)) { signal(pgid, "SIGKILL"); sent = "SIGKILL"; }
     const killDeadline = Date.now() + 5000;
     while (groupAlive(pgid) && Date.now() < killDeadline) await sleep(20);
+    const left = await stopMarked();
     appendLine({ t: now(), kind: "event", event: "supervisor_lost", pid: null, step: null, message: "brim stopped guarding the job (it exited or was killed); its watchdog stopped the job", details: { pgid, signal: sent } });
-    end = { cause: "supervisor_lost", exit_code: null, signal: sent, message: "brim stopped guarding the job (it exited or was killed), so its watchdog stopped the job with " + sent + "; the timeline up to then is kept" };
+    end = { cause: "supervisor_lost", exit_code: null, signal: sent, message: "brim stopped guarding the job (it exited or was killed), so its watchdog stopped the job with " + sent + (left > 0 ? " and " + left + " process(es) it had left behind" : "") + "; the timeline up to then is kept" };
   }
   const endedAt = new Date();
   appendLine({ t: endedAt.getTime() / 1000, kind: "end", cause: end.cause, exit_code: end.exit_code, signal: end.signal });

@@ -80,8 +80,13 @@ export function parseTimeline(text: string): TimelineEntry[] {
   return entries;
 }
 
+// Runs hold command lines, working directories and output: on a shared machine, the user's only.
+// Folders brim creates are 0700, files 0600 (a store made before keeps the modes it has).
+const PRIVATE_DIR = 0o700;
+const PRIVATE_FILE = 0o600;
+
 async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
-  await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`);
+  await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, { mode: PRIVATE_FILE });
 }
 
 async function readJson(path: string, what: string): Promise<unknown> {
@@ -122,7 +127,7 @@ export interface StoreIo {
 
 /** The real file calls. */
 export const realStoreIo: StoreIo = {
-  openSync: (path, flags) => openSync(path, flags),
+  openSync: (path, flags) => openSync(path, flags, PRIVATE_FILE),
   writeSync: (fd, buffer, offset, length) => writeSync(fd, buffer, offset, length),
   ftruncateSync: (fd, length) => ftruncateSync(fd, length),
   fstatSync: (fd) => fstatSync(fd),
@@ -437,7 +442,7 @@ export class RunStore {
     const id = newRecordId(startedAt);
     const dir = this.runDir(id);
     try {
-      await mkdir(dir, { recursive: true });
+      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR });
     } catch (error) {
       throw new BrimError(
         "E_IO",
@@ -448,7 +453,7 @@ export class RunStore {
     const meta: RunMeta = { schema: "brim.run/v1", id, ...run, started_at: startedAt.toISOString(), ended_at: null, end: null, summary: null };
     try {
       await writeJsonAtomic(join(dir, "run.json"), meta);
-      await writeFile(join(dir, RESERVE_NAME), Buffer.alloc(RESERVE_BYTES));
+      await writeFile(join(dir, RESERVE_NAME), Buffer.alloc(RESERVE_BYTES), { mode: PRIVATE_FILE });
       return new RunWriter(dir, meta, this.#io);
     } catch (error) {
       await rm(dir, { recursive: true, force: true }).catch(() => undefined);
@@ -492,7 +497,7 @@ export class RunStore {
   async writeTune(tune: TuneRecord): Promise<void> {
     const dir = this.tuneDir(tune.id);
     try {
-      await mkdir(dir, { recursive: true });
+      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR });
     } catch (error) {
       throw new BrimError("E_IO", `cannot create the tune folder ${dir}: ${ioCause(await whyNotWritable(dir, error))}`, { cause: error });
     }

@@ -41,7 +41,7 @@ describe.skipIf(!HAVE_CHROMIUM)("brim dashboard in headless Chromium", () => {
     const live = await writeSyntheticRun(store, { running: true, steps: 6, warmup: 1 }, new Date(Date.now() - 2000));
     writer = live.writer;
     runId = live.id;
-    dash = await startDashboard({ store, port: 0, pollMs: 100, chartEveryMs: 150 });
+    dash = await startDashboard({ store, port: 0, token: null, pollMs: 100, chartEveryMs: 150 });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS] });
   });
 

@@ -32,7 +32,7 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
     store = new RunStore(mkdtempSync(join(tmpdir(), "brim-dash-home-")));
     await writeSyntheticTune(store);
     plainRun = (await writeSyntheticRun(store, { steps: 30, warmup: 3 }, new Date(Date.now() - 60_000))).id;
-    dash = await startDashboard({ store, port: 0, pollMs: 100, chartEveryMs: 150 });
+    dash = await startDashboard({ store, port: 0, token: null, pollMs: 100, chartEveryMs: 150 });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS] });
   });
 

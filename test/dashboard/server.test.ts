@@ -118,7 +118,7 @@ describe("brim dashboard routes", () => {
     liveId = started.id;
     live = started.writer;
     liveT = now;
-    dash = await startDashboard({ store, port: 0, pollMs: 50, chartEveryMs: 50 });
+    dash = await startDashboard({ store, port: 0, token: null, pollMs: 50, chartEveryMs: 50 });
   });
 
   afterAll(async () => {
@@ -282,9 +282,10 @@ describe("brim dashboard off localhost", () => {
     const controller = new AbortController();
     const serving = serveDashboard({ store, port: 0 }, { stdout: (t) => void (stdout += t), stderr: (t) => void (stdout += t) }, controller.signal);
     for (let i = 0; i < 100 && !stdout.includes("Ctrl-C"); i++) await new Promise((r) => setTimeout(r, 20));
-    const url = /brim dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(stdout)?.[1];
+    const url = /brim dashboard: (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{24})\n/.exec(stdout)?.[1];
     expect(url).toBeDefined();
     expect((await fetch(url as string)).status).toBe(200);
+    expect((await fetch((url as string).replace(/\?.*/, ""))).status).toBe(401);
     controller.abort();
     await serving;
     expect(stdout).toMatch(/brim dashboard: stopped\n$/);
@@ -320,7 +321,7 @@ describe("brim dashboard on recorded stores", () => {
         .sort();
     const before = snapshot();
     const store = new RunStore(root);
-    const dash = await startDashboard({ store, port: 0 });
+    const dash = await startDashboard({ store, port: 0, token: null });
     try {
       const [tuneId] = await store.tuneIds();
       const html = await (await fetch(`${dash.url}tunes/${tuneId}`)).text();

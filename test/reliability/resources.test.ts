@@ -212,7 +212,7 @@ describe("dashboard event streams", () => {
     });
     for (let i = 0; i < 2000; i++) writer.append({ t: 1 + i, kind: "step", pid: 1, step: i, samples: 8, compute_s: 0.01, wait_s: 0.001 });
     writer.flush();
-    const dash = await startDashboard({ store, port: 0, pollMs: 20 });
+    const dash = await startDashboard({ store, port: 0, token: null, pollMs: 20 });
     const url = `http://127.0.0.1:${dash.port}/api/runs/${writer.id}/events`;
     await Promise.all(
       Array.from(
