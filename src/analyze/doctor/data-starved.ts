@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { formatPercent, formatSeconds, formatShare } from "../format.ts";
+import { formatPercent, formatSeconds, formatShare } from "../../format.ts";
 import { mean } from "../measure.ts";
 import * as T from "../thresholds.ts";
 import type { KnobTrial } from "../tune-hint.ts";
