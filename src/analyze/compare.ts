@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { formatMaybeBytes, formatPercent, formatRate, formatShare } from "./format.ts";
+import { formatMaybeBytes, formatPercent, formatRate, formatShare } from "../format.ts";
 import type { RunMeasures } from "./measure.ts";
 
 /**

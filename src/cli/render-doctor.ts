@@ -1,5 +1,5 @@
 import type { DoctorReport, Finding } from "../analyze/doctor/index.ts";
-import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
+import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../format.ts";
 import { doctorMarkdown } from "../report/markdown.ts";
 
 function wrap(text: string, indent: string, width = 100): string[] {

@@ -6,7 +6,7 @@
  */
 import { stat } from "node:fs/promises";
 import { measureRun } from "../analyze/measure.ts";
-import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
+import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../format.ts";
 import { formatBytes } from "../bytes.ts";
 import { BrimError } from "../errors/index.ts";
 import { loadTune, timelinePath } from "../record/load.ts";

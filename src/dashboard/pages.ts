@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
+import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../format.ts";
 import { chartsHtml, doctorHtml, factsHtml, htmlPage, trialsHtml } from "../report/html.ts";
 import type { NumberRow } from "../report/model.ts";
 import { knobDifferences, progressCharts, type ProgressAxis, type ProgressRun } from "../report/progress.ts";

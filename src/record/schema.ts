@@ -31,37 +31,39 @@ const runEndSchema = z.looseObject({
   message: z.string(),
 });
 
-const summarySchema = z
-  .looseObject({
-    duration_s: n,
-    /** step reports, all processes */
-    steps: n,
-    steady_steps: n,
-    /** Σ samples over every step report that `steps` counts (warm-up included); in records older than `steady_samples`, the steady ones only */
-    samples: n,
-    /** Σ samples over the steady steps that throughput counts; records older than this field held it in `samples` */
-    steady_samples: n.optional(),
-    samples_per_s: nn,
-    /** who measured the steps that throughput counts (docs/run-store.md); null without throughput, or in records older than this field */
-    throughput_source: z.enum(["sdk", "attach", "progress"]).nullable().default(null),
-    data_wait_share: nn,
-    step_time_s: nn,
-    peak_tree_gpu_bytes: nn,
-    peak_tree_rss_bytes: nn,
-    /** Peak Σ PSS of the process tree (what the RAM cap counts); absent in records from before it was measured. */
-    peak_tree_pss_bytes: nn.optional(),
-    framework_peak_allocated_bytes: nn,
-    framework_peak_reserved_bytes: nn,
-    gpu_util_mean: nn,
-    sm_activity_mean: nn.default(null),
-    power_mean_w: nn.default(null),
-    energy_j: nn.default(null),
-    energy_j_per_sample: nn.default(null),
-    oom_recoveries: n.default(0),
-    micro_batch: nn,
-    accumulation: nn,
-  })
-  .transform((s) => ({ ...s, steady_samples: s.steady_samples ?? s.samples }));
+/** run.json's summary as written (docs/run-store.md "summary"). */
+export const runSummarySchema = z.looseObject({
+  duration_s: n,
+  /** step reports, all processes */
+  steps: n,
+  steady_steps: n,
+  /** Σ samples over every step report that `steps` counts (warm-up included); in records older than `steady_samples`, the steady ones only */
+  samples: n,
+  /** Σ samples over the steady steps that throughput counts; records older than this field held it in `samples` */
+  steady_samples: n.optional(),
+  samples_per_s: nn,
+  /** who measured the steps that throughput counts (docs/run-store.md); null without throughput, or in records older than this field */
+  throughput_source: z.enum(["sdk", "attach", "progress"]).nullable().default(null),
+  data_wait_share: nn,
+  step_time_s: nn,
+  peak_tree_gpu_bytes: nn,
+  peak_tree_rss_bytes: nn,
+  /** Peak Σ PSS of the process tree (what the RAM cap counts); absent in records from before it was measured. */
+  peak_tree_pss_bytes: nn.optional(),
+  framework_peak_allocated_bytes: nn,
+  framework_peak_reserved_bytes: nn,
+  gpu_util_mean: nn,
+  sm_activity_mean: nn.default(null),
+  power_mean_w: nn.default(null),
+  energy_j: nn.default(null),
+  energy_j_per_sample: nn.default(null),
+  oom_recoveries: n.default(0),
+  micro_batch: nn,
+  accumulation: nn,
+});
+
+/** The summary as read: `steady_samples` filled from `samples` in records older than it. */
+const summarySchema = runSummarySchema.transform((s) => ({ ...s, steady_samples: s.steady_samples ?? s.samples }));
 
 const runDeviceSchema = z.looseObject({
   backend: z.enum(["nvml", "nvidia-smi", "cpu"]),
@@ -70,7 +72,8 @@ const runDeviceSchema = z.looseObject({
   host: z.looseObject({ cpus: n, mem_total_bytes: n }),
 });
 
-const runSchema = z.looseObject({
+/** run.json (schema `brim.run/v1`), as written; docs/run-store.md names every field. */
+export const runSchema = z.looseObject({
   schema: z.literal("brim.run/v1"),
   id: z.string(),
   kind: z.enum(["run", "trial"]),
@@ -99,7 +102,8 @@ const bindingSchema = z.looseObject({
   file_sha256: z.string().optional(),
 });
 
-const trialSchema = z.looseObject({
+/** One trial of tune.json. */
+export const trialSchema = z.looseObject({
   index: n,
   run_id: z.string().nullable(),
   knobs,
@@ -125,7 +129,8 @@ const trialSchema = z.looseObject({
   sm_activity_mean: nn.optional(),
 });
 
-const tuneSchema = z.looseObject({
+/** tune.json (schema `brim.tune/v1`); docs/run-store.md names every field. */
+export const tuneSchema = z.looseObject({
   schema: z.literal("brim.tune/v1"),
   id: z.string(),
   command: z.array(z.string()),

@@ -5,7 +5,7 @@
  */
 import { formatBytes } from "../bytes.ts";
 import { maxOf, minOf, type RunMeasures } from "../analyze/measure.ts";
-import { formatRate, formatShare } from "../analyze/format.ts";
+import { formatRate, formatShare } from "../format.ts";
 import { isGpuRun, mainSteps, stepSeconds, stepStart, type StepEntry, type Timeline } from "../record/timeline/index.ts";
 import type { RunMeta, TuneRecord } from "../record/types.ts";
 import type { ChartSpec, Point, RefLine, Series } from "./svg.ts";

@@ -7,7 +7,7 @@
 import { formatBytes } from "../bytes.ts";
 import { compareRuns, type Comparison, type ComparedRun } from "../analyze/compare.ts";
 import { diagnose, type DoctorReport } from "../analyze/doctor/index.ts";
-import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../analyze/format.ts";
+import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../format.ts";
 import { measureRun, type RunMeasures } from "../analyze/measure.ts";
 import type { RecordedRun } from "../record/load.ts";
 import { isGpuRun } from "../record/timeline/index.ts";

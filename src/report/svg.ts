@@ -277,14 +277,62 @@ function raw(value: number): string {
  * ```
  */
 export function renderChart(spec: ChartSpec): string {
+  const series = spec.series.map((s, i) => ({
+    ...s,
+    color: s.color ?? PALETTE[i % PALETTE.length] ?? "#000",
+    points: downsample(s.points, spec.maxPoints ?? 1200),
+  }));
+  const plot = plotOf(spec, series);
+  const { width, height, pw, ph, xDomain, yDomain } = plot;
+  const out: string[] = [];
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" class="brim-chart" data-chart="${escapeXml(spec.id)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-labelledby="${escapeXml(spec.id)}-title" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif" font-size="11">`,
+  );
+  out.push(`<title id="${escapeXml(spec.id)}-title">${escapeXml(spec.title)}</title>`);
+  out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
+  out.push(`<text x="${MARGIN.left}" y="18" font-size="13" font-weight="600" fill="#111">${escapeXml(spec.title)}</text>`);
+  legend(out, series);
+  out.push(
+    `<rect class="plot" x="${MARGIN.left}" y="${MARGIN.top}" width="${pw}" height="${ph}" fill="#fafafa" stroke="#d0d0d0" data-x-min="${raw(xDomain[0])}" data-x-max="${raw(xDomain[1])}" data-y-min="${raw(yDomain[0])}" data-y-max="${raw(yDomain[1])}" data-x-scale="${spec.x.scale ?? "linear"}" data-y-scale="${spec.y.scale ?? "linear"}"/>`,
+  );
+  axes(out, spec, plot);
+  refLines(out, spec.lines ?? [], plot);
+  const clip = `${spec.id}-clip`.replace(/[^A-Za-z0-9_-]/g, "_");
+  out.push(`<clipPath id="${clip}"><rect x="${MARGIN.left - 4}" y="${MARGIN.top - 4}" width="${pw + 8}" height="${ph + 8}"/></clipPath>`);
+  out.push(`<g class="series-group" clip-path="url(#${clip})">`);
+  let drawn = 0;
+  for (const s of series) drawn += seriesMarks(out, s, plot);
+  out.push(`</g>`);
+  if (drawn === 0) {
+    out.push(
+      `<text class="empty" x="${num(MARGIN.left + pw / 2)}" y="${num(MARGIN.top + ph / 2)}" text-anchor="middle" fill="#777">${escapeXml(spec.empty ?? "nothing recorded")}</text>`,
+    );
+  }
+  out.push(`</svg>`);
+  return out.join("\n");
+}
+
+type DrawnSeries = Series & { color: string };
+
+/** Where a chart's values land: its size, domains, ticks and the maps from values to pixels. */
+interface Plot {
+  width: number;
+  height: number;
+  pw: number;
+  ph: number;
+  xDomain: [number, number];
+  yDomain: [number, number];
+  xTicks: number[];
+  yTicks: number[];
+  tx: (v: number) => number;
+  ty: (v: number) => number;
+}
+
+function plotOf(spec: ChartSpec, series: readonly DrawnSeries[]): Plot {
   const width = spec.width ?? 760;
   const height = spec.height ?? 280;
-  const maxPoints = spec.maxPoints ?? 1200;
   const pw = width - MARGIN.left - MARGIN.right;
   const ph = height - MARGIN.top - MARGIN.bottom;
-  const xKind = spec.x.kind ?? "number";
-  const yKind = spec.y.kind ?? "number";
-  const series = spec.series.map((s, i) => ({ ...s, color: s.color ?? PALETTE[i % PALETTE.length] ?? "#000", points: downsample(s.points, maxPoints) }));
   const xs: number[] = [];
   const ys: number[] = [];
   for (const s of series) {
@@ -305,29 +353,27 @@ export function renderChart(spec: ChartSpec): string {
   };
   const [x0, x1] = extent(xs, spec.x);
   const [y0, y1] = extent(ys, spec.y);
-  const xt = spec.x.scale === "log2" ? log2Ticks(x0, x1) : niceTicks(x0, x1, xKind, 6);
-  const yt = spec.y.scale === "log2" ? log2Ticks(y0, y1) : niceTicks(y0, y1, yKind, 5);
+  const xt = spec.x.scale === "log2" ? log2Ticks(x0, x1) : niceTicks(x0, x1, spec.x.kind ?? "number", 6);
+  const yt = spec.y.scale === "log2" ? log2Ticks(y0, y1) : niceTicks(y0, y1, spec.y.kind ?? "number", 5);
   const xDomain: [number, number] = spec.x.max !== undefined && spec.x.min !== undefined ? [spec.x.min, spec.x.max] : [xt.min, xt.max];
   const yDomain: [number, number] = spec.y.max !== undefined && spec.y.min !== undefined ? [spec.y.min, spec.y.max] : [yt.min, yt.max];
-  const tx = (v: number): number => {
-    const [a, b] = xDomain;
-    const f = spec.x.scale === "log2" ? (Math.log2(Math.max(v, 1e-12)) - Math.log2(a)) / (Math.log2(b) - Math.log2(a) || 1) : (v - a) / (b - a || 1);
-    return MARGIN.left + f * pw;
+  const along = (v: number, [a, b]: [number, number], scale: Axis["scale"]): number =>
+    scale === "log2" ? (Math.log2(Math.max(v, 1e-12)) - Math.log2(a)) / (Math.log2(b) - Math.log2(a) || 1) : (v - a) / (b - a || 1);
+  return {
+    width,
+    height,
+    pw,
+    ph,
+    xDomain,
+    yDomain,
+    xTicks: xt.ticks,
+    yTicks: yt.ticks,
+    tx: (v) => MARGIN.left + along(v, xDomain, spec.x.scale) * pw,
+    ty: (v) => MARGIN.top + ph - along(v, yDomain, spec.y.scale) * ph,
   };
-  const ty = (v: number): number => {
-    const [a, b] = yDomain;
-    const f = spec.y.scale === "log2" ? (Math.log2(Math.max(v, 1e-12)) - Math.log2(a)) / (Math.log2(b) - Math.log2(a) || 1) : (v - a) / (b - a || 1);
-    return MARGIN.top + ph - f * ph;
-  };
-  const xSpan = xDomain[1] - xDomain[0];
-  const ySpan = Math.max(Math.abs(yDomain[0]), Math.abs(yDomain[1]));
-  const out: string[] = [];
-  out.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" class="brim-chart" data-chart="${escapeXml(spec.id)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-labelledby="${escapeXml(spec.id)}-title" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif" font-size="11">`,
-  );
-  out.push(`<title id="${escapeXml(spec.id)}-title">${escapeXml(spec.title)}</title>`);
-  out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
-  out.push(`<text x="${MARGIN.left}" y="18" font-size="13" font-weight="600" fill="#111">${escapeXml(spec.title)}</text>`);
+}
+
+function legend(out: string[], series: readonly DrawnSeries[]): void {
   let lx = MARGIN.left;
   for (const s of series) {
     const dash = s.style === "dashed" ? ` stroke-dasharray="5 3"` : "";
@@ -337,33 +383,42 @@ export function renderChart(spec: ChartSpec): string {
     out.push(`<text x="${lx + 18}" y="36" fill="#333">${escapeXml(s.name)}</text></g>`);
     lx += 26 + s.name.length * 6.2;
   }
-  out.push(
-    `<rect class="plot" x="${MARGIN.left}" y="${MARGIN.top}" width="${pw}" height="${ph}" fill="#fafafa" stroke="#d0d0d0" data-x-min="${raw(xDomain[0])}" data-x-max="${raw(xDomain[1])}" data-y-min="${raw(yDomain[0])}" data-y-max="${raw(yDomain[1])}" data-x-scale="${spec.x.scale ?? "linear"}" data-y-scale="${spec.y.scale ?? "linear"}"/>`,
-  );
+}
+
+function axes(out: string[], spec: ChartSpec, plot: Plot): void {
+  const { height, pw, ph, xDomain, yDomain, tx, ty } = plot;
+  const xSpan = xDomain[1] - xDomain[0];
+  const ySpan = Math.max(Math.abs(yDomain[0]), Math.abs(yDomain[1]));
   out.push(`<g class="y-axis">`);
-  for (const v of yt.ticks) {
+  for (const v of plot.yTicks) {
     if (v < yDomain[0] - 1e-9 || v > yDomain[1] + 1e-9) continue;
     const y = num(ty(v));
     out.push(`<line x1="${MARGIN.left}" y1="${y}" x2="${MARGIN.left + pw}" y2="${y}" stroke="#e6e6e6"/>`);
     out.push(
-      `<text class="tick" x="${MARGIN.left - 6}" y="${y}" dy="0.32em" text-anchor="end" fill="#555">${escapeXml(formatAxisValue(v, yKind, ySpan))}</text>`,
+      `<text class="tick" x="${MARGIN.left - 6}" y="${y}" dy="0.32em" text-anchor="end" fill="#555">${escapeXml(formatAxisValue(v, spec.y.kind ?? "number", ySpan))}</text>`,
     );
   }
   out.push(
     `<text class="axis-label" transform="translate(14 ${num(MARGIN.top + ph / 2)}) rotate(-90)" text-anchor="middle" fill="#333">${escapeXml(spec.y.label)}</text></g>`,
   );
   out.push(`<g class="x-axis">`);
-  for (const v of xt.ticks) {
+  for (const v of plot.xTicks) {
     if (v < xDomain[0] - 1e-9 || v > xDomain[1] + 1e-9) continue;
     const x = num(tx(v));
     out.push(`<line x1="${x}" y1="${MARGIN.top + ph}" x2="${x}" y2="${MARGIN.top + ph + 4}" stroke="#999"/>`);
-    out.push(`<text class="tick" x="${x}" y="${MARGIN.top + ph + 16}" text-anchor="middle" fill="#555">${escapeXml(formatAxisValue(v, xKind, xSpan))}</text>`);
+    out.push(
+      `<text class="tick" x="${x}" y="${MARGIN.top + ph + 16}" text-anchor="middle" fill="#555">${escapeXml(formatAxisValue(v, spec.x.kind ?? "number", xSpan))}</text>`,
+    );
   }
   out.push(
     `<text class="axis-label" x="${num(MARGIN.left + pw / 2)}" y="${height - 6}" text-anchor="middle" fill="#333">${escapeXml(spec.x.label)}</text></g>`,
   );
+}
+
+function refLines(out: string[], lines: readonly RefLine[], plot: Plot): void {
+  const { pw, ph, xDomain, yDomain, tx, ty } = plot;
   out.push(`<g class="ref-lines">`);
-  for (const l of spec.lines ?? []) {
+  for (const l of lines) {
     const color = l.color ?? "#C62828";
     if (l.axis === "y") {
       if (l.value < yDomain[0] || l.value > yDomain[1]) continue;
@@ -382,54 +437,45 @@ export function renderChart(spec: ChartSpec): string {
     }
   }
   out.push(`</g>`);
-  const clip = `${spec.id}-clip`.replace(/[^A-Za-z0-9_-]/g, "_");
-  out.push(`<clipPath id="${clip}"><rect x="${MARGIN.left - 4}" y="${MARGIN.top - 4}" width="${pw + 8}" height="${ph + 8}"/></clipPath>`);
-  out.push(`<g class="series-group" clip-path="url(#${clip})">`);
-  let drawn = 0;
-  for (const s of series) {
-    const style = s.style ?? "line";
-    const valid = s.points.filter((p): p is readonly [number, number] => p[1] !== null);
-    drawn += valid.length;
-    out.push(`<g class="series" data-series="${escapeXml(s.name)}" data-style="${style}" data-count="${valid.length}">`);
-    if (style === "line" || style === "dashed" || style === "line+points") {
-      let segment: (readonly [number, number])[] = [];
-      const flush = (): void => {
-        if (segment.length === 0) return;
-        const pts = segment.map(([x, y]) => `${num(tx(x))},${num(ty(y))}`).join(" ");
-        const dash = style === "dashed" ? ` stroke-dasharray="6 4"` : "";
-        out.push(
-          `<polyline points="${pts}" fill="none" stroke="${s.color}" stroke-width="1.8" stroke-linejoin="round"${dash} data-x="${segment.map(([x]) => raw(x)).join(" ")}" data-y="${segment.map(([, y]) => raw(y)).join(" ")}"/>`,
-        );
-        segment = [];
-      };
-      for (const p of s.points) {
-        if (p[1] === null) flush();
-        else segment.push([p[0], p[1]]);
-      }
-      flush();
+}
+
+/** Draws one series; returns how many of its points have a value. */
+function seriesMarks(out: string[], s: DrawnSeries, plot: Plot): number {
+  const { tx, ty } = plot;
+  const style = s.style ?? "line";
+  const valid = s.points.filter((p): p is readonly [number, number] => p[1] !== null);
+  out.push(`<g class="series" data-series="${escapeXml(s.name)}" data-style="${style}" data-count="${valid.length}">`);
+  if (style === "line" || style === "dashed" || style === "line+points") {
+    let segment: (readonly [number, number])[] = [];
+    const flush = (): void => {
+      if (segment.length === 0) return;
+      const pts = segment.map(([x, y]) => `${num(tx(x))},${num(ty(y))}`).join(" ");
+      const dash = style === "dashed" ? ` stroke-dasharray="6 4"` : "";
+      out.push(
+        `<polyline points="${pts}" fill="none" stroke="${s.color}" stroke-width="1.8" stroke-linejoin="round"${dash} data-x="${segment.map(([x]) => raw(x)).join(" ")}" data-y="${segment.map(([, y]) => raw(y)).join(" ")}"/>`,
+      );
+      segment = [];
+    };
+    for (const p of s.points) {
+      if (p[1] === null) flush();
+      else segment.push([p[0], p[1]]);
     }
-    if (style === "points" || style === "line+points") {
-      for (const [x, y] of valid) out.push(`<circle cx="${num(tx(x))}" cy="${num(ty(y))}" r="3.5" fill="${s.color}" data-x="${raw(x)}" data-y="${raw(y)}"/>`);
+    flush();
+  }
+  if (style === "points" || style === "line+points") {
+    for (const [x, y] of valid) out.push(`<circle cx="${num(tx(x))}" cy="${num(ty(y))}" r="3.5" fill="${s.color}" data-x="${raw(x)}" data-y="${raw(y)}"/>`);
+  }
+  if (style === "cross") {
+    for (const [x, y] of valid) {
+      const cx = tx(x);
+      const cy = ty(y);
+      out.push(
+        `<path d="M${num(cx - 4)} ${num(cy - 4)}L${num(cx + 4)} ${num(cy + 4)}M${num(cx - 4)} ${num(cy + 4)}L${num(cx + 4)} ${num(cy - 4)}" stroke="${s.color}" stroke-width="2" data-x="${raw(x)}" data-y="${raw(y)}"/>`,
+      );
     }
-    if (style === "cross") {
-      for (const [x, y] of valid) {
-        const cx = tx(x);
-        const cy = ty(y);
-        out.push(
-          `<path d="M${num(cx - 4)} ${num(cy - 4)}L${num(cx + 4)} ${num(cy + 4)}M${num(cx - 4)} ${num(cy + 4)}L${num(cx + 4)} ${num(cy - 4)}" stroke="${s.color}" stroke-width="2" data-x="${raw(x)}" data-y="${raw(y)}"/>`,
-        );
-      }
-    }
-    out.push(`</g>`);
   }
   out.push(`</g>`);
-  if (drawn === 0) {
-    out.push(
-      `<text class="empty" x="${num(MARGIN.left + pw / 2)}" y="${num(MARGIN.top + ph / 2)}" text-anchor="middle" fill="#777">${escapeXml(spec.empty ?? "nothing recorded")}</text>`,
-    );
-  }
-  out.push(`</svg>`);
-  return out.join("\n");
+  return valid.length;
 }
 
 /**

@@ -3,7 +3,8 @@
  * `knob_read` events, sampler readings at 2 Hz, step reports, and an `end`. `syntheticRun` is pure;
  * `writeSyntheticRun` writes the same run through RunStore / RunWriter.
  */
-import type { NewRun, RunStore, RunWriter } from "../../src/record/store.ts";
+import type { NewRun, RunStore } from "../../src/record/store.ts";
+import type { RunWriter } from "../../src/record/writer.ts";
 import { measureRun } from "../../src/analyze/measure.ts";
 import { readTimeline } from "../../src/record/timeline/index.ts";
 import type { RunMeta, TimelineEntry, TuneRecord, TuneTrialRecord } from "../../src/record/types.ts";

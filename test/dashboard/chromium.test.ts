@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.ts";
-import { RunStore, type RunWriter } from "../../src/record/store.ts";
+import { RunStore } from "../../src/record/store.ts";
+import type { RunWriter } from "../../src/record/writer.ts";
 import { CHROMIUM_ARGS } from "../helpers/chromium.ts";
 import { GIB, TUNE_ID, writeSyntheticRun, writeSyntheticTune } from "../analyze/synthetic.ts";
 

@@ -8,7 +8,8 @@ import { serveDashboard } from "../../src/cli/dashboard.ts";
 import { readTimelineFrom, TimelineTail } from "../../src/dashboard/tail.ts";
 import { isLoopback, startDashboard, type Dashboard } from "../../src/dashboard/server.ts";
 import type { RunListItem } from "../../src/dashboard/data.ts";
-import { RunStore, type RunWriter } from "../../src/record/store.ts";
+import { RunStore } from "../../src/record/store.ts";
+import type { RunWriter } from "../../src/record/writer.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
 import { GIB, TUNE_ID, writeSyntheticRun, writeSyntheticTune } from "../analyze/synthetic.ts";
 

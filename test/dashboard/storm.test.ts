@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDashboard } from "../../src/dashboard/server.ts";
-import { RunStore, type RunWriter } from "../../src/record/store.ts";
+import { RunStore } from "../../src/record/store.ts";
+import type { RunWriter } from "../../src/record/writer.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
 import { REPO, sleep, until } from "../reliability/faults.ts";
 

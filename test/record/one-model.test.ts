@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { diagnose } from "../../src/analyze/doctor/index.ts";
-import { formatMaybeBytes, formatPercent, formatRate, formatShare } from "../../src/analyze/format.ts";
+import { formatMaybeBytes, formatPercent, formatRate, formatShare } from "../../src/format.ts";
 import { listRuns, liveCharts, runView } from "../../src/dashboard/data.ts";
 import { LiveTracker } from "../../src/guard/live.ts";
 import { loadRun, timelinePath } from "../../src/record/load.ts";

@@ -16,7 +16,8 @@ import { BrimError } from "../../src/errors/index.ts";
 import { guardRun } from "../../src/guard/guard.ts";
 import { Watchdog } from "../../src/guard/watchdog.ts";
 import { ChannelServer, MAX_BUFFERED_BYTES, removeStaleSockets, type ChannelMessage } from "../../src/job/channel.ts";
-import { realStoreIo, RunStore, type StoreIo } from "../../src/record/store.ts";
+import { RunStore } from "../../src/record/store.ts";
+import { realStoreIo, type StoreIo } from "../../src/record/writer.ts";
 import { groupMembers, sleep, tornIn, until } from "./faults.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-resources-"));

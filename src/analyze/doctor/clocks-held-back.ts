@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { formatShare } from "../format.ts";
+import { formatShare } from "../../format.ts";
 import { mean } from "../measure.ts";
 import * as T from "../thresholds.ts";
 import { ev, finding, jobGpus, type CheckResult, type Ctx } from "./context.ts";

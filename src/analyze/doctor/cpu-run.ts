@@ -4,7 +4,7 @@
  * @module
  */
 import { formatBytes } from "../../bytes.ts";
-import { formatPercent, formatRate, formatShare } from "../format.ts";
+import { formatPercent, formatRate, formatShare } from "../../format.ts";
 import { ev, finding, type CheckResult, type Ctx } from "./context.ts";
 import type { Evidence } from "./types.ts";
 

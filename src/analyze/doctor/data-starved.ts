@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { formatPercent, formatSeconds, formatShare } from "../format.ts";
+import { formatPercent, formatSeconds, formatShare } from "../../format.ts";
 import { mean } from "../measure.ts";
 import * as T from "../thresholds.ts";
 import type { KnobTrial } from "../tune-hint.ts";
@@ -39,6 +39,44 @@ export function dataStarved(ctx: Ctx): CheckResult {
     ),
     ev("steps that waited", waitingSteps, "count", `${waitingSteps} of ${timed.length} steps waited ${formatShare(T.DATA_WAIT_SHARE)} of their time or more`),
   ];
+  const loader = loaderOf(ctx);
+  const { workers, hostSaturated } = loader;
+  evidence.push(...cpuEvidence(ctx, loader), ...phaseEvidence(ctx));
+  const suggested = workerValues(workers, m.host_cpus);
+  const steps = fixSteps(ctx, loader, suggested);
+  const knobs: KnobTrial[] = [];
+  if (!hostSaturated && suggested.length > 1) knobs.push({ name: "num_workers", values: suggested });
+  if (knobSeen(ctx, "gpu_augment")) knobs.push({ name: "gpu_augment", values: [false, true] });
+  if (ctx.gpu) knobs.push({ name: "pin_memory", values: [false, true] });
+  const c = stepsConfidence(m.steady_steps);
+  const consistent = timed.length > 0 ? waitingSteps / timed.length : 0;
+  const level = consistent >= 0.5 ? c.level : lower(c.level, "medium");
+  return finding(ctx, {
+    id: "data_starved",
+    title: "Starved by data",
+    severity: m.data_wait_share >= T.DATA_WAIT_SHARE_SEVERE ? "high" : "medium",
+    confidence: { level, reason: `${c.why}; ${formatShare(consistent)} of them waited for data` },
+    summary: `The training loop waits for the next batch ${formatShare(m.data_wait_share)} of the time; ${ctx.gpu ? "the GPU has nothing to do meanwhile" : "the compute sits idle meanwhile"}.${
+      workers === 0 || workers === null ? " Loading and augmentation run in the training process itself." : ""
+    }`,
+    evidence,
+    fix: { summary: hostSaturated ? "make each batch cheaper to produce" : "produce batches in parallel, ahead of the training step", steps },
+    knobs,
+  });
+}
+
+/** How the job loads its data: its loader workers and how busy they and the host are. */
+interface Loader {
+  workers: number | null;
+  perProcess: number | null;
+  loaderSaturated: boolean;
+  jobHostShare: number | null;
+  hostSaturated: boolean;
+  othersBusy: boolean;
+}
+
+function loaderOf(ctx: Ctx): Loader {
+  const { m } = ctx;
   const workers = m.num_workers;
   const processes = (workers ?? 0) + 1;
   const perProcess = m.tree_cpu_percent_mean === null ? null : m.tree_cpu_percent_mean / processes;
@@ -48,8 +86,15 @@ export function dataStarved(ctx: Ctx): CheckResult {
   const jobHostShare = m.tree_cpu_percent_mean === null || m.host_cpus === null ? null : (m.tree_cpu_percent_mean / (100 * m.host_cpus)) * 100;
   const hostSaturated = jobHostShare !== null && jobHostShare >= T.HOST_CPU_SATURATED_PERCENT;
   const othersBusy = !hostSaturated && m.host_cpu_percent_mean !== null && m.host_cpu_percent_mean >= T.HOST_CPU_SATURATED_PERCENT;
+  return { workers, perProcess, loaderSaturated, jobHostShare, hostSaturated, othersBusy };
+}
+
+function cpuEvidence(ctx: Ctx, loader: Loader): Evidence[] {
+  const { m } = ctx;
+  const { workers, perProcess, loaderSaturated, hostSaturated, othersBusy } = loader;
+  const out: Evidence[] = [];
   if (m.tree_cpu_percent_mean !== null) {
-    evidence.push(
+    out.push(
       ev(
         "CPU of the job's processes",
         m.tree_cpu_percent_mean,
@@ -65,7 +110,7 @@ export function dataStarved(ctx: Ctx): CheckResult {
       : othersBusy
         ? ", mostly by other work: workers will share the cores with it"
         : "";
-    evidence.push(
+    out.push(
       ev(
         "host CPU",
         m.host_cpu_percent_mean,
@@ -74,6 +119,13 @@ export function dataStarved(ctx: Ctx): CheckResult {
       ),
     );
   }
+  return out;
+}
+
+/** GPU utilization in the readings taken while the job waited against those while it computed. */
+function phaseEvidence(ctx: Ctx): Evidence[] {
+  const { m, steady } = ctx;
+  const out: Evidence[] = [];
   if (ctx.gpu) {
     const byPhase = { wait: [] as number[], compute: [] as number[] };
     for (const s of ctx.samples) {
@@ -85,7 +137,7 @@ export function dataStarved(ctx: Ctx): CheckResult {
     const uc = mean(byPhase.compute);
     if (uw !== null && uc !== null && byPhase.wait.length >= 3 && byPhase.compute.length >= 3) {
       const caveat = (m.wait_time_s ?? 0) < 0.2 ? " (waits are shorter than NVML's 1/6–1 s averaging window, so the contrast is blurred)" : "";
-      evidence.push(
+      out.push(
         ev(
           "GPU utilization while waiting",
           uw,
@@ -95,8 +147,13 @@ export function dataStarved(ctx: Ctx): CheckResult {
       );
     }
   }
+  return out;
+}
+
+function fixSteps(ctx: Ctx, loader: Loader, suggested: number[]): string[] {
+  const { m } = ctx;
+  const { workers, perProcess, loaderSaturated, jobHostShare, hostSaturated } = loader;
   const steps: string[] = [];
-  const suggested = workerValues(workers, m.host_cpus);
   const next = suggested.find((w) => w > (workers ?? 0));
   if (hostSaturated) {
     steps.push(
@@ -124,23 +181,5 @@ export function dataStarved(ctx: Ctx): CheckResult {
       : "Move per-sample augmentation out of the Dataset and run it batched on the training device.",
   );
   steps.push("Cache decoded or preprocessed data (e.g. one array file read with np.load(mmap_mode='r')) instead of decoding every sample every epoch.");
-  const knobs: KnobTrial[] = [];
-  if (!hostSaturated && suggested.length > 1) knobs.push({ name: "num_workers", values: suggested });
-  if (knobSeen(ctx, "gpu_augment")) knobs.push({ name: "gpu_augment", values: [false, true] });
-  if (ctx.gpu) knobs.push({ name: "pin_memory", values: [false, true] });
-  const c = stepsConfidence(m.steady_steps);
-  const consistent = timed.length > 0 ? waitingSteps / timed.length : 0;
-  const level = consistent >= 0.5 ? c.level : lower(c.level, "medium");
-  return finding(ctx, {
-    id: "data_starved",
-    title: "Starved by data",
-    severity: m.data_wait_share >= T.DATA_WAIT_SHARE_SEVERE ? "high" : "medium",
-    confidence: { level, reason: `${c.why}; ${formatShare(consistent)} of them waited for data` },
-    summary: `The training loop waits for the next batch ${formatShare(m.data_wait_share)} of the time; ${ctx.gpu ? "the GPU has nothing to do meanwhile" : "the compute sits idle meanwhile"}.${
-      workers === 0 || workers === null ? " Loading and augmentation run in the training process itself." : ""
-    }`,
-    evidence,
-    fix: { summary: hostSaturated ? "make each batch cheaper to produce" : "produce batches in parallel, ahead of the training step", steps },
-    knobs,
-  });
+  return steps;
 }

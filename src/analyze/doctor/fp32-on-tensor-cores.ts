@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { formatPercent } from "../format.ts";
+import { formatPercent } from "../../format.ts";
 import * as T from "../thresholds.ts";
 import { ev, finding, type CheckResult, type Ctx } from "./context.ts";
 import type { Evidence } from "./types.ts";

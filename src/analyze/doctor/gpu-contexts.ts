@@ -4,7 +4,7 @@
  * @module
  */
 import { formatBytes } from "../../bytes.ts";
-import { formatMaybeBytes, formatShare } from "../format.ts";
+import { formatMaybeBytes, formatShare } from "../../format.ts";
 import { maxOf } from "../measure.ts";
 import * as T from "../thresholds.ts";
 import { ev, finding, jobGpus, type CheckResult, type Ctx } from "./context.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import { formatBytes } from "../../bytes.ts";
-import { formatShare } from "../format.ts";
+import { formatShare } from "../../format.ts";
 import * as T from "../thresholds.ts";
 import type { KnobTrial } from "../tune-hint.ts";
 import { ev, finding, lower, powersUpTo, stepsConfidence, suggestedMicroBatch, type CheckResult, type Ctx } from "./context.ts";

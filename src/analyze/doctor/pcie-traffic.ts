@@ -4,7 +4,7 @@
  * @module
  */
 import { formatBytes } from "../../bytes.ts";
-import { formatRate, formatShare } from "../format.ts";
+import { formatRate, formatShare } from "../../format.ts";
 import { maxOf, mean } from "../measure.ts";
 import * as T from "../thresholds.ts";
 import { ev, finding, jobGpus, knobSeen, type CheckResult, type Ctx } from "./context.ts";

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { formatPercent, formatShare } from "../format.ts";
+import { formatPercent, formatShare } from "../../format.ts";
 import * as T from "../thresholds.ts";
 import { ev, finding, lower, powersUpTo, stepsConfidence, suggestedMicroBatch, type CheckResult, type Ctx } from "./context.ts";
 import type { Certainty, Evidence } from "./types.ts";

@@ -1,4 +1,11 @@
-import { formatBytes } from "../bytes.ts";
+/**
+ * How brim's numbers read, one home for each wording: shares and percentages, seconds, bytes and
+ * rates, with "n/a" where a number was not measured. Analysis, reports, the dashboard and the CLI
+ * all print through these.
+ *
+ * @module
+ */
+import { formatBytes } from "./bytes.ts";
 
 /**
  * A share (0–1) as a percentage with one decimal.
