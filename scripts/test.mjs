@@ -1,14 +1,56 @@
 #!/usr/bin/env node
-// The project's test command: build, type-check, vitest, then the Python SDK's pytest suite, and a
-// closing line "N passed, N failed" summing both (CI reads that line; vitest's own summary it does not).
+// The project's test command: build, type-check, vitest, the Python SDK's pytest suite — all on the
+// main Python (PyTorch 2.x: the repository's .venv from .ci/venv, or BRIM_TEST_PYTHON) — then a
+// smoke job on the oldest supported PyTorch (Debian's 1.13, BRIM_TEST_LEGACY_PYTHON): pytest and the
+// attach tests. The closing line "N passed, N failed" sums them all (CI reads that line; vitest's
+// and pytest's own summaries it does not). With BRIM_REQUIRE_FRAMEWORKS=1 (CI) a missing Python
+// environment is a failure, not a skip.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 
-const python = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
+const repo = resolve(import.meta.dirname, "..");
+const venv = join(repo, ".venv", "bin", "python");
+const python = process.env.BRIM_TEST_PYTHON ?? (existsSync(venv) ? venv : "/usr/bin/python3");
+const legacy = process.env.BRIM_TEST_LEGACY_PYTHON ?? "/usr/bin/python3";
+const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: "inherit", ...opts });
 let failedSteps = 0;
+let passed = 0;
+let failed = 0;
+
+/** The Python's release and its frameworks' (from their metadata: nothing heavy is imported). */
+function versions(py) {
+  const script =
+    "import json, sys, importlib.metadata as m\nout = {'python': sys.version.split()[0]}\n" +
+    "for n in ('torch', 'lightning', 'transformers', 'accelerate', 'jax', 'optax'):\n" +
+    "    try:\n        out[n] = m.version(n)\n    except m.PackageNotFoundError:\n        pass\nprint(json.dumps(out))";
+  const r = spawnSync(py, ["-c", script], { encoding: "utf8" });
+  if (r.status !== 0) return null;
+  const found = JSON.parse(r.stdout);
+  // Debian's torch has no metadata under that name on every release: ask torch itself
+  if (found.torch === undefined) {
+    const t = spawnSync(py, ["-c", "import torch; print(torch.__version__)"], { encoding: "utf8" });
+    if (t.status === 0) found.torch = t.stdout.trim();
+  }
+  return found;
+}
+const describe = (v) =>
+  Object.entries(v)
+    .map(([k, x]) => `${k} ${x}`)
+    .join(", ");
+
+const main = versions(python);
+if (main === null) {
+  console.error(`test: ${python} does not run`);
+  process.exit(1);
+}
+console.log(`test: main Python ${python}: ${describe(main)}`);
+if (main.torch === undefined || !main.torch.startsWith("2.")) {
+  console.log(`test: the main Python has no PyTorch 2.x; bash .ci/venv makes .venv with it and the frameworks`);
+  if (required) failedSteps++;
+}
 
 for (const [cmd, args] of [
   ["npx", ["tsc", "-p", "tsconfig.build.json"]],
@@ -22,37 +64,52 @@ for (const [cmd, args] of [
 }
 
 const out = mkdtempSync(join(tmpdir(), "brim-test-"));
-const vitestJson = join(out, "vitest.json");
-const vitest = run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${vitestJson}`]);
-let passed = 0;
-let failed = 0;
-if (existsSync(vitestJson)) {
-  const report = JSON.parse(readFileSync(vitestJson, "utf8"));
-  passed += report.numPassedTests ?? 0;
-  // A suite that failed without a failing test (it crashed on import) still counts as one failure.
-  const failedTests = report.numFailedTests ?? 0;
-  failed += failedTests > 0 ? failedTests : (report.numFailedTestSuites ?? 0);
-} else {
-  failedSteps++;
-}
-if (vitest.status !== 0) failedSteps++;
 
-const pyTests = "python/tests";
-if (existsSync(pyTests) && readdirSync(pyTests).some((f) => f.startsWith("test_") && f.endsWith(".py"))) {
-  const junit = join(out, "pytest.xml");
-  const pytest = run(python, ["-m", "pytest", pyTests, "-q", `--junitxml=${junit}`], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
+/** Runs vitest with its JSON report and adds its counts. */
+function vitest(name, args, env) {
+  const json = join(out, `${name}.json`);
+  const r = run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${json}`, ...args], { env: { ...process.env, ...env } });
+  if (existsSync(json)) {
+    const report = JSON.parse(readFileSync(json, "utf8"));
+    passed += report.numPassedTests ?? 0;
+    // A suite that failed without a failing test (it crashed on import) still counts as one failure.
+    const failedTests = report.numFailedTests ?? 0;
+    failed += failedTests > 0 ? failedTests : (report.numFailedTestSuites ?? 0);
+  } else failedSteps++;
+  if (r.status !== 0) failedSteps++;
+}
+
+/** Runs the SDK's pytest suite on a Python and adds its counts. */
+function pytest(name, py) {
+  const pyTests = "python/tests";
+  if (!existsSync(pyTests) || !readdirSync(pyTests).some((f) => f.startsWith("test_") && f.endsWith(".py"))) return;
+  const junit = join(out, `${name}.xml`);
+  const r = run(py, ["-m", "pytest", pyTests, "-q", `--junitxml=${junit}`], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
   if (existsSync(junit)) {
     const xml = readFileSync(junit, "utf8");
     const suite = /<testsuite [^>]*>/.exec(xml)?.[0] ?? "";
-    const attr = (name) => Number(new RegExp(`${name}="(\\d+)"`).exec(suite)?.[1] ?? 0);
+    const attr = (n) => Number(new RegExp(`${n}="(\\d+)"`).exec(suite)?.[1] ?? 0);
     const bad = attr("failures") + attr("errors");
     passed += attr("tests") - bad - attr("skipped");
     failed += bad;
-  } else {
-    failedSteps++;
-  }
-  if (pytest.status !== 0) failedSteps++;
+  } else failedSteps++;
+  if (r.status !== 0) failedSteps++;
 }
 
+vitest("vitest", [], { BRIM_TEST_PYTHON: python });
+pytest("pytest", python);
+
+// The oldest supported PyTorch, in a smaller job: the SDK's tests and the attach tests.
+const old = legacy !== python ? versions(legacy) : null;
+if (old?.torch !== undefined) {
+  console.log(`test: oldest supported PyTorch, ${legacy}: ${describe(old)}`);
+  pytest("pytest-legacy", legacy);
+  vitest("vitest-legacy", ["test/attach/jobs.test.ts"], { BRIM_TEST_PYTHON: legacy });
+} else if (legacy !== python) {
+  console.log(`test: smoke job on the oldest PyTorch skipped: ${legacy} has no torch (CI installs Debian's python3-torch 1.13)`);
+  if (required) failedSteps++;
+}
+
+console.log(`test: ran on ${describe(main)}${old?.torch !== undefined ? `; smoke job on torch ${old.torch}` : ""}`);
 console.log(`${passed} passed, ${failed + (failed === 0 ? failedSteps : 0)} failed`);
 process.exit(failed > 0 || failedSteps > 0 ? 1 : 0);

@@ -33,6 +33,21 @@ from ._timing import Wait, WaitSum
 ENV_ATTACH = "BRIM_ATTACH"
 _OFF = ("0", "false", "no", "off")
 _PRECISIONS = {"torch.bfloat16": "bf16-mixed", "torch.float16": "fp16-mixed"}
+# a step that entered no autocast trains in its parameters' dtype (Lightning's "32-true", "bf16-true")
+_TRUE_PRECISIONS = {"torch.float32": "fp32", "torch.bfloat16": "bf16-true", "torch.float16": "fp16-true", "torch.float64": "fp64"}
+_param_precisions: Dict[int, Optional[str]] = {}
+
+
+def _param_precision(optimizer: Any) -> Optional[str]:
+    """The dtype of the optimizer's first parameter as a precision, read once per optimizer."""
+    key = id(optimizer)
+    if key not in _param_precisions:
+        try:
+            dtype = str(optimizer.param_groups[0]["params"][0].dtype)
+        except Exception:
+            dtype = ""
+        _param_precisions[key] = _TRUE_PRECISIONS.get(dtype)
+    return _param_precisions[key]
 
 
 def enabled() -> bool:
@@ -140,7 +155,8 @@ class _Attach:
         interval = now - self.t_last if self.t_last is not None else None
         self.t_last = now
         wait = WaitSum(self.waits) if self.waits else None
-        fields = {"trigger": trigger, "precision": self.precision}
+        precision = self.precision if self.precision is not None or optimizer is None else _param_precision(optimizer)
+        fields = {"trigger": trigger, "precision": precision}
         self.deferred = {
             "samples": self.samples if self.batches else None,
             "micro_batch": self.micro_batch if self.batches else None,

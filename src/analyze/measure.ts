@@ -16,7 +16,7 @@ import { gpuFacts, type GpuFacts } from "./gpu.ts";
  * const from: PrecisionSource = "knob_read";
  * ```
  */
-export type PrecisionSource = "knob_read" | "run_knobs" | "precision_fallback";
+export type PrecisionSource = "knob_read" | "run_knobs" | "precision_fallback" | "steps";
 
 /**
  * A run's measured numbers: its summary (by the same definitions, from the same timeline) and what
@@ -105,7 +105,12 @@ function precisionInForce(tl: Timeline, meta: RunMeta): { value: string | null; 
   const fallback = [...tl.events].reverse().find((e) => e.event === "precision_fallback" && typeof e.details.to === "string");
   if (fallback !== undefined) return { value: fallback.details.to as string, source: "precision_fallback" };
   const k = knobValue(tl, meta, "precision");
-  return k !== null && typeof k.value === "string" ? { value: k.value, source: k.source } : { value: null, source: null };
+  if (k !== null && typeof k.value === "string") return { value: k.value, source: k.source };
+  // what the framework ran the main process's steps in, as the attach saw it (autocast, else the parameters' dtype)
+  const counts = new Map<string, number>();
+  for (const s of tl.steps) if (s.pid === tl.mainPid && !s.warmup && s.precision !== null) counts.set(s.precision, (counts.get(s.precision) ?? 0) + 1);
+  const seen = [...counts.entries()].sort((a, b) => b[1] - a[1])[0];
+  return seen !== undefined ? { value: seen[0], source: "steps" } : { value: null, source: null };
 }
 
 function numericKnob(tl: Timeline, meta: RunMeta, name: string): number | null {

@@ -188,3 +188,22 @@ export const STEPS_FOR_MEDIUM_CONFIDENCE = 5;
  * ```
  */
 export const SAMPLES_FOR_CONFIDENCE = 10;
+/**
+ * A step at least this many times the median steady step is slow (compilation, recompilation, a
+ * checkpoint save, a stalled loader).
+ *
+ * @example
+ * ```ts
+ * const slow = seconds >= SLOW_STEP_RATIO * medianS && seconds - medianS >= SLOW_STEP_MIN_EXTRA_S;
+ * ```
+ */
+export const SLOW_STEP_RATIO = 10;
+/**
+ * ...and at least this many seconds longer than the median: a 3 ms step next to 0.2 ms ones is noise.
+ *
+ * @example
+ * ```ts
+ * if (seconds - medianS < SLOW_STEP_MIN_EXTRA_S) return;
+ * ```
+ */
+export const SLOW_STEP_MIN_EXTRA_S = 0.05;

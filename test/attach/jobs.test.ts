@@ -135,7 +135,7 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
     expect(hellos.map((hello) => hello.role)).toEqual(["main"]);
   });
 
-  it("torchrun-style ranks: each rank attached, says its rank, stops at the budget; throughput is rank 0's", () => {
+  it("torchrun-style ranks: each rank attached, says its rank, stops at the budget; the job's steps are rank 0's", () => {
     const run = brimRun("ranks", "launch_ranks.py", ["--nproc-per-node", "2", join(REPO, "test", "jobs", "ddp_loop.py"), "--max-steps", "1000"]);
     expect(run.meta.end?.cause, run.stderr).toBe("ok");
     expect(run.status).toBe(0);
@@ -145,6 +145,7 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
     const rank0 = hellos.find((hello) => hello.rank === 0);
     expect(mainProcessSteps(run.timeline).every((step) => step.pid === rank0?.pid && step.samples === 32)).toBe(true);
     expect(run.meta.summary.steady_steps).toBe(STEPS - WARMUP);
+    expect(run.meta.summary.steps).toBe(STEPS); // optimizer steps once, not once per rank
   });
 
   it("a job that also uses the SDK counts each step once (the SDK's)", () => {

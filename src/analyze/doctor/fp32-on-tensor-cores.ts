@@ -27,7 +27,7 @@ export function fp32OnTensorCores(ctx: Ctx): CheckResult {
       "precision",
       m.precision,
       "text",
-      `precision fp32 (${m.precision_source === "knob_read" ? "as the job read its `precision` knob" : m.precision_source === "run_knobs" ? "from the run's knobs" : "after a fallback"})`,
+      `precision fp32 (${m.precision_source === "knob_read" ? "as the job read its `precision` knob" : m.precision_source === "run_knobs" ? "from the run's knobs" : m.precision_source === "steps" ? "what its steps ran in: no autocast, fp32 parameters" : "after a fallback"})`,
     ),
     ev("GPU", m.gpu.name, "text", `${m.gpu.name} (${arch}) has tensor cores${m.gpu.bf16 === true ? " with bf16" : ""}`),
   ];
@@ -51,9 +51,13 @@ export function fp32OnTensorCores(ctx: Ctx): CheckResult {
     title: "fp32 on a card with tensor cores",
     severity: m.gpu_util_mean !== null && m.gpu_util_mean >= T.UTIL_BUSY ? "high" : "medium",
     confidence: {
-      level: m.precision_source === "knob_read" ? "high" : "medium",
+      level: m.precision_source === "knob_read" || m.precision_source === "steps" ? "high" : "medium",
       reason:
-        m.precision_source === "knob_read" ? "the job reported reading precision = fp32" : "precision from the run's knobs; the job did not confirm reading it",
+        m.precision_source === "knob_read"
+          ? "the job reported reading precision = fp32"
+          : m.precision_source === "steps"
+            ? "the attach saw the steps run without autocast on fp32 parameters"
+            : "precision from the run's knobs; the job did not confirm reading it",
     },
     summary: `The job trains in plain fp32 on ${m.gpu.name}, whose tensor cores run ${target} matmuls many times faster.`,
     evidence,

@@ -22,6 +22,7 @@ import { clocksHeldBack } from "./clocks-held-back.ts";
 import { gpuContexts } from "./gpu-contexts.ts";
 import { utilizationGap } from "./utilization-gap.ts";
 import { cpuRun } from "./cpu-run.ts";
+import { slowSteps } from "./slow-steps.ts";
 
 export * from "./types.ts";
 
@@ -44,6 +45,7 @@ export const CHECK_FUNCTIONS: readonly { id: CheckId; run: (ctx: Ctx) => CheckRe
   { id: "clocks_held_back", run: clocksHeldBack },
   { id: "gpu_contexts", run: gpuContexts },
   { id: "utilization_gap", run: utilizationGap },
+  { id: "slow_steps", run: slowSteps },
   { id: "cpu_run", run: cpuRun },
 ];
 

@@ -26,6 +26,7 @@ export const CHECKS = [
   "clocks_held_back",
   "gpu_contexts",
   "utilization_gap",
+  "slow_steps",
   "cpu_run",
 ] as const;
 
