@@ -12,12 +12,15 @@ export interface Output {
   columns?: number;
   /** Colors allowed (a terminal, and NO_COLOR unset). */
   color?: boolean;
+  /** Writes bytes as they are (a job's output passed through unchanged, whatever its encoding). */
+  bytes?(stream: 1 | 2, bytes: Uint8Array): void;
 }
 
 /** The process's own streams. */
 export const processOutput: Output = {
   stdout: (text) => void process.stdout.write(text),
   stderr: (text) => void process.stderr.write(text),
+  bytes: (stream, bytes) => void (stream === 1 ? process.stdout : process.stderr).write(bytes),
   get stderrIsTTY() {
     return process.stderr.isTTY === true;
   },

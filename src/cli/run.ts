@@ -175,6 +175,8 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   // A lost terminal (SIGHUP, a closed ssh session) makes writes fail with EIO or EPIPE: the guard
   // goes on (and stops the job) without a screen rather than die of an unhandled stream error.
   for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount("error") === 0) stream.on("error", () => {});
+  // A stream that is not a terminal (a pipe, a file) gets the job's bytes unchanged, whatever their encoding.
+  const rawBytes = (stream: 1 | 2): boolean => out.bytes !== undefined && (stream === 1 ? out.stdoutIsTTY : out.stderrIsTTY) !== true;
   const footer =
     options.quiet || options.json
       ? null
@@ -229,7 +231,12 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
           options.json !== true && out.stderrIsTTY === true && out.stdoutIsTTY === true
             ? { columns: out.columns ?? 100, rows: out.rows ?? 24, current: () => ({ columns: out.columns ?? 100, rows: out.rows ?? 24 }) }
             : null,
+        // where the stream is not a terminal (a pipe, a file), its bytes pass through unchanged
+        onBytes: (stream, bytes) => {
+          if (options.json !== true && rawBytes(stream)) out.bytes?.(stream, bytes);
+        },
         onChunk: (stream, chunk) => {
+          if (rawBytes(stream)) return;
           const write = (text: string): void => (stream === 1 ? out.stdout(text) : out.stderr(text));
           if (footer) footer.chunk(chunk, write, stream === 2 || out.stdoutIsTTY === true);
           else if (!options.json) write(chunk);

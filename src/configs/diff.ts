@@ -12,7 +12,9 @@ const MAX_EDIT_DISTANCE = 4000;
 /**
  * A unified diff (`---`/`+++` headers, `@@` hunks, 3 lines of context, `\ No newline at end of
  * file` where a side lacks one) from `before` to `after`; `""` when they are equal. Both headers
- * name `path`, so `patch -p0` applies it in the directory the path is relative to.
+ * name `path`, so `patch -p0` applies it in the directory the path is relative to — unless a line
+ * is longer than 400 characters: it is shown cut (`… [N more characters not shown]`), since a diff is
+ * for reading, and a 50 MB line printed whole is not.
  *
  * @example
  * ```ts
@@ -41,11 +43,21 @@ export function unifiedDiff(path: string, before: string, after: string): string
     const bStart = bBefore[from] ?? 0;
     out += `@@ -${hunkRange(aStart, (aBefore[to] ?? 0) - aStart)} +${hunkRange(bStart, (bBefore[to] ?? 0) - bStart)} @@\n`;
     for (const op of ops.slice(from, to)) {
-      out += op.line.endsWith("\n") ? `${op.kind}${op.line}` : `${op.kind}${op.line}\n\\ No newline at end of file\n`;
+      const line = shown(op.line);
+      out += line.endsWith("\n") ? `${op.kind}${line}` : `${op.kind}${line}\n\\ No newline at end of file\n`;
     }
     g = h + 1;
   }
   return out;
+}
+
+// A line longer than this is cut in the diff (the file itself is written whole): a diff is read by a person.
+const MAX_SHOWN_CHARS = 400;
+
+function shown(line: string): string {
+  const body = line.endsWith("\n") ? line.slice(0, -1) : line;
+  if (body.length <= MAX_SHOWN_CHARS) return line;
+  return `${body.slice(0, MAX_SHOWN_CHARS)}… [${body.length - MAX_SHOWN_CHARS} more characters not shown]${line.endsWith("\n") ? "\n" : ""}`;
 }
 
 function hunkRange(start: number, length: number): string {

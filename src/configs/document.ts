@@ -5,7 +5,8 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
+import { formatBytes } from "../bytes.ts";
 import { extname } from "node:path";
 import { BrimError, InputError } from "../errors/index.ts";
 import { ioError } from "../files.ts";
@@ -105,8 +106,15 @@ export async function readConfig(path: string): Promise<ConfigDocument> {
   const format = formatOf(path);
   let bytes: Buffer;
   try {
+    // Parsing keeps a node per value (about 45 bytes of memory per byte of YAML): the size is capped first.
+    const { size } = await stat(path);
+    if (size > MAX_CONFIG_BYTES)
+      throw new BrimError("E_INPUT", `${path} is ${formatBytes(size)}: brim reads and edits config files up to ${formatBytes(MAX_CONFIG_BYTES)}`);
     bytes = await readFile(path);
+    if (bytes.length > MAX_CONFIG_BYTES)
+      throw new BrimError("E_INPUT", `${path} is ${formatBytes(bytes.length)}: brim reads and edits config files up to ${formatBytes(MAX_CONFIG_BYTES)}`);
   } catch (error) {
+    if (error instanceof BrimError) throw error;
     throw ioError("read", path, error);
   }
   let text: string;
@@ -117,6 +125,16 @@ export async function readConfig(path: string): Promise<ConfigDocument> {
   }
   return parseConfig(text, format, path);
 }
+
+/**
+ * The largest config file brim reads (a training config is a few KiB; a 50 MiB YAML took 2.26 GB to parse).
+ *
+ * @example
+ * ```ts
+ * if (size > MAX_CONFIG_BYTES) console.log("too large for brim to edit");
+ * ```
+ */
+export const MAX_CONFIG_BYTES = 4 * 2 ** 20;
 
 /**
  * Parses text in its format's own terms (the byte order mark, if any, already removed).

@@ -38,6 +38,7 @@ export function editConfigText(doc: ConfigDocument, edits: readonly ConfigEdit[]
   for (const edit of edits) {
     const segments = parseKeyPath(edit.key);
     const value = checkValue(edit, doc.path);
+    if (edit.baseline !== undefined && sameValue(edit.baseline, value)) continue;
     const before = getAt(parsed.data, segments);
     if (before !== undefined && sameValue(before, value)) continue;
     const root = parsed.empty ? {} : parsed.data;

@@ -23,3 +23,4 @@ export { unifiedDiff } from "./diff.ts";
 export { applyConfigEdits, writeFileAtomic } from "./write.ts";
 export { removeStaleTemps } from "../files.ts";
 export { formatKeyPath, parseKeyPath, type KeySegment } from "./keys.ts";
+export { interruptedMessage, removeStaleTrialCopies, trialCopiesOf, tuneState, type TrialCopy } from "./trial-copies.ts";

@@ -57,6 +57,12 @@ export interface ConfigDocument {
 export interface ConfigEdit {
   key: string;
   value: ConfigValue;
+  /**
+   * The value the key held when the tune read the file (its baseline trial). An edit whose value is
+   * its baseline is one the tune did not change, and is skipped: the file keeps what it holds now
+   * (a value the user set since is not reverted, with `--force` too).
+   */
+  baseline?: ConfigValue;
 }
 
 /**

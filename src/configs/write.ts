@@ -5,7 +5,8 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { link, open, readFile, realpath, stat, unlink, type FileHandle } from "node:fs/promises";
+import { constants as fsConstants } from "node:fs";
+import { access, link, open, readFile, realpath, stat, unlink, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { BrimError } from "../errors/index.ts";
 import { ioError, removeStaleTemps, syncDirectory, tempPathFor, writeFileAtomic as writeAtomic } from "../files.ts";
@@ -54,6 +55,7 @@ export async function applyConfigEdits(path: string, edits: readonly ConfigEdit[
   if (text === doc.text) return { path, changed: false, changes: [], diff: "", backupPath: null };
   if (options.dryRun === true) return { path, changed: true, changes, diff, backupPath: null };
   const target = await resolveLink(path);
+  await refuseReadOnly(path, target);
   await removeStaleTemps(target);
   const backupPath = options.backup === false ? null : await writeBackup(target, doc.text);
   const unchangedSince = async () => {
@@ -67,6 +69,27 @@ export async function applyConfigEdits(path: string, edits: readonly ConfigEdit[
     throw error;
   }
   return { path, changed: true, changes, diff, backupPath };
+}
+
+// A rename replaces a file whatever its mode: a file its owner made read-only is refused here instead.
+async function refuseReadOnly(shown: string, target: string): Promise<void> {
+  let mode: number;
+  try {
+    mode = (await stat(target)).mode & 0o777;
+  } catch {
+    return;
+  }
+  let writable = true;
+  try {
+    await access(target, fsConstants.W_OK);
+  } catch {
+    writable = false;
+  }
+  if ((mode & 0o222) === 0 || !writable)
+    throw new BrimError(
+      "E_INPUT",
+      `${shown} is read-only (mode ${mode.toString(8).padStart(4, "0")}): brim does not write it; make it writable (chmod u+w) to apply, or set the values by hand`,
+    );
 }
 
 async function resolveLink(path: string): Promise<string> {

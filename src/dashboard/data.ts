@@ -9,6 +9,7 @@ import { measureRun } from "../analyze/measure.ts";
 import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../format.ts";
 import { formatBytes } from "../bytes.ts";
 import { BrimError } from "../errors/index.ts";
+import { assertTimelineSound } from "../record/damage.ts";
 import { loadTune, timelinePath } from "../record/load.ts";
 import { isRecordId, type RunStore } from "../record/store.ts";
 import { isGpuRun, loadTimelineSpread, mainSteps, stepSeconds, type Timeline } from "../record/timeline/index.ts";
@@ -63,6 +64,8 @@ export interface RunListItem {
   gpu_util_mean: number | null;
   peak_bytes: number | null;
   duration_s: number | null;
+  /** why the run's record cannot be read (then `status` is "damaged"); absent when it reads */
+  damaged?: string;
 }
 
 /**
@@ -82,6 +85,8 @@ export interface TuneListItem {
   finished: number;
   winner: string | null;
   speedup: number | null;
+  /** why the tune's record cannot be read; absent when it reads */
+  damaged?: string;
 }
 
 /**
@@ -141,6 +146,12 @@ export async function runStatus(store: RunStore, meta: RunMeta, nowS: number): P
   return { status: "unfinished", live: false };
 }
 
+/** A record id's own time (`YYYYMMDD-HHMMSS-xxxx`, UTC) as an ISO date: where the record cannot say. */
+function startedAtOfId(id: string): string {
+  const m = /^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-/.exec(id);
+  return m === null ? new Date(0).toISOString() : `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.000Z`;
+}
+
 function device(meta: RunMeta): string {
   return !isGpuRun(meta) ? `CPU (${meta.device.host.cpus} cores)` : meta.device.gpus.map((g) => g.name).join(", ");
 }
@@ -161,8 +172,26 @@ export async function listRuns(store: RunStore, limit = 500, now = Date.now()): 
     try {
       meta = await store.readRunMeta(id);
     } catch (error) {
-      if (error instanceof BrimError) continue;
-      throw error;
+      if (!(error instanceof BrimError)) throw error;
+      // Listed with a mark, not hidden: the user learns the record is there and what is wrong with it.
+      items.push({
+        id,
+        kind: "run",
+        tune_id: null,
+        knobs: {},
+        command: "",
+        started_at: startedAtOfId(id),
+        status: "damaged",
+        live: false,
+        device: "",
+        samples_per_s: null,
+        data_wait_share: null,
+        gpu_util_mean: null,
+        peak_bytes: null,
+        duration_s: null,
+        damaged: error.message,
+      });
+      continue;
     }
     const { status, live } = await runStatus(store, meta, now / 1000);
     const s = meta.summary;
@@ -228,8 +257,19 @@ export async function listTunes(store: RunStore, limit = 200): Promise<TuneListI
     try {
       tune = await store.readTune(id);
     } catch (error) {
-      if (error instanceof BrimError) continue;
-      throw error;
+      if (!(error instanceof BrimError)) throw error;
+      items.push({
+        id,
+        command: "",
+        started_at: startedAtOfId(id),
+        running: false,
+        trials: 0,
+        finished: 0,
+        winner: null,
+        speedup: null,
+        damaged: error.message,
+      });
+      continue;
     }
     items.push({
       id,
@@ -263,6 +303,7 @@ export async function listTunes(store: RunStore, limit = 200): Promise<TuneListI
 export async function runView(store: RunStore, id: string, now = Date.now()): Promise<RunView> {
   if (!isRecordId(id)) throw new BrimError("E_NOT_FOUND", `no run '${id}'`);
   const meta = await store.readRunMeta(id);
+  await assertTimelineSound(timelinePath(store, id), id);
   const { timeline, offset } = await loadTimelineSpread(timelinePath(store, id), { budgetBytes: PAGE_READ_BYTES });
   const { status, live } = await runStatus(store, meta, now / 1000);
   return { model: runReport({ meta, timeline }), meta, live, status, offset, tiles: liveTiles(meta, timeline), timeline };

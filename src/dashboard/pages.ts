@@ -21,7 +21,7 @@ header.top a { color: #fff; text-decoration: none; font-weight: 600; } header.to
 .tile { background: #fff; border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 14px; min-width: 120px; }
 .tile .label { font-size: 12px; color: #666; } .tile .value { font-size: 18px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .live-badge { display: inline-block; background: #16a34a; color: #fff; border-radius: 10px; padding: 0 8px; font-size: 12px; }
-.status-unfinished, .status-crashed, .status-gpu_oom, .status-host_oom, .status-hung, .status-cap_exceeded { color: #b91c1c; }
+.status-damaged, .status-unfinished, .status-crashed, .status-gpu_oom, .status-host_oom, .status-hung, .status-cap_exceeded { color: #b91c1c; }
 td a, p a { color: #0b5cad; }
 main { max-width: 1280px; }
 [data-chart-box] { margin: 0 0 16px; } [data-chart-box] svg { width: 100%; height: auto; display: block; }
@@ -71,7 +71,7 @@ function runRow(r: RunListItem, now: number, trial: boolean): string {
     : r.kind === "trial" && r.tune_id !== null
       ? `trial of <a href="/tunes/${esc(r.tune_id)}">tune</a>`
       : esc(r.kind);
-  return `<tr data-run-id="${esc(r.id)}"${trial ? ` class="trial" data-trial-of="${esc(r.tune_id ?? "")}"` : ""}><td>${name}${r.live ? ` <span class="live-badge">live</span>` : ""}</td><td>${what}</td><td class="status-${esc(r.status)}">${esc(r.status)}</td><td>${esc(ago(r.started_at, now))}</td><td><code>${esc(r.command)}</code></td><td>${esc(r.device)}</td><td class="num">${esc(formatRate(r.samples_per_s))}</td><td class="num">${esc(formatShare(r.data_wait_share))}</td><td class="num">${esc(formatPercent(r.gpu_util_mean))}</td><td class="num">${esc(formatMaybeBytes(r.peak_bytes))}</td><td class="num">${esc(formatSeconds(r.duration_s))}</td></tr>`;
+  return `<tr data-run-id="${esc(r.id)}"${trial ? ` class="trial" data-trial-of="${esc(r.tune_id ?? "")}"` : ""}><td>${name}${r.live ? ` <span class="live-badge">live</span>` : ""}</td><td>${what}</td><td class="status-${esc(r.status)}">${esc(r.status)}</td><td>${esc(ago(r.started_at, now))}</td><td>${r.damaged !== undefined ? `<span class="damaged">${esc(r.damaged)}</span>` : `<code>${esc(r.command)}</code>`}</td><td>${esc(r.device)}</td><td class="num">${esc(formatRate(r.samples_per_s))}</td><td class="num">${esc(formatShare(r.data_wait_share))}</td><td class="num">${esc(formatPercent(r.gpu_util_mean))}</td><td class="num">${esc(formatMaybeBytes(r.peak_bytes))}</td><td class="num">${esc(formatSeconds(r.duration_s))}</td></tr>`;
 }
 
 /**
@@ -92,7 +92,7 @@ export function indexPage(runs: readonly RunListItem[], tunes: readonly TuneList
   const tuneRows = tunes
     .map((t) => {
       const trials = runs.filter((r) => grouped(r) && r.tune_id === t.id).reverse();
-      const head = `<tr data-tune-id="${esc(t.id)}" class="tune"><td><a href="/tunes/${esc(t.id)}">${esc(t.id)}</a>${t.running ? ` <span class="live-badge">running</span>` : ""}</td><td>${esc(ago(t.started_at, now))}</td><td><code>${esc(t.command)}</code></td><td class="num" data-trials>${t.finished} ok of ${t.trials}</td><td>${esc(t.winner ?? "none")}</td><td class="num">${t.speedup === null ? "n/a" : `${t.speedup.toFixed(2)}×`}</td></tr>`;
+      const head = `<tr data-tune-id="${esc(t.id)}" class="tune"><td><a href="/tunes/${esc(t.id)}">${esc(t.id)}</a>${t.running ? ` <span class="live-badge">running</span>` : ""}</td><td>${esc(ago(t.started_at, now))}</td><td>${t.damaged !== undefined ? `<span class="damaged status-damaged">damaged: ${esc(t.damaged)}</span>` : `<code>${esc(t.command)}</code>`}</td><td class="num" data-trials>${t.finished} ok of ${t.trials}</td><td>${esc(t.winner ?? "none")}</td><td class="num">${t.speedup === null ? "n/a" : `${t.speedup.toFixed(2)}×`}</td></tr>`;
       const nested =
         trials.length === 0
           ? ""

@@ -310,10 +310,15 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
         res.end();
         return;
       }
-      if (error instanceof BrimError && (error.code === "E_NOT_FOUND" || error.code === "E_INPUT")) {
+      if (error instanceof BrimError) {
+        // A record that does not read (damaged, from a newer brim, unreadable) is the store's state, not
+        // a fault of the dashboard: a one-line answer, no stack trace, nothing to report.
+        const status = error.code === "E_NOT_FOUND" || error.code === "E_INPUT" ? 404 : error.code === "E_PARSE" ? 422 : 503;
         const api = url.pathname.startsWith("/api/");
         return reply(
-          api ? json(404, { error: error.message }) : { status: 404, type: "text/html; charset=utf-8", body: errorPage(404, error.message, store.root, nonce) },
+          api
+            ? json(status, { error: error.message, ...(status === 422 ? { damaged: true } : {}) })
+            : { status, type: "text/html; charset=utf-8", body: errorPage(status, error.message, store.root, nonce) },
         );
       }
       options.onError?.(error);

@@ -55,6 +55,8 @@ export interface GuardOptions {
   onOutput?: (stream: 1 | 2, line: string) => void;
   /** The job's output as it comes (see JobOptions.onChunk). */
   onChunk?: (stream: 1 | 2, chunk: string) => void;
+  /** The job's output bytes as they come, undecoded (see JobOptions.onBytes). */
+  onBytes?: (stream: 1 | 2, bytes: Buffer) => void;
   /** Run the job on a pseudo-terminal of this size (see JobOptions.pty). */
   pty?: PtySize | null;
   onState?: (state: LiveState, now: number) => void;
@@ -265,6 +267,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       env: options.env,
       pty: options.pty,
       onChunk: options.onChunk === undefined ? undefined : guarded(options.onChunk),
+      onBytes: options.onBytes === undefined ? undefined : guarded(options.onBytes),
       onMessage: guarded((message: ChannelMessage) => {
         if (message.type === "hello" && message.role === "main" && mainHello === undefined) mainHello = message;
         const entry = timelineEntryOf(message);

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { StringDecoder } from "node:string_decoder";
 import { randomBytes } from "node:crypto";
 import { accessSync, constants as fsConstants, existsSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -65,6 +66,8 @@ export interface JobOptions {
   onOutput?: (stream: 1 | 2, line: string) => void;
   /** The output as it comes, `\r` updates and partial lines included, for passing through. */
   onChunk?: (stream: 1 | 2, chunk: string) => void;
+  /** The output's bytes as they come, before decoding (pipes only; a pseudo-terminal gives text): byte-exact pass-through. */
+  onBytes?: (stream: 1 | 2, bytes: Buffer) => void;
   /**
    * Run the job on a pseudo-terminal of this size (when brim itself is on one), so that it prints
    * progress bars and colours as it would in the shell; stdout and stderr then arrive as one stream
@@ -375,12 +378,26 @@ export class Job {
       [2, child.stderr],
     ] as const) {
       if (!readable) continue;
-      readable.setEncoding("utf8");
+      // Bytes first (passed through as they are), then text: a character split across reads is kept whole.
+      const decoder = new StringDecoder("utf8");
+      let deliver: (chunk: string) => void = () => {};
       const ended = new Promise<void>((r) => {
-        readable.on("end", () => r());
+        readable.on("end", () => {
+          const rest = decoder.end();
+          if (rest !== "") deliver(rest);
+          r();
+        });
         readable.on("error", () => r());
       });
-      sources.push({ stream, onData: (listener) => readable.on("data", listener), ended });
+      const onData = (listener: (chunk: string) => void): void => {
+        deliver = listener;
+        readable.on("data", (bytes: Buffer) => {
+          options.onBytes?.(stream, bytes);
+          const text = decoder.write(bytes);
+          if (text !== "") listener(text);
+        });
+      };
+      sources.push({ stream, onData, ended });
     }
     const spawned: Spawned = {
       pid: child.pid as number,

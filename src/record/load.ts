@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { assertTimelineSound } from "./damage.ts";
 import { join } from "node:path";
 import { BrimError } from "../errors/index.ts";
 import { isRecordId, type RunStore } from "./store.ts";
@@ -46,6 +47,8 @@ export function timelinePath(store: RunStore, id: string): string {
  */
 export async function loadRun(store: RunStore, id: string, options: { until?: number; onOffset?: (offset: number) => void } = {}): Promise<RecordedRun> {
   const meta = await store.readRunMeta(id);
+  // A damaged timeline would read as a run with no steps: said so instead.
+  await assertTimelineSound(timelinePath(store, id), id);
   try {
     return { meta, timeline: await loadTimeline(timelinePath(store, id), options) };
   } catch (error) {
