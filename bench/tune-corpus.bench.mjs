@@ -83,10 +83,10 @@ function ownFigure(entry, text) {
   if (!entry.own_figure) return null;
   const re = new RegExp(entry.own_figure.pattern, "g");
   const xs = [...text.matchAll(re)].map((m) => Number(m[1])).filter(Number.isFinite);
-  if (xs.length === 0) return { unit: entry.own_figure.unit, lines: 0, median: null };
-  const rest = xs.length > 2 ? xs.slice(1) : xs; // the first line holds start-up
+  if (xs.length === 0) return { unit: entry.own_figure.unit, all: [], median: null };
+  const rest = xs.length > 1 ? xs.slice(1) : xs; // the first line holds start-up
   const s = [...rest].sort((a, b) => a - b);
-  return { unit: entry.own_figure.unit, lines: xs.length, median: s[s.length >> 1] };
+  return { unit: entry.own_figure.unit, all: xs, median: s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2 };
 }
 
 function sanity(entry, work, python, env) {
@@ -112,6 +112,7 @@ function sanity(entry, work, python, env) {
     accumulation: s?.accumulation ?? null,
     data_wait_share: s?.data_wait_share ?? null,
     own_step_ms: own?.median ?? null,
+    own_step_ms_lines: own?.all ?? [],
     brim_over_own_step_time: own?.median && s?.step_time_s ? Number(((s.step_time_s * 1000) / own.median).toFixed(3)) : null,
     last_lines: s ? undefined : lastLines(r.output),
   };
@@ -222,7 +223,7 @@ const pyVersion = (p) =>
     : null;
 const report = {
   command: `node bench/tune-corpus.bench.mjs ${args.join(" ")}`.trim(),
-  commit: `${git(["rev-parse", "--short", "HEAD"])}${git(["status", "--porcelain", "--", "src", "python", "bin"]) ? "+dirty" : ""}`,
+  commit: `${git(["rev-parse", "--short", "HEAD"])}${git(["status", "--porcelain", "--", "src", "python", "bin", "corpus", "bench/tune-corpus.bench.mjs"]) ? "+dirty" : ""}`,
   date: new Date().toISOString(),
   machine: { cpu: cpus()[0]?.model, cores: cpus().length, mem_gib: Math.round(totalmem() / 2 ** 30), node: process.version, gpu: "none (CPU mode)" },
   pythons: { main: { path: PYTHONS.main, version: pyVersion(PYTHONS.main) }, extra: { path: PYTHONS.extra, version: pyVersion(PYTHONS.extra) } },
