@@ -5,7 +5,9 @@
 // and where, the trials, the winner and its confirmed speedup (as tune.json in the run store has them),
 // or the "no gain" / "no winner" / failure with its reason, and the wall time.
 // Usage (after `npm run build`):
-//   node bench/tune-corpus.bench.mjs [--only a,b] [--fast] [--tune-time 150] [--run-only] [--out bench/results/tune-corpus.json]
+//   node bench/tune-corpus.bench.mjs [--only a,b] [--fast] [--tune-time 150] [--run-only] [--merge] [--out bench/results/tune-corpus.json]
+// --merge keeps the entries of an existing record that this call does not run (each entry says which
+// call measured it: its `measured_by`, an index into `calls`).
 // Pythons: BRIM_BENCH_PYTHON (default /work/main/.venv/bin/python) for entries on the base packages;
 // BRIM_BENCH_EXTRA_PYTHON (default .venv-corpus/bin/python) for entries that need more (see docs/corpus.md).
 // An entry whose python or packages are missing is recorded as skipped, with the reason.
@@ -230,8 +232,21 @@ const report = {
   tune_time_s: tuneTime,
   entries: [],
 };
+const previous = flag("merge") && existsSync(out) ? readJson(out) : null;
+const call = { command: report.command, commit: report.commit, date: report.date, tune_time_s: tuneTime, entries: entries.map((e) => e.name) };
+report.calls = [
+  ...(previous?.calls ?? (previous ? [{ command: previous.command, commit: previous.commit, date: previous.date, tune_time_s: previous.tune_time_s }] : [])),
+  call,
+];
+const order = corpus.entries.map((e) => e.name);
+const keep = (previous?.entries ?? []).filter((e) => !entries.some((x) => x.name === e.name)).map((e) => ({ ...e, measured_by: e.measured_by ?? 0 }));
+// a merged record names every call that measured it; its commit is the earliest (staleness counts from there)
+report.command = report.calls.map((c) => c.command).join(" && ");
+report.commit = report.calls[0].commit;
+const fresh = [];
 for (const entry of entries) {
-  report.entries.push(runEntry(entry));
+  fresh.push({ ...runEntry(entry), measured_by: report.calls.length - 1 });
+  report.entries = [...keep, ...fresh].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`); // kept after each entry, so an interrupted run still leaves what it measured
 }
 report.finished = new Date().toISOString();
