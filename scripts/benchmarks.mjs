@@ -67,6 +67,8 @@ const SOURCES = {
     "test/jobs/manual_sgd.py",
     "bench/overhead-parts.bench.py",
   ],
+  // brim's own code: the corpus is the fixed test data, so a change to src or the SDK is what makes the record stale
+  "tune-corpus.json": ["src", "python/brim", "bin"],
   "run-overhead.json": ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "examples", "bench/run-overhead.bench.mjs"],
 };
 const NOT_RECORDS = new Set(["README.md", "campaign.log", "detect.txt", "detect.json", "machine.json"]);
@@ -651,6 +653,7 @@ function cpuFigures(name, r) {
       ),
       "",
     ]);
+  if (name === "tune-corpus.json" && Array.isArray(r.entries)) return corpusFigures(r);
   if (name === "search-sim.json" && Array.isArray(r.results)) {
     const keys = uniq(r.results.map((x) => `${x.noise}|${x.strategy}`));
     return [
@@ -683,6 +686,67 @@ function cpuFigures(name, r) {
     ];
   }
   return null;
+}
+
+/** bench/tune-corpus.bench.mjs: `brim tune` and `brim run --steps N` on each real public script of corpus/. */
+function corpusFigures(r) {
+  const es = r.entries;
+  const tuned = es.filter((e) => e.tune);
+  const count = (f) => tuned.filter(f).length;
+  const knobs = (k) =>
+    k
+      ? Object.entries(k)
+          .map(([n, v]) => `${n}=${v}`)
+          .join(" ")
+      : "—";
+  const speedup = (t) => {
+    const w = t.winner;
+    if (!w) return "—";
+    const iv = w.interval ?? w.speedup_interval ?? w.confirmed?.interval ?? null;
+    return `×${fmt(w.speedup, 2)}${Array.isArray(iv) ? ` (${iv.map((x) => fmt(x, 2)).join("–")})` : ""}`;
+  };
+  const reason = (t) => {
+    if (t.outcome === "winner") return "—";
+    if (t.outcome.startsWith("winner is trial 0"))
+      return t.knobs_varied.length === 0 ? "varied no knob, yet named trial 0 the winner" : "no configuration beat trial 0";
+    const nw = t.more?.no_winner?.reason ?? t.closing_lines?.find((l) => /^no winner|^no gain/.test(l));
+    return nw ? String(nw).replace(/\|/g, "/").slice(0, 140) : (t.closing_lines?.at(-1) ?? "").replace(/\|/g, "/").slice(0, 140);
+  };
+  const run = (e) => {
+    const x = e.run;
+    if (!x) return "—";
+    const own = x.own_step_ms ? `, script's own ${fmt(x.own_step_ms, 0)} ms/step (brim ÷ own ${fmt(x.brim_over_own_step_time, 2)})` : "";
+    return `${x.steps ?? "—"} of ${x.steps_expected}${x.exact_stop ? " (exact)" : " (**not exact**)"}, ${x.samples_per_s === null ? "no samples/s" : `${fmt(x.samples_per_s, 1)} samples/s`}, step ${x.step_time_s === null ? "—" : `${fmt(x.step_time_s * 1000, 0)} ms`}${own}`;
+  };
+  return [
+    `${es.length} entries (${es.filter((e) => e.skipped).length} skipped), \`brim tune --max-time ${r.tune_time_s}s -- <the script's own command line>\` on each; Pythons: ${code(r.pythons?.main?.version ?? "?")} (base), ${code(r.pythons?.extra?.version ?? "none")} (entries needing more packages). Of ${tuned.length} tuned: ${count((e) => e.tune.outcome === "winner")} with a winner, ${count((e) => e.tune.outcome === "no winner")} with no winner, ${count((e) => e.tune.outcome.startsWith("winner is trial 0"))} whose winner is trial 0, ${count((e) => e.tune.knobs_varied.length === 0)} that varied no knob. Target (issue 22): a confirmed winner or an honest "no gain" with every applicable knob tried on ≥ 11 of 12, a false "no winner" on none, the I/O-bound loader ≥ ×3 on a 2-core host.`,
+    "",
+    table(
+      ["script", "brim run --steps N", "tune: outcome", "knobs found → varied", "trials", "winner", "speed-up", "why not", "wall s"],
+      es.map((e) =>
+        e.skipped
+          ? [e.name, `skipped: ${e.skipped}`, "—", "—", "—", "—", "—", "—", "—"]
+          : e.error
+            ? [e.name, e.error, "—", "—", "—", "—", "—", "—", "—"]
+            : [
+                e.name,
+                run(e),
+                e.tune?.outcome ?? "not tuned",
+                e.tune
+                  ? `${(e.tune.bindings ?? []).map((b) => `${b.knob} (${b.via}${b.file ? ` ${b.file}` : ""}${b.key ? `:${b.key}` : ""})`).join(", ") || "none"} → ${e.tune.knobs_varied.join(", ") || "none"}`
+                  : "—",
+                String(e.tune?.trials.length ?? "—"),
+                knobs(e.tune?.winner?.knobs),
+                e.tune ? speedup(e.tune) : "—",
+                e.tune ? reason(e.tune) : "—",
+                e.tune ? fmt(e.tune.wall_s, 0) : "—",
+              ],
+      ),
+    ),
+    "",
+    "Cases covered: " + es.map((e) => `${e.name}: ${(e.cases ?? []).join("; ")}`).join(" · ") + ".",
+    "",
+  ];
 }
 
 /** Any record file the generator has no table for: its command, machine and top-level figures. */
