@@ -9,7 +9,7 @@
  */
 import { open } from "node:fs/promises";
 import { BrimError } from "../errors/index.ts";
-import { parseTimelineLine } from "./timeline.ts";
+import { parseTimelineLine } from "./timeline/index.ts";
 
 /**
  * What {@link timelineDamage} found.

@@ -4,17 +4,11 @@
  *
  * @module
  */
-import { formatSeconds } from "../format.ts";
+import { formatSeconds } from "../../format.ts";
 import * as T from "../thresholds.ts";
-import { mainSteps, stepSeconds } from "../../record/timeline.ts";
+import { mainSteps, stepSeconds } from "../../record/timeline/index.ts";
+import { median } from "../../stats.ts";
 import { ev, finding, type CheckResult, type Ctx } from "./context.ts";
-
-function median(values: number[]): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
 
 export function slowSteps(ctx: Ctx): CheckResult {
   const timed = mainSteps(ctx.tl)
