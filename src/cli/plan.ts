@@ -1,13 +1,14 @@
 import { readFile } from "node:fs/promises";
 import { Option, type Command } from "commander";
-import { parseByteSize } from "../bytes.ts";
+import { formatBytes, parseByteSize } from "../bytes.ts";
 import { BrimError, UsageError } from "../errors/index.ts";
 import { GPU_CATALOG } from "../plan/catalog.ts";
 import { SHARDINGS, type Sharding } from "../plan/memory.ts";
 import { parseModelFile } from "../plan/model-file.ts";
 import { plan, type PlanReport, type PlanTrial } from "../plan/planner.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
-import { runCommand } from "./run.ts";
+import { runCommand, type RunCommandResult } from "./run.ts";
+import { fillTemplate, templateKnobs } from "../tune/knobs.ts";
 import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import type { Output } from "./output.ts";
 import { renderPlanComparison, renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
@@ -108,27 +109,8 @@ export async function planMeasured(file: string, options: PlanCommandOptions, co
   const microBatch = options.measureBatch ?? first.setup.micro_batch;
   const precision = first.setup.precision;
   const steps = options.steps ?? 6;
-  out.stderr(`brim: measuring the job at micro-batch ${microBatch} (${precision}) for ${steps} steps: ${command.join(" ")}\n`);
-  const run = await runCommand(
-    command,
-    {
-      hz: 20,
-      hungAfter: 900,
-      grace: 10,
-      steps,
-      warmup: 1,
-      knob: { batch_size: microBatch, precision, accumulation: 1 },
-      shrink: false,
-      json: true,
-      ...(options.store === undefined ? {} : { store: options.store }),
-    },
-    { ...out, stdout: () => {} },
-    machine,
-  );
+  const run = await measuringRun(command, { batch_size: microBatch, precision, accumulation: 1 }, steps, options.store, out, machine);
   const { meta, summary } = run.result;
-  const end = run.result.job.end;
-  if (end.cause !== "ok")
-    throw new BrimError("E_JOB_START", `the measuring run ${meta.id} did not end ok (${end.cause}: ${end.message}); the plan is not re-anchored`);
   if (summary.micro_batch !== null && summary.micro_batch !== microBatch) {
     throw new BrimError("E_INPUT", `the job ran micro-batch ${summary.micro_batch}, not the ${microBatch} asked for: does it read brim.knob("batch_size")?`);
   }
@@ -145,6 +127,151 @@ export async function planMeasured(file: string, options: PlanCommandOptions, co
     source: `run ${meta.id}, ${summary.steps} steps${summary.micro_batch === null ? ", micro-batch not reported by the job" : ""}`,
   };
   return planCommand(file, { ...options, batch: options.batch ?? first.setup.micro_batch }, trial);
+}
+
+const TAIL_LINES = 15;
+
+/**
+ * Runs the job briefly under the guard with `knobs` (a `{name}` template in the command filled from
+ * them) and returns the run; a run that did not end ok is an error, its last lines printed first.
+ */
+async function measuringRun(
+  command: string[],
+  knobs: Record<string, number | string>,
+  steps: number,
+  store: string | undefined,
+  out: Output,
+  machine: Devices,
+): Promise<RunCommandResult> {
+  const missing = templateKnobs(command).filter((name) => knobs[name] === undefined);
+  if (missing.length > 0)
+    throw new UsageError(
+      `the command uses {${missing.join("}, {")}} and brim plan has no value for ${missing.length === 1 ? "it" : "them"}${missing.includes("batch_size") ? ": give the micro-batch to measure with --measure-batch <n>" : ""}`,
+    );
+  const filled = fillTemplate(command, knobs);
+  const at = Object.entries(knobs)
+    .filter(([name]) => name !== "accumulation")
+    .map(([name, value]) => `${name} ${value}`)
+    .join(", ");
+  out.stderr(`brim: measuring the job${at !== "" ? ` at ${at}` : " at its own config"} for ${steps} steps: ${filled.join(" ")}\n`);
+  const run = await runCommand(
+    filled,
+    { hz: 20, hungAfter: 900, grace: 10, steps, warmup: 1, knob: knobs, shrink: false, json: true, ...(store === undefined ? {} : { store }) },
+    { ...out, stdout: () => {} },
+    machine,
+  );
+  const { meta } = run.result;
+  const end = run.result.job.end;
+  if (end.cause !== "ok") {
+    const tail = run.result.job.tail.slice(-TAIL_LINES);
+    if (tail.length > 0)
+      out.stderr(
+        `brim: the last lines of the measuring run's output (all of it in ${run.storeRoot}/runs/${meta.id}/output.log):\n${tail.map((l) => `  | ${l}`).join("\n")}\n`,
+      );
+    throw new BrimError(
+      "E_JOB_START",
+      `the measuring run ${meta.id} did not end ok (${end.cause}: ${end.message.replace(/the last lines of its output are above and in output\.log/, "its last lines are printed above")}); nothing is planned`,
+    );
+  }
+  return run;
+}
+
+/** `brim plan --measure -- <command>` without a model spec: the job's peak measured at its config, against the memory there is. */
+export interface MeasuredJobPlan {
+  schema: "brim.plan-measured/v1";
+  run_id: string;
+  command: string[];
+  memory: "gpu" | "ram";
+  device: string;
+  micro_batch: number | null;
+  precision: string | null;
+  steps: number;
+  peak_bytes: number;
+  limit_bytes: number;
+  limit_source: "--gpu-memory" | "--cap" | "gpu_total" | "host_total";
+  margin: number;
+  usable_bytes: number;
+  fits: boolean;
+  /** the micro-batch at which the whole peak, scaled with the micro-batch, reaches the usable memory: a lower bound of the largest that fits */
+  largest_micro_batch_at_least: number | null;
+}
+
+/**
+ * `brim plan --measure -- <command>`: runs the job briefly at its own config (or at `--measure-batch`,
+ * filling a `{batch_size}` template), and plans from the measured peak: whether it fits the memory
+ * there is, and a safe lower bound of the largest micro-batch. A model spec gives the memory by
+ * component ({@link planMeasured}).
+ *
+ * @example
+ * ```ts
+ * const plan = await planMeasuredCommand({ measureBatch: 32 }, ["python", "train.py", "--bs", "{batch_size}"], out);
+ * plan.fits;
+ * ```
+ */
+export async function planMeasuredCommand(options: PlanCommandOptions, command: string[], out: Output, devices?: Devices): Promise<MeasuredJobPlan> {
+  if (command.length === 0) throw new UsageError("--measure needs the job's command after --, e.g. brim plan --measure -- python train.py");
+  if (options.gpu !== undefined)
+    throw new UsageError("--gpu needs a model spec to plan for a card not measured here: brim plan <model> --gpu <id> --measure -- <command>");
+  const machine = devices ?? openDevices();
+  const batch = options.measureBatch ?? options.batch;
+  const knobs: Record<string, number | string> = {};
+  if (batch !== undefined) knobs.batch_size = batch;
+  if (options.precision !== undefined) knobs.precision = options.precision;
+  const steps = options.steps ?? 6;
+  const run = await measuringRun(command, knobs, steps, options.store, out, machine);
+  const { meta, summary, timeline } = run.result;
+  const onGpu = meta.device.backend !== "cpu";
+  const peak = onGpu ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes;
+  if (peak === null) throw new BrimError("E_INPUT", `the measuring run ${meta.id} recorded no ${onGpu ? "GPU" : "RAM"} peak; nothing is planned`);
+  const gpu = meta.device.gpus.find((g) => timeline.measured.gpu_indexes.includes(g.index)) ?? meta.device.gpus[0];
+  const [limit, limitSource]: [number, MeasuredJobPlan["limit_source"]] =
+    options.cap !== undefined
+      ? [options.cap, "--cap"]
+      : options.gpuMemory !== undefined
+        ? [options.gpuMemory, "--gpu-memory"]
+        : onGpu && gpu !== undefined
+          ? [gpu.total_bytes, "gpu_total"]
+          : [meta.device.host.mem_total_bytes, "host_total"];
+  const margin = options.margin ?? 0.1;
+  const usable = limit * (1 - margin);
+  const microBatch = summary.micro_batch ?? batch ?? null;
+  const precisions = new Set(timeline.steps.map((s) => s.precision).filter((p): p is string => p !== null));
+  return {
+    schema: "brim.plan-measured/v1",
+    run_id: meta.id,
+    command: meta.command,
+    memory: onGpu ? "gpu" : "ram",
+    device: onGpu ? (gpu?.name ?? "GPU") : `CPU (${meta.device.host.cpus} cores)`,
+    micro_batch: microBatch,
+    precision: options.precision ?? (precisions.size === 1 ? ([...precisions][0] as string) : null),
+    steps: summary.steps,
+    peak_bytes: peak,
+    limit_bytes: limit,
+    limit_source: limitSource,
+    margin,
+    usable_bytes: usable,
+    fits: peak <= usable,
+    largest_micro_batch_at_least: microBatch !== null && peak > 0 ? Math.max(1, Math.floor((microBatch * usable) / peak)) : null,
+  };
+}
+
+/** A {@link MeasuredJobPlan} as text. */
+export function renderMeasuredJobPlan(p: MeasuredJobPlan): string {
+  const limitText = { "--cap": "the --cap", "--gpu-memory": "--gpu-memory", gpu_total: "the GPU's memory", host_total: "the host's RAM" }[p.limit_source];
+  const lines = [
+    `brim plan (measured) · run ${p.run_id} · ${p.device}`,
+    `measured  peak ${formatBytes(p.peak_bytes)} ${p.memory === "gpu" ? "GPU memory" : "RAM"} of the process tree at micro-batch ${p.micro_batch ?? "? (the job did not show it)"}${p.precision !== null ? ` (${p.precision})` : ""} over ${p.steps} steps`,
+    `limit     ${formatBytes(p.limit_bytes)} (${limitText}) less the ${(p.margin * 100).toFixed(0)} % margin: ${formatBytes(p.usable_bytes)} usable`,
+    `fits      ${p.fits ? "yes" : "NO"}: the peak is ${((p.peak_bytes / p.usable_bytes) * 100).toFixed(1)} % of the usable memory`,
+  ];
+  if (p.largest_micro_batch_at_least !== null)
+    lines.push(
+      `largest   micro-batch ${p.largest_micro_batch_at_least} at least (the whole peak scaled with the micro-batch; its fixed part does not grow, so more fits)`,
+    );
+  lines.push(
+    "For the memory by component and any GPU: brim plan <model spec> --gpu <id> --measure -- <command>; brim tune finds the fastest setting that fits.",
+  );
+  return `${lines.join("\n")}\n`;
 }
 
 /** Prints a plan as text, JSON or Markdown. */
@@ -208,6 +335,7 @@ Examples:
   $ brim plan model.yaml --gpu-memory 24 --cap 20GiB --margin 0.05 --markdown > PLAN.md
   $ brim plan examples/embedder/model.yaml --gpu t4,p100          # which Kaggle GPU, side by side
   $ brim plan examples/nbeats/model.yaml --gpu h100 --measure -- python examples/nbeats/train.py --config examples/nbeats/config.yaml
+  $ brim plan --measure --measure-batch 64 -- python train.py --batch-size {batch_size}   # no spec: the job's measured peak against this machine
 
 <model> is one of:
   a model spec (YAML/JSON) naming a built-in family: mlp, nbeats, lstm, gru, cnn1d-lstm,
@@ -257,9 +385,19 @@ export function registerPlan(program: Command, out: Output): void {
     .option("--measure-batch <n>", "with --measure: the micro-batch to measure (default: the plan's)", positiveInt("--measure-batch"))
     .option("--store <dir>", "with --measure: run store folder (default .brim, or $BRIM_STORE)")
     .addHelpText("after", EXAMPLES)
-    .action(async (model: string | undefined, command: string[], options: PlanCommandOptions) => {
+    .action(async (model: string | undefined, command: string[], options: PlanCommandOptions, cmd: Command) => {
       if (options.listGpus === true) {
         out.stdout(options.json === true ? `${JSON.stringify(GPU_CATALOG, null, 2)}\n` : renderGpuList());
+        return;
+      }
+      // `brim plan --measure -- python train.py`: everything after -- is the command, no model spec
+      // (commander keeps the words it parsed in rawArgs without typing it)
+      const raw = (cmd.parent as unknown as { rawArgs?: string[] } | null)?.rawArgs ?? [];
+      const dashes = raw.indexOf("--");
+      if (options.measure === true && model !== undefined && dashes >= 0 && !raw.slice(0, dashes).includes(model)) {
+        if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
+        const measured = await planMeasuredCommand(options, [model, ...command], out);
+        out.stdout(options.json === true ? `${JSON.stringify(measured, null, 2)}\n` : renderMeasuredJobPlan(measured));
         return;
       }
       if (model === undefined) throw new UsageError("brim plan needs a model file: brim plan <model> --gpu <id> (see brim plan --help)");
