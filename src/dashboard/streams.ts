@@ -79,6 +79,8 @@ interface Feed {
   linger: NodeJS.Timeout | null;
   /** what {@link StreamHub} holds for this run while the feed serves */
   entry: Promise<Feed> | null;
+  /** the last catch-up sent, serialised: clients that join from the same offset share it */
+  catchUp: { start: number; to: number; text: string } | null;
 }
 
 /**
@@ -191,7 +193,8 @@ export class StreamHub {
       joined.linger = null;
       joined.timer ??= setInterval(() => void this.#locked(joined, () => this.#tick(joined)), this.#options.pollMs);
     });
-    if (client.closed) this.#drop(client);
+    // Not joined (the catch-up failed, or the run had ended): the stream ends rather than idle.
+    if (client.closed || client.feed === null) this.#close(client);
   }
 
   /** Ends every stream and feed. */
@@ -294,6 +297,7 @@ export class StreamHub {
       timer: null,
       linger: null,
       entry: null,
+      catchUp: null,
     };
     this.#renderCharts(feed);
     // An ended run's timeline grows no more (its end line may be missing when the store failed).
@@ -320,8 +324,11 @@ export class StreamHub {
     if (from >= to) return;
     let start = from;
     if (to - from > CATCHUP_BYTES) start = await nextLineStart(feed.path, to - CATCHUP_BYTES);
-    const { entries, offset } = await readTimelineFrom(feed.path, start, to);
-    if (entries.length > 0) this.#write(client, event("entries", entries, offset));
+    if (feed.catchUp === null || feed.catchUp.start !== start || feed.catchUp.to !== to) {
+      const { entries, offset } = await readTimelineFrom(feed.path, start, to);
+      feed.catchUp = { start, to, text: entries.length > 0 ? event("entries", entries, offset) : "" };
+    }
+    if (feed.catchUp.text !== "") this.#write(client, feed.catchUp.text);
   }
 
   async #tick(feed: Feed): Promise<void> {

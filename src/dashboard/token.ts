@@ -6,7 +6,7 @@
  * @module
  */
 import { randomBytes } from "node:crypto";
-import { chmod, mkdir, open, readFile, stat } from "node:fs/promises";
+import { chmod, open, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { BrimError } from "../errors/index.ts";
 
@@ -27,7 +27,7 @@ const TOKEN = /^[A-Za-z0-9_-]{24,128}$/;
 /**
  * The store's dashboard token: read from its file, or made (144 random bits) and written 0600 the
  * first time. A token file others can read is made private again (0600) before use. Where the store
- * cannot be written, the token is this dashboard's only (`path` null).
+ * does not exist yet or cannot be written, the token is this dashboard's only (`path` null).
  *
  * @example
  * ```ts
@@ -50,7 +50,14 @@ export async function storeToken(storeRoot: string): Promise<{ token: string; pa
     }
     const token = randomBytes(18).toString("base64url");
     try {
-      await mkdir(storeRoot, { recursive: true, mode: 0o700 });
+      // No store yet: nothing to show, and no folder made just for a token.
+      if (
+        !(await stat(storeRoot).then(
+          (st) => st.isDirectory(),
+          () => false,
+        ))
+      )
+        return { token, path: null };
       const handle = await open(path, "wx", 0o600);
       try {
         await handle.writeFile(`${token}\n`);

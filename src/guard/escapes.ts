@@ -74,6 +74,9 @@ export class EscapeWatch {
   readonly #sinceTicks: number;
   /** pid → [start ticks, carries the marker] */
   readonly #verdicts = new Map<number, [number, boolean]>();
+  /** pid → the scan that found it not the job's */
+  readonly #notOurs = new Map<number, number>();
+  #scans = 0;
   /** every process ever found outside the group, by pid */
   readonly seen = new Map<number, EscapedProcess>();
 
@@ -85,8 +88,13 @@ export class EscapeWatch {
     this.#sinceTicks = readStat(procRoot, pgid)?.startTicks ?? 0;
   }
 
-  /** The processes running now that carry the marker and are not in the job's group. */
-  scan(): EscapedProcess[] {
+  /**
+   * The processes running now that carry the marker and are not in the job's group. Processes found
+   * not to be the job's (older than the job, or without the marker) are looked at again only every
+   * tenth scan (a pid reused meanwhile is found then), unless `full`.
+   */
+  scan(full = false): EscapedProcess[] {
+    this.#scans++;
     let names: string[];
     try {
       names = readdirSync(this.#root);
@@ -100,20 +108,31 @@ export class EscapeWatch {
       const pid = Number(name);
       alive.add(pid);
       if (pid === process.pid) continue;
+      const judged = this.#notOurs.get(pid);
+      if (!full && judged !== undefined && this.#scans - judged < 10) continue;
       const stat = readStat(this.#root, pid);
-      if (stat === null || stat.pgrp === this.#pgid || stat.state === "Z" || stat.state === "X" || stat.startTicks < this.#sinceTicks) continue;
+      if (stat === null || stat.pgrp === this.#pgid || stat.state === "Z" || stat.state === "X") continue;
+      if (stat.startTicks < this.#sinceTicks) {
+        this.#notOurs.set(pid, this.#scans);
+        continue;
+      }
       let verdict = this.#verdicts.get(pid);
       if (verdict === undefined || verdict[0] !== stat.startTicks) {
         verdict = [stat.startTicks, this.#carriesMarker(pid)];
         this.#verdicts.set(pid, verdict);
       }
-      if (!verdict[1]) continue;
+      if (!verdict[1]) {
+        this.#notOurs.set(pid, this.#scans);
+        continue;
+      }
+      this.#notOurs.delete(pid);
       const known = this.seen.get(pid);
       const p = known !== undefined && known.startTicks === stat.startTicks ? known : { pid, startTicks: stat.startTicks, command: commandOf(this.#root, pid) };
       this.seen.set(pid, p);
       found.push(p);
     }
     for (const pid of this.#verdicts.keys()) if (!alive.has(pid)) this.#verdicts.delete(pid);
+    for (const pid of this.#notOurs.keys()) if (!alive.has(pid)) this.#notOurs.delete(pid);
     return found;
   }
 
@@ -140,7 +159,7 @@ export class EscapeWatch {
   async stopAll(graceS: number): Promise<EscapedProcess[]> {
     const stopped = new Map<number, EscapedProcess>();
     for (let round = 0; round < 4; round++) {
-      const now = this.scan();
+      const now = this.scan(true);
       if (now.length === 0) break;
       for (const p of now) {
         stopped.set(p.pid, p);
@@ -221,7 +240,7 @@ export function followEscapes(
     },
     roots: () => outside,
     async finish(result, options) {
-      const left = options.stop ? await watch.stopAll(options.graceS) : watch.scan();
+      const left = options.stop ? await watch.stopAll(options.graceS) : watch.scan(true);
       outside = [];
       if (left.length === 0) return result;
       const message = leftBehindMessage(left, options.stop);

@@ -107,6 +107,21 @@ describe("the dashboard's token", () => {
   });
 });
 
+describe("a store that does not exist yet", () => {
+  it("gets a token for this dashboard only, and no folder is made for it", async () => {
+    const dir = join(root, "not-yet", ".brim");
+    const dash = await startDashboard({ store: new RunStore(dir), port: 0 });
+    try {
+      expect(dash.token).toMatch(/^[A-Za-z0-9_-]{24}$/);
+      expect(dash.tokenFile).toBeNull();
+      expect(existsSync(dir)).toBe(false);
+      expect((await get(dash.port, "/api/runs")).status).toBe(401);
+    } finally {
+      await dash.close();
+    }
+  });
+});
+
 describe("the run store's modes", () => {
   it("folders brim makes are 0700, the files of a run 0600", async () => {
     const store = new RunStore(join(root, "modes", ".brim"));
