@@ -235,7 +235,18 @@ const report = {
 const previous = flag("merge") && existsSync(out) ? readJson(out) : null;
 const call = { command: report.command, commit: report.commit, date: report.date, tune_time_s: tuneTime, entries: entries.map((e) => e.name) };
 report.calls = [
-  ...(previous?.calls ?? (previous ? [{ command: previous.command, commit: previous.commit, date: previous.date, tune_time_s: previous.tune_time_s }] : [])),
+  ...(previous?.calls ??
+    (previous
+      ? [
+          {
+            command: previous.command,
+            commit: previous.commit,
+            date: previous.date,
+            tune_time_s: previous.tune_time_s,
+            entries: previous.entries.map((e) => e.name),
+          },
+        ]
+      : [])),
   call,
 ];
 const order = corpus.entries.map((e) => e.name);

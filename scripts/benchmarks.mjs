@@ -693,12 +693,11 @@ function corpusFigures(r) {
   const es = r.entries;
   const tuned = es.filter((e) => e.tune);
   const count = (f) => tuned.filter(f).length;
-  const knobs = (k) =>
-    k
-      ? Object.entries(k)
-          .map(([n, v]) => `${n}=${v}`)
-          .join(" ")
-      : "—";
+  const knobs = (k) => {
+    if (!k) return "—";
+    const set = Object.entries(k).map(([n, v]) => `${n}=${v}`);
+    return set.length ? set.join(" ") : "(as configured)";
+  };
   const speedup = (t) => {
     const w = t.winner;
     if (!w) return "—";
@@ -715,7 +714,10 @@ function corpusFigures(r) {
   const run = (e) => {
     const x = e.run;
     if (!x) return "—";
-    const own = x.own_step_ms ? `, script's own ${fmt(x.own_step_ms, 0)} ms/step (brim ÷ own ${fmt(x.brim_over_own_step_time, 2)})` : "";
+    // records before own_step_ms_lines took the median over every printed line, the first (start-up) included
+    const own = x.own_step_ms
+      ? `, script's own ${fmt(x.own_step_ms, 0)} ms/step${x.own_step_ms_lines ? "" : " (its first, start-up line included)"} (brim ÷ own ${fmt(x.brim_over_own_step_time, 2)})`
+      : "";
     return `${x.steps ?? "—"} of ${x.steps_expected}${x.exact_stop ? " (exact)" : " (**not exact**)"}, ${x.samples_per_s === null ? "no samples/s" : `${fmt(x.samples_per_s, 1)} samples/s`}, step ${x.step_time_s === null ? "—" : `${fmt(x.step_time_s * 1000, 0)} ms`}${own}`;
   };
   return [
