@@ -77,10 +77,14 @@ const tuneSchema = z.object({
   bindings: z.array(
     z.object({
       knob: z.string(),
-      via: z.enum(["template", "config", "env"]),
+      via: z.enum(["template", "config", "env", "argv"]),
       file: z.string().optional(),
       key: z.string().optional(),
       file_sha256: z.string().optional(),
+      index: n.optional(),
+      form: z.enum(["separate", "equals", "override", "switch"]).optional(),
+      flag: z.string().optional(),
+      value: z.union([z.number(), z.string(), z.boolean()]).optional(),
     }),
   ),
   cap_bytes: n,

@@ -109,10 +109,15 @@ export interface TuneTrialRecord {
 /** Where a knob reaches the job. */
 export interface KnobBindingRecord {
   knob: string;
-  via: "template" | "config" | "env";
+  via: "template" | "config" | "env" | "argv";
   file?: string;
   key?: string;
   file_sha256?: string;
+  /** argv: the flag's (or override's) index in the command, how the value sits there, the flag, trial 0's value */
+  index?: number;
+  form?: "separate" | "equals" | "override" | "switch";
+  flag?: string;
+  value?: number | string | boolean;
 }
 
 /** tune.json (schema `brim.tune/v1`). */

@@ -20,6 +20,7 @@ import type { LiveState } from "../guard/live.ts";
 import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline.ts";
+import { rewriteArgv } from "./argv.ts";
 import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { rateOf, splitWarmup, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";
@@ -82,7 +83,7 @@ export async function runTrial(
 ): Promise<TrialOutcome> {
   const trialFiles: string[] = [];
   try {
-    const command = fillTemplate(settings.command, knobs);
+    const command = [...settings.command];
     const byFile = new Map<string, { key: string; value: KnobValue }[]>();
     for (const binding of settings.bindings) {
       const value = knobs[binding.knob];
@@ -99,10 +100,12 @@ export async function runTrial(
       trialFiles.push(copy);
       for (const place of places) command[place.index] = (command[place.index] ?? "").replace(place.arg, copy);
     }
+    const argv = settings.bindings.filter((binding): binding is Extract<KnobBinding, { via: "argv" }> => binding.via === "argv");
+    const trialCommand = rewriteArgv(fillTemplate(command, knobs), argv, knobs);
     const watch = new TrialWatch(settings, context);
     const run = await guardRun(
       {
-        command,
+        command: trialCommand,
         cwd: settings.cwd,
         kind: "trial",
         tuneId: settings.tuneId,

@@ -18,7 +18,8 @@ import type { LiveState } from "../guard/live.ts";
 import { formatBytes } from "../bytes.ts";
 import { newRecordId, type RunStore } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
-import { resolveBindings } from "./bindings.ts";
+import { rewriteArgv } from "./argv.ts";
+import { describeBindings, resolveBindings } from "./bindings.ts";
 import { configBaseline, configFilesInCommand, fillTemplate, KNOWN_KNOBS, type KnobBinding } from "./knobs.ts";
 import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./record.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
@@ -129,6 +130,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   const now = deps.now ?? ((): number => Date.now() / 1000);
   const note = (line: string): void => options.onNote?.(line);
   const { bindings, documents, notes: bindingNotes } = await resolveBindings(options.command, options.cwd, options.bindings ?? []);
+  bindingNotes.unshift(describeBindings(bindings, documents, options.cwd));
   bindingNotes.forEach(note);
   const cap =
     options.capBytes !== undefined
@@ -265,6 +267,10 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     context,
     note,
   );
+  if (space.microBatch === undefined && space.others.length === 0) {
+    // nothing to vary: trial 0 is all there is, and it is not a winner
+    return finish(options, deps, state, null, "nothing_to_tune");
+  }
   record.effective_batch = space.effectiveBatch ?? null;
   const policy = effectiveBatchPolicy(space, options);
   record.effective_batch_policy = { kind: policy.kind, before: policy.value, after: null, text: policy.text };
@@ -335,7 +341,13 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   return finish(options, deps, state, outcome, outcome.stopReason);
 }
 
-async function finish(options: TuneOptions, deps: TuneDeps, state: TuneState, outcome: SearchOutcome | null, stopReason: StopReason): Promise<TuneResult> {
+async function finish(
+  options: TuneOptions,
+  deps: TuneDeps,
+  state: TuneState,
+  outcome: SearchOutcome | null,
+  stopReason: StopReason | "nothing_to_tune",
+): Promise<TuneResult> {
   const { record } = state;
   const trials = outcome?.trials ?? [];
   // the "before" is the mean of every measurement of the baseline configuration, as the winner's is
@@ -344,7 +356,7 @@ async function finish(options: TuneOptions, deps: TuneDeps, state: TuneState, ou
     .filter((t) => canonicalKnobs(t.knobs) === baselineKey && t.result.end === "ok" && t.result.samplesPerSecond !== null)
     .map((t) => t.result.samplesPerSecond as number);
   const baselineRate = baselineRates.length > 0 ? baselineRates.reduce((a, b) => a + b, 0) / baselineRates.length : null;
-  const trusted = stopReason !== "untrusted";
+  const trusted = stopReason !== "untrusted" && stopReason !== "nothing_to_tune";
   const best = trusted && outcome !== null && outcome.bestIndex !== null ? outcome.trials[outcome.bestIndex] : undefined;
   const bestRate = outcome?.best?.samplesPerSecond ?? best?.result.samplesPerSecond ?? null;
   record.winner = best
@@ -379,7 +391,8 @@ async function finish(options: TuneOptions, deps: TuneDeps, state: TuneState, ou
   record.no_winner = record.winner === null && stopReason !== "interrupted" ? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)) : null;
   record.ended_at = new Date().toISOString();
   await deps.store.writeTune(record);
-  const winnerCommand = record.winner ? fillTemplate(options.command, record.winner.knobs) : null;
+  const argv = state.bindings.filter((binding) => binding.via === "argv");
+  const winnerCommand = record.winner ? rewriteArgv(fillTemplate(options.command, record.winner.knobs), argv, record.winner.knobs) : null;
   return { record, outcome, bindings: state.bindings, winnerCommand };
 }
 
