@@ -106,6 +106,15 @@ const tuneSchema = z.object({
       data_wait_share: nn,
       duration_s: n.default(0),
       oom_recoveries: n.default(0),
+      failure: z.object({ kind: z.string(), cause: z.string() }).nullable().optional(),
+      tail: z.array(z.string()).optional(),
+      fixed_cost_s: nn.optional(),
+      measured_s: nn.optional(),
+      stopped_by: z.string().nullable().optional(),
+      samples_per_step: nn.optional(),
+      sm_activity_mean: nn.optional(),
+      accumulation: nn.optional(),
+      effective_batch: nn.optional(),
     }),
   ),
   winner: z.object({ index: n, knobs, speedup: nn }).nullable(),
@@ -114,6 +123,9 @@ const tuneSchema = z.object({
   strategy: z.string().optional(),
   memory_line: z.object({ intercept_bytes: n, bytes_per_sample: n, margin_bytes: n, predicted_max_micro_batch: n }).nullable().default(null),
   notes: z.array(z.string()).default([]),
+  budget: z.object({ max_trials: n, max_time_s: n }).optional(),
+  effective_batch_policy: z.object({ kind: z.string(), before: nn, after: nn, text: z.string() }).optional(),
+  no_winner: z.object({ reason: z.string(), next: z.string() }).nullable().optional(),
 });
 
 function checked(schema: z.ZodType, value: unknown, file: string, expected: string): unknown {

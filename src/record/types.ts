@@ -104,6 +104,9 @@ export interface TuneTrialRecord {
   stopped_by?: string | null;
   samples_per_step?: number | null;
   sm_activity_mean?: number | null;
+  /** Batches per optimizer step the job reported, and the effective batch that ran (micro-batch × accumulation). */
+  accumulation?: number | null;
+  effective_batch?: number | null;
 }
 
 /** Where a knob reaches the job. */

@@ -11,6 +11,7 @@
 import type { ConfigDocument } from "../configs/index.ts";
 import type { RunStore } from "../record/store.ts";
 import type { KnobBindingRecord, TuneRecord, TuneTrialRecord } from "../record/types.ts";
+import { effectiveBatchOf } from "./effective.ts";
 import type { KnobBinding } from "./knobs.ts";
 import type { Knobs, TrialResult } from "./types.ts";
 
@@ -57,6 +58,8 @@ export function trialRecord(index: number, knobs: Knobs, purpose: string, result
     stopped_by: result.stoppedBy ?? null,
     samples_per_step: result.samplesPerStep ?? null,
     sm_activity_mean: result.smActivityMean ?? null,
+    accumulation: result.accumulation ?? null,
+    effective_batch: result.end === "ok" || result.end === "slower" ? effectiveBatchOf(knobs, result) : null,
   };
 }
 

@@ -264,6 +264,10 @@ export function classifyTrial(
     .filter(finite)
     .sort((a, b) => a - b);
   const precision = [...steps].reverse().find((step) => step.precision !== null)?.precision;
+  const medianOf = (values: (number | null)[]): number | null => {
+    const sorted = values.filter(finite).sort((a, b) => a - b);
+    return sorted.length > 0 ? (sorted[Math.floor(sorted.length / 2)] as number) : null;
+  };
   const result: TrialResult = {
     end,
     // a trial stopped as slower keeps what it measured, or the bound that stopped it: an upper bound
@@ -283,6 +287,8 @@ export function classifyTrial(
     warmupSteps: warmup,
     firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,
+    accumulation: medianOf(steadyEntries.map((s) => s.accumulation)),
+    microBatch: medianOf(steadyEntries.map((s) => s.micro_batch)),
     failure: null,
   };
   if (end === "ok" && result.samplesPerSecond === null) result.end = "no_steps";

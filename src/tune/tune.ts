@@ -25,6 +25,7 @@ import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./recor
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior } from "./plan-prior.ts";
+import { accumulationOf, effectiveBatchOf } from "./effective.ts";
 import { withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
@@ -262,7 +263,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   const context = contextOfDevices(deps.devices);
   const space = buildSpace(
     baseline,
-    options,
+    { ...options, observedAccumulation: first.result.accumulation ?? undefined },
     [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})],
     context,
     note,
@@ -378,10 +379,15 @@ async function finish(
   const policy = record.effective_batch_policy;
   if (policy !== undefined && record.winner !== null) {
     const micro = record.winner.knobs[MICRO_BATCH_KNOB];
-    const acc = record.winner.knobs[ACCUMULATION_KNOB] ?? 1;
-    policy.after = typeof micro === "number" && typeof acc === "number" ? micro * acc : policy.before;
+    // the effective batch that really ran: the winner's reported accumulation, else its knob, else 1
+    const acc = accumulationOf(record.winner.knobs, best?.result);
+    policy.after = effectiveBatchOf(record.winner.knobs, best?.result) ?? policy.before;
     if (policy.kind === "free" && policy.before !== null && policy.after !== null && policy.after !== policy.before) {
-      policy.text = `effective batch free: the winner changes it from ${policy.before} to ${policy.after} (×${(policy.after / policy.before).toFixed(2)}); check the learning rate suits it, or tune again with --effective-batch ${policy.before} to hold it`;
+      const hold =
+        record.winner.knobs[ACCUMULATION_KNOB] !== undefined
+          ? `or tune again with --effective-batch ${policy.before} to hold it`
+          : `the job accumulates ${acc} batch(es) per step in its code, where brim cannot change it (--fix batch_size keeps the micro-batch)`;
+      policy.text = `effective batch free: the winner changes it from ${policy.before} to ${policy.after} (${String(micro)} × ${acc}, ×${(policy.after / policy.before).toFixed(2)}); check the learning rate suits it, ${hold}`;
     } else if (policy.kind === "held") {
       policy.text = `effective batch held at ${policy.before ?? "?"}: the winner keeps it (${String(micro)} × ${String(acc)})`;
     } else if (policy.before !== null) {
@@ -408,16 +414,18 @@ async function finish(
  * ```
  */
 export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, other: { knobs: Knobs; result: TrialResult }): string | null {
-  const m0 = base.knobs[MICRO_BATCH_KNOB];
-  const m = other.knobs[MICRO_BATCH_KNOB];
+  // samples per optimizer step follow the effective batch (micro × accumulation), not the micro-batch alone
+  const e0 = effectiveBatchOf(base.knobs, base.result);
+  const e = effectiveBatchOf(other.knobs, other.result);
   const s0 = base.result.samplesPerStep;
   const s = other.result.samplesPerStep;
-  if (typeof m0 !== "number" || typeof m !== "number" || m0 === m || s0 == null || s == null || s0 <= 0) return null;
-  const expected = m / m0;
+  if (typeof base.knobs[MICRO_BATCH_KNOB] !== "number" || e0 === null || e === null || e0 === e || s0 == null || s == null || s0 <= 0) return null;
+  const expected = e / e0;
   const actual = s / s0;
   if (Math.abs(actual / expected - 1) <= SAMPLES_TOLERANCE) return null;
+  const what = (knobs: Knobs, result: TrialResult): string => `${String(knobs[MICRO_BATCH_KNOB])} × ${accumulationOf(knobs, result)}`;
   return (
-    `samples per step did not follow the micro-batch: ${MICRO_BATCH_KNOB} ${m0} → ${m} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
+    `samples per step did not follow the effective batch (micro-batch × accumulation): ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
     "the job counts something else as samples (e.g. a sequence-first batch counting time steps), so samples/s cannot be compared: no winner is picked on these numbers"
   );
 }
@@ -441,10 +449,11 @@ function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[]
     })
     .filter((v): v is number => v !== null);
   const base = ok[0];
-  const m = knobs[MICRO_BATCH_KNOB];
-  const m0 = base?.knobs[MICRO_BATCH_KNOB];
+  const e0 = base === undefined ? null : effectiveBatchOf(base.knobs, base.result);
+  // a trial not run yet: its accumulation is its knob's, else the one the baseline reported
+  const e = effectiveBatchOf(knobs, knobs[ACCUMULATION_KNOB] !== undefined ? null : base?.result);
   const perStep = base?.result.samplesPerStep;
-  const samples = typeof m === "number" && typeof m0 === "number" && perStep != null ? (perStep * m) / m0 : typeof m === "number" ? m : null;
+  const samples = e !== null && e0 !== null && perStep != null ? (perStep * e) / e0 : e;
   // start-up varies between trials (a shared machine): take the longest seen, with room to spare
   if (costs.length > 0 && factors.length > 0 && samples !== null)
     context.first = { fixedCostS: 1.5 * Math.max(...costs), samples, stepFactor: Math.max(1, ...factors) };

@@ -65,6 +65,10 @@ export interface TrialResult {
   firstStepS?: number | null;
   /** the precision the job reported running, when it said */
   precision?: string | null;
+  /** batches per optimizer step the job reported (median over the steady steps), when it said */
+  accumulation?: number | null;
+  /** samples per batch the job reported (median over the steady steps), when it said */
+  microBatch?: number | null;
 }
 
 /** Runs one trial of the job with the given knobs. */
@@ -81,6 +85,8 @@ export interface TuneSpace {
   accumulation?: { knob: string };
   /** micro × accumulation must equal this (micro then only takes divisors) */
   effectiveBatch?: number;
+  /** batches per optimizer step the job runs by itself (reported by trial 0), when no accumulation knob sets it and it is > 1 */
+  observedAccumulation?: number;
   /** precision, num_workers, pin_memory, persistent_workers, prefetch_factor, user knobs; in priority order */
   others: { knob: string; values: KnobValue[] }[];
 }

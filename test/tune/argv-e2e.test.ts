@@ -92,3 +92,63 @@ describe("brim tune with nothing to vary", () => {
     expect(record.stop_reason).toBe("nothing_to_tune");
   });
 });
+
+describe("brim tune on an accelerate job with accumulation (the built CLI, real accelerate)", () => {
+  const python = [process.env.BRIM_TEST_PYTHON, "/work/main/.venv/bin/python"].find(
+    (candidate): candidate is string =>
+      candidate !== undefined && existsSync(candidate) && spawnSync(candidate, ["-c", "import accelerate, torch"]).status === 0,
+  );
+  if (python === undefined) console.warn("skipped: no interpreter with accelerate and torch (set BRIM_TEST_PYTHON)");
+  const job = join(REPO, "test/jobs/accelerate_accum.py");
+
+  it.skipIf(python === undefined)("holds the effective batch 16 × 4 and trusts the samples per step (micro × accumulation)", { timeout: 600_000 }, () => {
+    const store = join(root, "store-accel-held");
+    const result = brim([
+      "tune",
+      "--store",
+      store,
+      "--quiet",
+      "--max-trials",
+      "3",
+      "--steps",
+      "6",
+      "--",
+      python as string,
+      job,
+      "--batch-size",
+      "16",
+      "--gradient_accumulation_steps",
+      "4",
+    ]);
+    const record = onlyTune(store);
+    expect(result.stderr).not.toMatch(/did not follow/);
+    expect(record.stop_reason).not.toBe("untrusted");
+    const ok = record.trials.filter((trial) => trial.end === "ok");
+    expect(ok.length).toBeGreaterThanOrEqual(2);
+    for (const trial of ok) {
+      expect((trial.knobs.batch_size as number) * (trial.knobs.accumulation as number)).toBe(64);
+      expect(trial.effective_batch).toBe(64);
+      expect(trial.samples_per_step).toBe(64);
+    }
+    expect(record.effective_batch_policy?.kind).toBe("held");
+  });
+
+  it.skipIf(python === undefined)(
+    "--free-batch with accumulation in the code: the effective batch reported is micro × the accumulation that ran",
+    { timeout: 600_000 },
+    () => {
+      const store = join(root, "store-accel-free");
+      brim(["tune", "--store", store, "--quiet", "--free-batch", "--max-trials", "3", "--steps", "6", "--", python as string, job, "--batch-size", "16"]);
+      const record = onlyTune(store);
+      expect(record.stop_reason).not.toBe("untrusted");
+      const ok = record.trials.filter((trial) => trial.end === "ok");
+      for (const trial of ok) {
+        expect(trial.accumulation).toBe(4);
+        expect(trial.samples_per_step).toBe((trial.knobs.batch_size as number) * 4);
+      }
+      const policy = record.effective_batch_policy;
+      expect(policy?.before).toBe(64);
+      if (record.winner !== null) expect(policy?.after).toBe((record.winner.knobs.batch_size as number) * 4);
+    },
+  );
+});

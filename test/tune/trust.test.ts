@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { humanBytes, renderTrialLine, renderTuneTable } from "../../src/cli/render-tune.ts";
 import type { TuneRecord } from "../../src/record/types.ts";
 import { searchKnobs, type Knobs, type TrialResult, type TrialRunner } from "../../src/tune/search.ts";
+import { accumulationOf, effectiveBatchOf } from "../../src/tune/effective.ts";
 import { samplesMismatch } from "../../src/tune/tune.ts";
 import { isStable, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
 import { DEFAULT_ORACLE, FakeClock, SimulatedRunner, stepSeconds } from "./oracle.ts";
@@ -155,10 +156,26 @@ describe("trust", () => {
   it("samples per step must follow the micro-batch (the sequence-first bug)", () => {
     const base = { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 32 * 240 }) };
     expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 32 * 240 }) })).toMatch(
-      /did not follow the micro-batch/,
+      /did not follow the effective batch/,
     );
     expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 128 * 240 }) })).toBeNull();
     expect(samplesMismatch(base, { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 1 }) })).toBeNull();
+  });
+
+  it("samples per step follow the effective batch: micro-batch × the accumulation that really ran", () => {
+    // accelerate with accumulation 4, the effective batch held: 16 × 4 → 64 × 1 keeps 64 samples per optimizer step
+    const held = { knobs: { batch_size: 16, accumulation: 4 }, result: okResult(100, { samplesPerStep: 64, accumulation: 4 }) };
+    expect(samplesMismatch(held, { knobs: { batch_size: 64, accumulation: 1 }, result: okResult(100, { samplesPerStep: 64, accumulation: 1 }) })).toBeNull();
+    // accumulation in the job's code (no knob): the attach reports 16 batches per step
+    const inCode = { knobs: { batch_size: 4 }, result: okResult(100, { samplesPerStep: 64, accumulation: 16 }) };
+    expect(samplesMismatch(inCode, { knobs: { batch_size: 208 }, result: okResult(100, { samplesPerStep: 3328, accumulation: 16 }) })).toBeNull();
+    expect(effectiveBatchOf({ batch_size: 208 }, { accumulation: 16 })).toBe(3328);
+    expect(effectiveBatchOf({ batch_size: 16, accumulation: 4 }, null)).toBe(64);
+    expect(accumulationOf({ batch_size: 16 }, null)).toBe(1);
+    // a sequence-first job under accumulation still fails the check
+    expect(samplesMismatch(held, { knobs: { batch_size: 64, accumulation: 2 }, result: okResult(100, { samplesPerStep: 64 * 240, accumulation: 2 }) })).toMatch(
+      /16 × 4 → 64 × 2/,
+    );
   });
 
   it("a stop asked by the tune ends the search as untrusted", async () => {
