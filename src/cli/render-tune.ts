@@ -73,6 +73,10 @@ export function renderTrialLine(index: number, planned: number, knobs: string, r
     return `${head} ${rateText(result.samplesPerSecond)} samples/s (${how.join("; ")})${peak}${recovered}`;
   }
   const failure = result.failure;
+  if (result.end === "slower" && result.samplesPerSecond !== null) {
+    // the same number as the table's, and the one the stop was decided on
+    return `${head} ${result.rateIsBound === true ? "≤" : ""}${rateText(result.samplesPerSecond)} samples/s, stopped early, clearly slower: ${failure?.cause ?? ""}${peak}`;
+  }
   const what = failure === null || failure === undefined ? result.end : `${failureLabel(failure.kind)}: ${failure.cause}`;
   const lines = [`${head} ${what}${peak}${startup === null ? "" : ` (${startup})`}`];
   const tail = result.tail ?? [];
@@ -127,7 +131,7 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
     .map((trial) => [
       `${trial.index === record.winner?.index ? "*" : " "}${trial.index}`,
       trial.index === 0 ? `${knobDelta(trial.knobs, {})} (before)` : knobDelta(trial.knobs, baseline),
-      trial.samples_per_s !== null ? `${trial.end === "slower" ? "≤" : ""}${rateText(trial.samples_per_s)}` : "–",
+      trial.samples_per_s !== null ? `${trial.samples_per_s_bound === true ? "≤" : ""}${rateText(trial.samples_per_s)}` : "–",
       trial.peak_bytes !== null ? formatBytes(trial.peak_bytes) : "–",
       endCell(trial),
       trial.purpose,

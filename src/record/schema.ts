@@ -100,6 +100,7 @@ const tuneSchema = z.object({
       purpose: z.string(),
       end: z.string(),
       samples_per_s: nn,
+      samples_per_s_bound: z.boolean().optional(),
       peak_bytes: nn,
       framework_peak_bytes: nn.default(null),
       gpu_util_mean: nn,

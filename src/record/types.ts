@@ -87,6 +87,8 @@ export interface TuneTrialRecord {
   purpose: string;
   end: string;
   samples_per_s: number | null;
+  /** samples_per_s is an upper bound (stopped as slower while a step was still running), not a measured rate */
+  samples_per_s_bound?: boolean;
   peak_bytes: number | null;
   framework_peak_bytes: number | null;
   gpu_util_mean: number | null;

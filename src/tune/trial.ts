@@ -52,19 +52,16 @@ export interface TrialOutcome {
   knobsRead: Map<string, KnobValue>;
 }
 
-/** What a trial is told about the others: the best so far and, for a first step still running, what earlier first steps took. */
+/** What a trial is told about the others: the best so far and the noise between trials. */
 export interface TrialContext {
   best: number | null;
   noise: number;
-  first?: { fixedCostS: number; samples: number; stepFactor: number };
 }
 
 /** Lines of output kept with a failed trial. */
 export const TAIL_KEPT = 12;
 /** Seconds a measured trial is given to stop at its next step boundary before brim ends it. */
 const STOP_WAIT_S = 1.5;
-/** Steps the SDK may run beyond the measured ones, for warm-up found in the step times. */
-const EXTRA_STEPS = 3;
 
 /**
  * Runs one trial and classifies it (see the module doc).
@@ -112,7 +109,9 @@ export async function runTrial(
         capBytes: settings.capBytes,
         shrink: false,
         knobs,
-        stepBudget: settings.window.warmupSteps + settings.window.maxSteps + EXTRA_STEPS,
+        // the window ends a measured trial (a floor of steady seconds, then stable / steps / window): no
+        // step count cut short by the SDK, only a safety net against a window that never closes
+        stepBudget: null,
         warmupSteps: settings.window.warmupSteps,
         hz: settings.hz ?? 10,
         // slow is not hung: the trial's own time limit ends a trial that takes too long
@@ -141,7 +140,7 @@ export async function runTrial(
 
 /** Follows a running trial's steps and ends it once the window says so, or at the time limit. */
 class TrialWatch {
-  verdict: { stop: WindowStop; detail: string; bound?: number } | null = null;
+  verdict: { stop: WindowStop; detail: string; bound?: number; rate?: number } | null = null;
   timedOut = false;
   readonly #settings: TrialSettings;
   readonly #trialContext: TrialContext;
@@ -160,8 +159,6 @@ class TrialWatch {
   }
 
   start(pid: number, control: RunControl): void {
-    const first = this.#trialContext.first;
-    if (first !== undefined) this.#context = { ...this.#context, first: { ...first, startedAt: Date.now() / 1000 } };
     this.#pid = pid;
     this.#control = control;
     this.#timer = setInterval(() => this.#check(), 250);
@@ -229,7 +226,7 @@ const finite = (value: unknown): value is number => typeof value === "number" &&
 export function classifyTrial(
   run: GuardResult,
   settings: Pick<TrialSettings, "capScope" | "window" | "timeLimitS">,
-  verdict: { stop: WindowStop; detail: string; bound?: number } | null,
+  verdict: { stop: WindowStop; detail: string; bound?: number; rate?: number } | null,
   timedOut: boolean,
 ): TrialResult {
   const steps = mainSteps(run.timeline);
@@ -271,7 +268,9 @@ export function classifyTrial(
   const result: TrialResult = {
     end,
     // a trial stopped as slower keeps what it measured, or the bound that stopped it: an upper bound
-    samplesPerSecond: end === "ok" ? rateOf(steady) : end === "slower" ? (rateOf(steady) ?? verdict?.bound ?? null) : null,
+    // stopped as slower: the numbers the stop was decided on (steps the job sent after it do not count)
+    samplesPerSecond: end === "ok" ? rateOf(steady) : end === "slower" ? (verdict?.rate ?? verdict?.bound ?? rateOf(steady)) : null,
+    rateIsBound: end === "slower" && verdict?.rate === undefined && verdict?.bound !== undefined,
     stepSeconds: steady.map((s) => s.seconds),
     peakBytes: settings.capScope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes,
     frameworkPeakBytes: summary.framework_peak_allocated_bytes,

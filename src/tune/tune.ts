@@ -26,7 +26,7 @@ import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior } from "./plan-prior.ts";
 import { accumulationOf, effectiveBatchOf } from "./effective.ts";
-import { withinTrialNoise } from "./strategies/noise.ts";
+import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
 
@@ -232,7 +232,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     const outcome = await runTrial(
       settings,
       knobs,
-      index === 0 || again ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, knobs, best()),
+      again ? { ...trialContext(measured, null) } : index === 0 ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, best()),
       deps,
       index,
     );
@@ -430,34 +430,13 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
   );
 }
 
-/** The best so far, and what earlier first steps say about this trial's first step (see window.ts). */
-function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], knobs: Knobs, best: number | null): TrialContext {
-  const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0);
-  // how far apart two trials of one configuration may land: the step-to-step noise of the trials so far
-  const within = ok
-    .map((m) => withinTrialNoise(m.result.stepSeconds))
-    .filter((v): v is number => v !== null)
-    .sort((a, b) => a - b);
-  const noise = Math.max(DEFAULT_STABLE_WITHIN, within[Math.floor(within.length / 2)] ?? 0);
-  const context: TrialContext = { best, noise };
-  const costs = ok.map((m) => m.result.fixedCostS).filter((v): v is number => typeof v === "number");
-  const factors = ok
-    .map((m) => {
-      const sorted = [...m.result.stepSeconds].sort((a, b) => a - b);
-      const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
-      return m.result.firstStepS != null && median > 0 ? m.result.firstStepS / median : null;
-    })
-    .filter((v): v is number => v !== null);
-  const base = ok[0];
-  const e0 = base === undefined ? null : effectiveBatchOf(base.knobs, base.result);
-  // a trial not run yet: its accumulation is its knob's, else the one the baseline reported
-  const e = effectiveBatchOf(knobs, knobs[ACCUMULATION_KNOB] !== undefined ? null : base?.result);
-  const perStep = base?.result.samplesPerStep;
-  const samples = e !== null && e0 !== null && perStep != null ? (perStep * e) / e0 : e;
-  // start-up varies between trials (a shared machine): take the longest seen, with room to spare
-  if (costs.length > 0 && factors.length > 0 && samples !== null)
-    context.first = { fixedCostS: 1.5 * Math.max(...costs), samples, stepFactor: Math.max(1, ...factors) };
-  return context;
+/** The best so far, and the noise between trials: the within-trial errors and the spread of repeated configurations (see window.ts). */
+function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], best: number | null): TrialContext {
+  const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0 && m.result.samplesPerSecond !== null);
+  const within = ok.map((m) => withinTrialNoise(m.result.stepSeconds)).filter((v): v is number => v !== null);
+  const repeats = new Map<string, number[]>();
+  for (const m of ok) repeats.set(canonicalKnobs(m.knobs), [...(repeats.get(canonicalKnobs(m.knobs)) ?? []), m.result.samplesPerSecond as number]);
+  return { best, noise: Math.max(DEFAULT_STABLE_WITHIN, trialNoise(within, [...repeats.values()])) };
 }
 
 function canonicalKnobs(knobs: Knobs): string {

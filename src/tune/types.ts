@@ -47,6 +47,8 @@ export interface TrialResult {
   dataWaitShare?: number | null;
   /** mean SM activity over the steady steps, when measured */
   smActivityMean?: number | null;
+  /** samplesPerSecond is an upper bound (a trial stopped as slower while a step was still running), not a measured rate */
+  rateIsBound?: boolean;
   /** why it gave no throughput (null when it did) */
   failure?: TrialFailure | null;
   /** the last lines of the job's output, kept when the trial failed */
