@@ -160,15 +160,17 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   const winner = record.winner;
   const before = record.trials.find((trial) => trial.index === 0);
   out.push("");
+  const confirmed = record.confirmation;
   if (winner) {
-    const same = winner.index === 0 || knobDelta(winner.knobs, before?.knobs ?? {}) === "(your configuration)";
     const speedup =
-      winner.speedup !== null ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration` : "speedup unknown (trial 0 measured no throughput)";
-    out.push(
-      same
-        ? `winner: your configuration as it is — nothing found beats it beyond the measured noise${record.noise !== undefined ? ` (±${(record.noise * 100).toFixed(1)} % a trial)` : ""}`
-        : `winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`,
-    );
+      confirmed?.verdict === "confirmed" && confirmed.speedup !== null && confirmed.low !== null && confirmed.high !== null
+        ? `×${confirmed.speedup.toFixed(2)} your configuration's samples/s, confirmed interleaved A/B over ${confirmed.winner_rates.length} pairs (95 % interval ×${confirmed.low.toFixed(2)}–×${confirmed.high.toFixed(2)})`
+        : winner.speedup !== null
+          ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration (not confirmed interleaved)`
+          : "speedup unknown (trial 0 measured no throughput)";
+    out.push(`winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`);
+  } else if (record.no_winner && confirmed?.verdict === "no_gain") {
+    out.push(record.no_winner.reason, `next: ${record.no_winner.next}`);
   } else if (record.no_winner) {
     out.push(`no winner: ${record.no_winner.reason}`, `next: ${record.no_winner.next}`);
   } else {

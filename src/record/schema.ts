@@ -127,6 +127,19 @@ const tuneSchema = z.object({
   budget: z.object({ max_trials: n, max_time_s: n }).optional(),
   effective_batch_policy: z.object({ kind: z.string(), before: nn, after: nn, text: z.string() }).optional(),
   no_winner: z.object({ reason: z.string(), next: z.string() }).nullable().optional(),
+  confirmation: z
+    .object({
+      verdict: z.enum(["confirmed", "no_gain"]),
+      speedup: nn,
+      low: nn,
+      high: nn,
+      noise: nn,
+      df: nn,
+      baseline_rates: z.array(n),
+      winner_rates: z.array(n),
+    })
+    .nullable()
+    .optional(),
 });
 
 function checked(schema: z.ZodType, value: unknown, file: string, expected: string): unknown {

@@ -150,6 +150,21 @@ export interface TuneRecord {
   budget?: { max_trials: number; max_time_s: number };
   /** The effective-batch policy in force ("held" / "free" / "none") and what the winner does to it. */
   effective_batch_policy?: { kind: string; before: number | null; after: number | null; text: string };
+  /**
+   * The winner and the baseline measured again, interleaved (A/B/A/B): the speedup (ratio of geometric
+   * means) with its 95 % interval; "no_gain" when the interval holds 1.0 or nothing beat the baseline
+   * (then there is no winner, and nothing to apply).
+   */
+  confirmation?: {
+    verdict: "confirmed" | "no_gain";
+    speedup: number | null;
+    low: number | null;
+    high: number | null;
+    noise: number | null;
+    df: number | null;
+    baseline_rates: number[];
+    winner_rates: number[];
+  } | null;
   /** With no winner: why, and the next thing to try. */
   no_winner?: { reason: string; next: string } | null;
 }

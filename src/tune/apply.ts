@@ -29,7 +29,12 @@ export interface ApplyTuneResult {
  * ```
  */
 export async function applyTune(record: TuneRecord, options: { force: boolean; dryRun: boolean }): Promise<ApplyTuneResult> {
-  if (record.winner === null) throw new BrimError("E_NO_TRIAL_FIT", `tune ${record.id} has no winner (no trial fitted the cap and finished); nothing to apply`);
+  // the same reason the tune gave
+  if (record.winner === null)
+    throw new BrimError(
+      "E_NO_TRIAL_FIT",
+      `tune ${record.id} has no winner: ${record.no_winner?.reason ?? "no trial fitted the cap and finished"}; nothing to apply`,
+    );
   const knobs = record.winner.knobs;
   const byFile = new Map<string, { sha: string; edits: ConfigEdit[] }>();
   const envKnobs: Record<string, number | string | boolean> = {};

@@ -60,6 +60,8 @@ export interface TrialContext {
 
 /** Lines of output kept with a failed trial. */
 export const TAIL_KEPT = 12;
+/** The SDK's step budget for a trial: a safety net only, the window decides when a trial ends. */
+const SAFETY_STEPS = 100_000;
 /** Seconds a measured trial is given to stop at its next step boundary before brim ends it. */
 const STOP_WAIT_S = 1.5;
 
@@ -109,9 +111,10 @@ export async function runTrial(
         capBytes: settings.capBytes,
         shrink: false,
         knobs,
-        // the window ends a measured trial (a floor of steady seconds, then stable / steps / window): no
-        // step count cut short by the SDK, only a safety net against a window that never closes
-        stepBudget: null,
+        // the window ends a measured trial (a floor of steady seconds, then stable / steps / window): the
+        // SDK's budget is only a safety net, large enough for fast steps to fill the floor (a job that
+        // takes its step count from brim's budget must not stop at its own short default either)
+        stepBudget: settings.window.warmupSteps + Math.max(SAFETY_STEPS, settings.window.maxSteps),
         warmupSteps: settings.window.warmupSteps,
         hz: settings.hz ?? 10,
         // slow is not hung: the trial's own time limit ends a trial that takes too long

@@ -25,12 +25,14 @@ import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./recor
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior } from "./plan-prior.ts";
-import { accumulationOf, effectiveBatchOf } from "./effective.ts";
+import { CONFIRM_PAIRS, CONFIRM_PAIRS_MAX, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
+import { accumulationOf, effectiveBatchOf, samplesMismatch } from "./effective.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
 
 export { resolveBindings } from "./bindings.ts";
+export { samplesMismatch, SAMPLES_TOLERANCE } from "./effective.ts";
 export { ACCUMULATION_KNOB, buildSpace, MICRO_BATCH_KNOB } from "./space.ts";
 
 /** Everything `brim tune` is asked. */
@@ -110,8 +112,6 @@ export interface TuneDeps {
 export const DEFAULT_WINDOW_S = 10;
 /** A trial stops once its throughput is stable within this share, by default. */
 export const DEFAULT_STABLE_WITHIN = 0.02;
-/** A micro-batch change whose samples per step move by a share further than this from it is not trusted. */
-export const SAMPLES_TOLERANCE = 0.15;
 
 /**
  * `brim tune`: runs the user's job on short trials through the guard and searches for the fastest
@@ -146,7 +146,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   const windowS = options.windowS ?? DEFAULT_WINDOW_S;
   const stableWithin = options.stableWithin ?? DEFAULT_STABLE_WITHIN;
   note(
-    `budget: ${options.maxTrials} trials or ${Math.round(options.maxTimeS)} s, whichever ends first; each trial leaves out its warm-up, ` +
+    `budget: ${options.maxTrials} trials or ${Math.round(options.maxTimeS)} s, whichever ends first, then ${2 * CONFIRM_PAIRS} (up to ${2 * CONFIRM_PAIRS_MAX}) to confirm a winner against your configuration; each trial leaves out its warm-up, ` +
       `then measures until throughput is stable within ±${(stableWithin * 100).toFixed(0)} %, ${options.measureSteps} steps or ${windowS} s, and stops early when clearly slower than the best`,
   );
   const id = newRecordId();
@@ -217,7 +217,8 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
       );
     }
   }
-  const planned = options.maxTrials;
+  // the counter's total: the search's budget and the confirmation's trials at most
+  const planned = options.maxTrials + 2 * CONFIRM_PAIRS_MAX;
   let interrupted = false;
   let untrusted: string | null = null;
   const measured: { knobs: Knobs; result: TrialResult }[] = [];
@@ -339,7 +340,39 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     },
   );
   record.trials = outcome.trials.map((t) => trialRecord(t.index, t.knobs, t.purpose, t.result, runIds.get(t.index) ?? null));
-  return finish(options, deps, state, outcome, outcome.stopReason);
+  const baselineKnobs = outcome.trials[0]?.knobs ?? baseline;
+  const winnerKnobs = untrusted === null && outcome.stopReason !== "untrusted" ? outcome.best?.knobs : undefined;
+  let confirmation: Confirmation | null = null;
+  if (winnerKnobs !== undefined && canonicalKnobs(winnerKnobs) !== canonicalKnobs(baselineKnobs)) {
+    // the speedup printed is the one measured interleaved, A/B/A/B, never the search's own
+    let next = Math.max(...outcome.trials.map((t) => t.index)) + 1;
+    const durations: number[] = [];
+    const repeats = new Map<string, number[]>();
+    for (const t of outcome.trials) {
+      if (t.result.end !== "ok" || t.result.samplesPerSecond === null) continue;
+      repeats.set(canonicalKnobs(t.knobs), [...(repeats.get(canonicalKnobs(t.knobs)) ?? []), t.result.samplesPerSecond]);
+    }
+    const within = outcome.trials.map((t) => withinTrialNoise(t.result.stepSeconds)).filter((v): v is number => v !== null);
+    note(`confirming the winner: it and your configuration are measured again, interleaved (A/B/A/B), for the speedup and its interval`);
+    confirmation = await confirmWinner(
+      baselineKnobs,
+      winnerKnobs,
+      async (knobs, purpose) => {
+        const index = next++;
+        const progress = { index, knobs, purpose, bestIndex: outcome.bestIndex, plannedTotal: planned };
+        options.onTrialStart?.(progress);
+        const { result, runId } = await trial(knobs, index);
+        durations.push(result.durationS);
+        options.onTrialEnd?.({ ...progress, result, runId });
+        await recordTrial(record, deps.store, index, knobs, purpose, result, runId);
+        return result;
+      },
+      [...repeats.values()],
+      trialNoise(within, []),
+      () => now() - tuneStartedAt + 2 * Math.max(...durations, 0) <= options.maxTimeS,
+    );
+  }
+  return finish(options, deps, state, outcome, interrupted ? "interrupted" : outcome.stopReason, confirmation);
 }
 
 async function finish(
@@ -348,6 +381,7 @@ async function finish(
   state: TuneState,
   outcome: SearchOutcome | null,
   stopReason: StopReason | "nothing_to_tune",
+  confirmation: Confirmation | null = null,
 ): Promise<TuneResult> {
   const { record } = state;
   const trials = outcome?.trials ?? [];
@@ -364,6 +398,11 @@ async function finish(
     ? { index: best.index, knobs: outcome?.best?.knobs ?? best.knobs, speedup: baselineRate && bestRate ? bestRate / baselineRate : null }
     : null;
   record.stop_reason = stopReason;
+  const noGain = confirmationOutcome(record, confirmation, outcome?.noise ?? null);
+  if (noGain !== null) {
+    record.confirmation = noGain.confirmation;
+    record.winner = noGain.winner;
+  }
   if (outcome !== null) {
     record.noise = outcome.noise;
     record.memory_line = outcome.memoryLine
@@ -394,40 +433,15 @@ async function finish(
       policy.text = `effective batch: the winner keeps it at ${policy.before}`;
     }
   }
-  record.no_winner = record.winner === null && stopReason !== "interrupted" ? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)) : null;
+  record.no_winner =
+    record.winner === null && stopReason !== "interrupted"
+      ? (noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)))
+      : null;
   record.ended_at = new Date().toISOString();
   await deps.store.writeTune(record);
   const argv = state.bindings.filter((binding) => binding.via === "argv");
   const winnerCommand = record.winner ? rewriteArgv(fillTemplate(options.command, record.winner.knobs), argv, record.winner.knobs) : null;
   return { record, outcome, bindings: state.bindings, winnerCommand };
-}
-
-/**
- * When the micro-batch changes, the samples a step reports must change with it; a job that counts
- * something else as samples (a sequence-first batch counting time steps) makes samples/s meaningless.
- * Returns the one-line finding, or null when they follow (or cannot be compared).
- *
- * @example
- * ```ts
- * samplesMismatch({ knobs: { batch_size: 32 }, result: { samplesPerStep: 7680, ... } }, { knobs: { batch_size: 128 }, result: { samplesPerStep: 7680, ... } });
- * // "samples per step did not follow the micro-batch: ..."
- * ```
- */
-export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, other: { knobs: Knobs; result: TrialResult }): string | null {
-  // samples per optimizer step follow the effective batch (micro × accumulation), not the micro-batch alone
-  const e0 = effectiveBatchOf(base.knobs, base.result);
-  const e = effectiveBatchOf(other.knobs, other.result);
-  const s0 = base.result.samplesPerStep;
-  const s = other.result.samplesPerStep;
-  if (typeof base.knobs[MICRO_BATCH_KNOB] !== "number" || e0 === null || e === null || e0 === e || s0 == null || s == null || s0 <= 0) return null;
-  const expected = e / e0;
-  const actual = s / s0;
-  if (Math.abs(actual / expected - 1) <= SAMPLES_TOLERANCE) return null;
-  const what = (knobs: Knobs, result: TrialResult): string => `${String(knobs[MICRO_BATCH_KNOB])} × ${accumulationOf(knobs, result)}`;
-  return (
-    `samples per step did not follow the effective batch (micro-batch × accumulation): ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
-    "the job counts something else as samples (e.g. a sequence-first batch counting time steps), so samples/s cannot be compared: no winner is picked on these numbers"
-  );
 }
 
 /** The best so far, and the noise between trials: the within-trial errors and the spread of repeated configurations (see window.ts). */
