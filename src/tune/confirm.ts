@@ -128,9 +128,10 @@ export async function confirmWinner(
   let current: Confirmation | null = null;
   for (let pair = 1; pair <= CONFIRM_PAIRS_MAX; pair++) {
     if (pair > CONFIRM_PAIRS && (current?.verdict === "confirmed" || !moreTime())) break;
-    const before = await trial(baseline, `confirm ${pair}/${CONFIRM_PAIRS}: your configuration (A), interleaved with the winner`);
+    const of = Math.max(pair, CONFIRM_PAIRS);
+    const before = await trial(baseline, `confirm ${pair}/${of}: your configuration (A), interleaved with the winner`);
     if (before.end === "interrupted") return current;
-    const after = await trial(winner, `confirm ${pair}/${CONFIRM_PAIRS}: the winner (B), interleaved with your configuration`);
+    const after = await trial(winner, `confirm ${pair}/${of}: the winner (B), interleaved with your configuration`);
     if (after.end === "interrupted") return current;
     if (before.end === "ok" && after.end === "ok" && before.samplesPerSecond !== null && after.samplesPerSecond !== null) {
       a.push(before.samplesPerSecond);

@@ -217,8 +217,8 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
       );
     }
   }
-  // the counter's total: the search's budget and the confirmation's trials at most
-  const planned = options.maxTrials + 2 * CONFIRM_PAIRS_MAX;
+  // the counter's total during the search: its budget (the confirmation counts its own trials)
+  const planned = options.maxTrials;
   let interrupted = false;
   let untrusted: string | null = null;
   const measured: { knobs: Knobs; result: TrialResult }[] = [];
@@ -345,7 +345,8 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   let confirmation: Confirmation | null = null;
   if (winnerKnobs !== undefined && canonicalKnobs(winnerKnobs) !== canonicalKnobs(baselineKnobs)) {
     // the speedup printed is the one measured interleaved, A/B/A/B, never the search's own
-    let next = Math.max(...outcome.trials.map((t) => t.index)) + 1;
+    const firstConfirm = Math.max(...outcome.trials.map((t) => t.index)) + 1;
+    let next = firstConfirm;
     const durations: number[] = [];
     const repeats = new Map<string, number[]>();
     for (const t of outcome.trials) {
@@ -359,7 +360,8 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
       winnerKnobs,
       async (knobs, purpose) => {
         const index = next++;
-        const progress = { index, knobs, purpose, bestIndex: outcome.bestIndex, plannedTotal: planned };
+        const pairs = Math.max(CONFIRM_PAIRS, Math.ceil((index - firstConfirm + 1) / 2));
+        const progress = { index, knobs, purpose, bestIndex: outcome.bestIndex, plannedTotal: firstConfirm + 2 * pairs };
         options.onTrialStart?.(progress);
         const { result, runId } = await trial(knobs, index);
         durations.push(result.durationS);
