@@ -46,10 +46,10 @@ describe("the confirmation of a winner (interleaved A/B, speedup with its interv
   it("measures A/B/A/B and adds a third pair only while the interval still holds 1.0", async () => {
     const order: string[] = [];
     const rates: Record<string, number[]> = { a: [100, 130, 100], b: [120, 100, 121] };
-    const trial = async (knobs: Knobs): Promise<TrialResult> => {
+    const trial = (knobs: Knobs): Promise<TrialResult> => {
       const key = knobs.batch_size === 32 ? "a" : "b";
       order.push(key);
-      return ok(rates[key]?.shift() ?? 100);
+      return Promise.resolve(ok(rates[key]?.shift() ?? 100));
     };
     const c = await confirmWinner({ batch_size: 32 }, { batch_size: 128 }, trial, [], 0.005, () => true);
     expect(order).toEqual(["a", "b", "a", "b", "a", "b"]);
@@ -58,9 +58,9 @@ describe("the confirmation of a winner (interleaved A/B, speedup with its interv
     const c2 = await confirmWinner(
       { batch_size: 32 },
       { batch_size: 128 },
-      async (knobs) => {
+      (knobs) => {
         clear.push(String(knobs.batch_size));
-        return ok(knobs.batch_size === 32 ? 100 : 200);
+        return Promise.resolve(ok(knobs.batch_size === 32 ? 100 : 200));
       },
       [],
       0.01,
