@@ -177,6 +177,7 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
     out.push("no winner: no trial finished under the cap with a measured throughput");
   }
   if (record.effective_batch_policy) out.push(record.effective_batch_policy.text);
+  for (const limit of record.limits ?? []) out.push(limit);
   if (record.memory_line) {
     const m = record.memory_line;
     const slope =

@@ -127,6 +127,7 @@ const tuneSchema = z.object({
   budget: z.object({ max_trials: n, max_time_s: n }).optional(),
   effective_batch_policy: z.object({ kind: z.string(), before: nn, after: nn, text: z.string() }).optional(),
   no_winner: z.object({ reason: z.string(), next: z.string() }).nullable().optional(),
+  limits: z.array(z.string()).optional(),
   confirmation: z
     .object({
       verdict: z.enum(["confirmed", "no_gain"]),

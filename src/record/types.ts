@@ -165,6 +165,8 @@ export interface TuneRecord {
     baseline_rates: number[];
     winner_rates: number[];
   } | null;
+  /** What still limits the job in the configuration the tune ends with (its closing lines). */
+  limits?: string[];
   /** With no winner: why, and the next thing to try. */
   no_winner?: { reason: string; next: string } | null;
 }

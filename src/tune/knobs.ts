@@ -194,6 +194,8 @@ export interface CandidateContext {
   /** Tensor cores at all (Volta and newer). */
   tensorCores: boolean;
   cpus: number;
+  /** what bounds the loader, from trial 0's evidence (evidence.ts loaderBound): "io" lets workers go past the cores */
+  loader?: "io" | "cpu" | null;
 }
 
 /**
@@ -221,7 +223,10 @@ export function candidateValues(knobs: readonly string[], baseline: Knobs, conte
     out.push({ knob: "precision", values: withBaseline("precision", precisions) });
   }
   if (has("num_workers")) {
-    const workers = [0, 1, 2, 4, 8, 16].filter((n) => n <= Math.max(1, context.cpus - 1) || n === 0);
+    // I/O-bound: workers wait on files, not on cores, so more than the cores can help (2, 4, 8, ...);
+    // CPU-bound or unknown: up to the cores
+    const most = context.loader === "io" ? Math.max(16, 2 * context.cpus) : Math.max(1, context.cpus);
+    const workers = [0, 1, 2, 4, 8, 16, 32, 64].filter((n) => n <= most);
     out.push({ knob: "num_workers", values: withBaseline("num_workers", workers) });
   }
   if (has("pin_memory") && context.backend !== "cpu") out.push({ knob: "pin_memory", values: withBaseline("pin_memory", [false, true]) });

@@ -289,6 +289,8 @@ export function classifyTrial(
     warmupSteps: warmup,
     firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,
+    cpuCores: finite(run.timeline.measured.tree_cpu_percent_mean) ? run.timeline.measured.tree_cpu_percent_mean / 100 : null,
+    cpus: run.meta.device.host.cpus,
     accumulation: medianOf(steadyEntries.map((s) => s.accumulation)),
     microBatch: medianOf(steadyEntries.map((s) => s.micro_batch)),
     failure: null,

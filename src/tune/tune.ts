@@ -27,6 +27,7 @@ import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveB
 import { planPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, CONFIRM_PAIRS_MAX, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
 import { accumulationOf, effectiveBatchOf, samplesMismatch } from "./effective.ts";
+import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
@@ -261,7 +262,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   for (const [knob, value] of first.knobsRead) {
     if (baseline[knob] === undefined && (knob in KNOWN_KNOBS || options.knobValues?.[knob] !== undefined)) baseline[knob] = value;
   }
-  const context = contextOfDevices(deps.devices);
+  const context = { ...contextOfDevices(deps.devices), loader: loaderBound(evidenceOf(first.result, baseline, settings.capBytes)) };
   const space = buildSpace(
     baseline,
     { ...options, observedAccumulation: first.result.accumulation ?? undefined },
@@ -427,7 +428,9 @@ async function finish(
       const hold =
         record.winner.knobs[ACCUMULATION_KNOB] !== undefined
           ? `or tune again with --effective-batch ${policy.before} to hold it`
-          : `the job accumulates ${acc} batch(es) per step in its code, where brim cannot change it (--fix batch_size keeps the micro-batch)`;
+          : acc > 1
+            ? `the job accumulates ${acc} batches per step in its code, where brim cannot change it (--fix batch_size keeps the micro-batch)`
+            : "or tune again with --fix batch_size to keep it";
       policy.text = `effective batch free: the winner changes it from ${policy.before} to ${policy.after} (${String(micro)} × ${acc}, ×${(policy.after / policy.before).toFixed(2)}); check the learning rate suits it, ${hold}`;
     } else if (policy.kind === "held") {
       policy.text = `effective batch held at ${policy.before ?? "?"}: the winner keeps it (${String(micro)} × ${String(acc)})`;
@@ -435,6 +438,8 @@ async function finish(
       policy.text = `effective batch: the winner keeps it at ${policy.before}`;
     }
   }
+  const ending = record.winner !== null ? trials.find((t) => t.index === record.winner?.index) : trials[0];
+  if (ending !== undefined && ending.result.end === "ok") record.limits = stillLimits(evidenceOf(ending.result, ending.knobs, record.cap_bytes), ending.knobs);
   record.no_winner =
     record.winner === null && stopReason !== "interrupted"
       ? (noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)))

@@ -67,6 +67,9 @@ export interface TrialResult {
   firstStepS?: number | null;
   /** the precision the job reported running, when it said */
   precision?: string | null;
+  /** mean CPU of the job's process tree, in cores (1 = one core busy), and the machine's cores */
+  cpuCores?: number | null;
+  cpus?: number | null;
   /** batches per optimizer step the job reported (median over the steady steps), when it said */
   accumulation?: number | null;
   /** samples per batch the job reported (median over the steady steps), when it said */
