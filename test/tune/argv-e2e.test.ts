@@ -152,3 +152,41 @@ describe("brim tune on an accelerate job with accumulation (the built CLI, real 
     },
   );
 });
+
+describe("brim tune on an I/O-bound loader (the built CLI, real DataLoader workers)", () => {
+  const python = [process.env.BRIM_TEST_PYTHON, "/work/main/.venv/bin/python", "/usr/bin/python3"].find(
+    (candidate): candidate is string => candidate !== undefined && torchOf(candidate) !== null,
+  );
+  if (python === undefined) console.warn("skipped: no interpreter with PyTorch (set BRIM_TEST_PYTHON)");
+  it.skipIf(python === undefined)("workers go past the cores while the wait keeps falling, and the gain is confirmed interleaved", { timeout: 600_000 }, () => {
+    const store = join(root, "store-io");
+    const result = brim([
+      "tune",
+      "--store",
+      store,
+      "--quiet",
+      "--fix",
+      "batch_size",
+      "--max-trials",
+      "6",
+      "--",
+      python as string,
+      join(REPO, "test/jobs/io_loader.py"),
+      "--batch-size",
+      "16",
+      "--num-workers",
+      "0",
+    ]);
+    expect(result.status, result.stderr).toBe(0);
+    const record = onlyTune(store);
+    const first = record.trials.find((trial) => trial.index === 1);
+    expect(first?.purpose).toMatch(/waits for data \d+ % of step time, its processes busy [\d.]+ of \d+ cores: I\/O-bound/);
+    const tried = record.trials.map((trial) => trial.knobs.num_workers as number);
+    expect(Math.max(...tried)).toBeGreaterThanOrEqual(8);
+    expect(record.confirmation?.verdict).toBe("confirmed");
+    expect(record.confirmation?.low ?? 0).toBeGreaterThan(1.5);
+    expect(record.winner?.knobs.num_workers as number).toBeGreaterThanOrEqual(4);
+    expect(result.stdout).toMatch(/winner: trial \d+: num_workers=\d+ — ×[\d.]+ your configuration's samples\/s, confirmed interleaved A\/B/);
+    expect(result.stdout).toMatch(/still waits for data|samples\/s/);
+  });
+});
