@@ -73,6 +73,10 @@ export function renderTrialLine(index: number, planned: number, knobs: string, r
     return `${head} ${rateText(result.samplesPerSecond)} samples/s (${how.join("; ")})${peak}${recovered}`;
   }
   const failure = result.failure;
+  if (result.end === "slower" && result.samplesPerSecond !== null) {
+    // the same number as the table's, and the one the stop was decided on
+    return `${head} ${result.rateIsBound === true ? "≤" : ""}${rateText(result.samplesPerSecond)} samples/s, stopped early, clearly slower: ${failure?.cause ?? ""}${peak}`;
+  }
   const what = failure === null || failure === undefined ? result.end : `${failureLabel(failure.kind)}: ${failure.cause}`;
   const lines = [`${head} ${what}${peak}${startup === null ? "" : ` (${startup})`}`];
   const tail = result.tail ?? [];
@@ -127,7 +131,7 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
     .map((trial) => [
       `${trial.index === record.winner?.index ? "*" : " "}${trial.index}`,
       trial.index === 0 ? `${knobDelta(trial.knobs, {})} (before)` : knobDelta(trial.knobs, baseline),
-      trial.samples_per_s !== null ? `${trial.end === "slower" ? "≤" : ""}${rateText(trial.samples_per_s)}` : "–",
+      trial.samples_per_s !== null ? `${trial.samples_per_s_bound === true ? "≤" : ""}${rateText(trial.samples_per_s)}` : "–",
       trial.peak_bytes !== null ? formatBytes(trial.peak_bytes) : "–",
       endCell(trial),
       trial.purpose,
@@ -156,21 +160,24 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   const winner = record.winner;
   const before = record.trials.find((trial) => trial.index === 0);
   out.push("");
+  const confirmed = record.confirmation;
   if (winner) {
-    const same = winner.index === 0 || knobDelta(winner.knobs, before?.knobs ?? {}) === "(your configuration)";
     const speedup =
-      winner.speedup !== null ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration` : "speedup unknown (trial 0 measured no throughput)";
-    out.push(
-      same
-        ? `winner: your configuration as it is — nothing found beats it beyond the measured noise${record.noise !== undefined ? ` (±${(record.noise * 100).toFixed(1)} % a trial)` : ""}`
-        : `winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`,
-    );
+      confirmed?.verdict === "confirmed" && confirmed.speedup !== null && confirmed.low !== null && confirmed.high !== null
+        ? `×${confirmed.speedup.toFixed(2)} your configuration's samples/s, confirmed interleaved A/B over ${confirmed.winner_rates.length} pairs (95 % interval ×${confirmed.low.toFixed(2)}–×${confirmed.high.toFixed(2)})`
+        : winner.speedup !== null
+          ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration (not confirmed interleaved)`
+          : "speedup unknown (trial 0 measured no throughput)";
+    out.push(`winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`);
+  } else if (record.no_winner && confirmed?.verdict === "no_gain") {
+    out.push(record.no_winner.reason, `next: ${record.no_winner.next}`);
   } else if (record.no_winner) {
     out.push(`no winner: ${record.no_winner.reason}`, `next: ${record.no_winner.next}`);
   } else {
     out.push("no winner: no trial finished under the cap with a measured throughput");
   }
   if (record.effective_batch_policy) out.push(record.effective_batch_policy.text);
+  for (const limit of record.limits ?? []) out.push(limit);
   if (record.memory_line) {
     const m = record.memory_line;
     const slope =

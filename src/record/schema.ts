@@ -96,10 +96,15 @@ export const runSchema = z.looseObject({
 
 const bindingSchema = z.looseObject({
   knob: z.string(),
-  via: z.enum(["template", "config", "env"]),
+  via: z.enum(["template", "config", "env", "argv"]),
   file: z.string().optional(),
   key: z.string().optional(),
   file_sha256: z.string().optional(),
+  /** argv: the flag's (or override's) index in the command, how the value sits there, the flag, trial 0's value */
+  index: n.optional(),
+  form: z.enum(["separate", "equals", "override", "switch"]).optional(),
+  flag: z.string().optional(),
+  value: z.union([z.number(), z.string(), z.boolean()]).optional(),
 });
 
 /** One trial of tune.json. */
@@ -110,6 +115,8 @@ export const trialSchema = z.looseObject({
   purpose: z.string(),
   end: z.string(),
   samples_per_s: nn,
+  /** samples_per_s is an upper bound (stopped as slower while a step was still running), not a measured rate */
+  samples_per_s_bound: z.boolean().optional(),
   peak_bytes: nn,
   framework_peak_bytes: nn.default(null),
   gpu_util_mean: nn,
@@ -127,6 +134,9 @@ export const trialSchema = z.looseObject({
   stopped_by: z.string().nullable().optional(),
   samples_per_step: nn.optional(),
   sm_activity_mean: nn.optional(),
+  /** Batches per optimizer step the job reported, and the effective batch that ran (micro-batch × accumulation). */
+  accumulation: nn.optional(),
+  effective_batch: nn.optional(),
 });
 
 /** tune.json (schema `brim.tune/v1`); docs/run-store.md names every field. */
@@ -154,6 +164,26 @@ export const tuneSchema = z.looseObject({
   budget: z.looseObject({ max_trials: n, max_time_s: n }).optional(),
   /** The effective-batch policy in force ("held" / "free" / "none") and what the winner does to it. */
   effective_batch_policy: z.looseObject({ kind: z.string(), before: nn, after: nn, text: z.string() }).optional(),
+  /**
+   * The winner and the baseline measured again, interleaved (A/B/A/B): the speedup (ratio of geometric
+   * means) with its 95 % interval; "no_gain" when the interval holds 1.0 or nothing beat the baseline
+   * (then there is no winner, and nothing to apply).
+   */
+  confirmation: z
+    .looseObject({
+      verdict: z.enum(["confirmed", "no_gain"]),
+      speedup: nn,
+      low: nn,
+      high: nn,
+      noise: nn,
+      df: nn,
+      baseline_rates: z.array(n),
+      winner_rates: z.array(n),
+    })
+    .nullable()
+    .optional(),
+  /** What still limits the job in the configuration the tune ends with (its closing lines). */
+  limits: z.array(z.string()).optional(),
   /** With no winner: why, and the next thing to try. */
   no_winner: z.looseObject({ reason: z.string(), next: z.string() }).nullable().optional(),
 });

@@ -1,6 +1,7 @@
 import { applyConfigEdits, type ApplyResult, type ConfigEdit } from "../configs/index.ts";
 import { BrimError, isBrimError } from "../errors/index.ts";
 import type { TuneRecord } from "../record/types.ts";
+import { rewriteArgv, type ArgvKnob } from "./argv.ts";
 import { fillTemplate } from "./knobs.ts";
 
 /** What applying a tune's winner did. */
@@ -18,8 +19,8 @@ export interface ApplyTuneResult {
 /**
  * Writes a tune's winning knob values into the files they are bound to: comment-preserving edits,
  * atomic writes, a backup beside each file; refuses (E_STALE) a file that changed since the tune
- * read it unless `force`. Knobs bound to a command template or to the environment are returned for
- * printing.
+ * read it unless `force`. Knobs bound to a command template or flag, or to the environment, are
+ * returned for printing (the command with the winner's flags).
  *
  * @example
  * ```ts
@@ -28,16 +29,25 @@ export interface ApplyTuneResult {
  * ```
  */
 export async function applyTune(record: TuneRecord, options: { force: boolean; dryRun: boolean }): Promise<ApplyTuneResult> {
-  if (record.winner === null) throw new BrimError("E_NO_TRIAL_FIT", `tune ${record.id} has no winner (no trial fitted the cap and finished); nothing to apply`);
+  // the same reason the tune gave
+  if (record.winner === null)
+    throw new BrimError(
+      "E_NO_TRIAL_FIT",
+      `tune ${record.id} has no winner: ${record.no_winner?.reason ?? "no trial fitted the cap and finished"}; nothing to apply`,
+    );
   const knobs = record.winner.knobs;
   const byFile = new Map<string, { sha: string; edits: ConfigEdit[] }>();
   const envKnobs: Record<string, number | string | boolean> = {};
   let templated = false;
+  const argv: ArgvKnob[] = [];
   for (const binding of record.bindings) {
     const value = knobs[binding.knob];
     if (value === undefined) continue;
     if (binding.via === "template") templated = true;
-    else if (binding.via === "env") envKnobs[binding.knob] = value;
+    else if (binding.via === "argv") {
+      if (binding.index !== undefined && binding.form !== undefined && binding.flag !== undefined && binding.value !== undefined)
+        argv.push({ knob: binding.knob, index: binding.index, form: binding.form, flag: binding.flag, value: binding.value });
+    } else if (binding.via === "env") envKnobs[binding.knob] = value;
     else if (binding.file !== undefined && binding.key !== undefined) {
       const entry = byFile.get(binding.file) ?? { sha: binding.file_sha256 ?? "", edits: [] };
       entry.edits.push({ key: binding.key, value });
@@ -64,5 +74,7 @@ export async function applyTune(record: TuneRecord, options: { force: boolean; d
     if (result.changed) files.push(result);
     else alreadyApplied.push(file);
   }
-  return { tuneId: record.id, files, alreadyApplied, command: templated ? fillTemplate(record.command, knobs) : null, envKnobs };
+  const changedArgv = argv.some((entry) => entry.value !== knobs[entry.knob]);
+  const command = templated || changedArgv ? rewriteArgv(fillTemplate(record.command, knobs), argv, knobs) : null;
+  return { tuneId: record.id, files, alreadyApplied, command, envKnobs };
 }

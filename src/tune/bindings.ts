@@ -10,6 +10,7 @@
  */
 import { readConfig, type ConfigDocument } from "../configs/index.ts";
 import { UsageError } from "../errors/index.ts";
+import { describeArgvKnob, findArgvKnobs } from "./argv.ts";
 import { configFilesInCommand, detectKnobKeys, templateKnobs, type KnobBinding } from "./knobs.ts";
 
 /**
@@ -39,6 +40,10 @@ export async function resolveBindings(
   for (const binding of bindings) {
     if (binding.via === "config" && !documents.has(binding.file)) documents.set(binding.file, await readConfig(binding.file));
   }
+  // a flag on the command line overrides the config file it names (argparse, HF, LightningCLI, Hydra)
+  const argv = findArgvKnobs(command);
+  for (const found of argv.found) if (!bound(found.knob)) bindings.push({ via: "argv", ...found });
+  notes.push(...argv.notes);
   const configs = configFilesInCommand(command, cwd);
   const first = configs[0];
   if (first !== undefined) {
@@ -53,4 +58,33 @@ export async function resolveBindings(
     if (configs.length > 1) notes.push(`several config files in the command; knobs were looked for in ${first.arg} only (bind others with --bind)`);
   }
   return { bindings, documents, notes };
+}
+
+/**
+ * Where each knob was found, in one line for trial 0: `batch_size=32 (argv --batch-size 32), num_workers=0 (config.yaml: data.num_workers)`.
+ *
+ * @example
+ * ```ts
+ * describeBindings(bindings, documents, "/proj"); // "knobs found: batch_size=32 (command line: --batch-size 32)"
+ * ```
+ */
+export function describeBindings(bindings: readonly KnobBinding[], documents: ReadonlyMap<string, ConfigDocument>, cwd: string): string {
+  if (bindings.length === 0)
+    return "knobs found: none on the command line or in a config file it names (trial 0 looks for knobs the job reads through brim.knob)";
+  const where = bindings.map((binding) => {
+    switch (binding.via) {
+      case "argv":
+        return `${binding.knob} (command line: ${describeArgvKnob(binding)})`;
+      case "config": {
+        const value = documents.get(binding.file)?.get(binding.key);
+        const file = binding.file.startsWith(`${cwd}/`) ? binding.file.slice(cwd.length + 1) : binding.file;
+        return `${binding.knob}=${String(value)} (${file}: ${binding.key})`;
+      }
+      case "template":
+        return `${binding.knob} (the command's {${binding.knob}})`;
+      default:
+        return `${binding.knob} (environment, brim.knob)`;
+    }
+  });
+  return `knobs found: ${where.join(", ")}`;
 }

@@ -28,6 +28,32 @@ export interface TrialEvidence {
   memoryUsed: number | null;
   /** median step time, seconds */
   stepS: number | null;
+  /** mean CPU of the job's processes in cores, and the machine's cores */
+  cpuCores?: number | null;
+  cpus?: number | null;
+}
+
+/** A data-wait share at least this large, with the CPUs idle while waiting, makes the loader I/O-bound. */
+export const IO_BOUND_WAIT = 0.3;
+
+/**
+ * What bounds a loader the loop waits for: "io" when the job's processes leave the CPUs idle while it
+ * waits (files, network, sleeps: more workers than cores help), "cpu" when they are busy (workers
+ * help up to the cores), null without a wait worth a loader knob or without a CPU reading. While the
+ * loop waits a share w of the time, a CPU-bound fetch keeps at least one core busy for that share; the
+ * compute keeps at most all cores busy for the rest: under (1 − w) × cores + w / 2 cores, the fetch
+ * cannot be CPU work.
+ *
+ * @example
+ * ```ts
+ * loaderBound({ dataWait: 0.98, cpuCores: 0.05, cpus: 2 }); // "io"
+ * loaderBound({ dataWait: 0.9, cpuCores: 1.0, cpus: 2 }); // "cpu"
+ * ```
+ */
+export function loaderBound(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus">): "io" | "cpu" | null {
+  const { dataWait: wait, cpuCores: cores, cpus } = evidence;
+  if (wait == null || wait < STARVED_MIN || cores == null || cpus == null || cpus <= 0) return null;
+  return wait >= IO_BOUND_WAIT && cores < (1 - wait) * cpus + wait / 2 ? "io" : "cpu";
 }
 
 /** A knob with the gain its evidence promises and the evidence, in words. */
@@ -67,6 +93,8 @@ export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number):
     precision,
     memoryUsed: result.peakBytes !== null && capBytes > 0 ? result.peakBytes / capBytes : null,
     stepS: sorted.length > 0 ? (sorted[Math.floor(sorted.length / 2)] ?? null) : null,
+    cpuCores: result.cpuCores ?? null,
+    cpus: result.cpus ?? null,
   };
 }
 
@@ -103,7 +131,14 @@ export function rankByEvidence(
       const share = wait ?? 0.1;
       const workers = typeof knobs.num_workers === "number" ? knobs.num_workers : 0;
       const gain = knob === "num_workers" ? (workers === 0 ? share : share * 0.5) : knob === "pin_memory" ? 0.02 + share * 0.1 : share * 0.3;
-      const why = wait === null ? "loader setting (no data-wait measurement)" : `the loop waits for data ${pct(wait)} of step time${busy}`;
+      const bound = loaderBound(evidence);
+      const cpu =
+        bound === "io"
+          ? `, its processes busy ${(evidence.cpuCores ?? 0).toFixed(2)} of ${evidence.cpus ?? "?"} cores: I/O-bound, workers may go past the cores`
+          : bound === "cpu"
+            ? `, its processes busy ${(evidence.cpuCores ?? 0).toFixed(2)} of ${evidence.cpus ?? "?"} cores: CPU-bound, workers up to the cores`
+            : "";
+      const why = wait === null ? "loader setting (no data-wait measurement)" : `the loop waits for data ${pct(wait)} of step time${cpu}${busy}`;
       ranked.push({ knob, values, gain: gain + tie, why });
       return;
     }
@@ -127,4 +162,34 @@ export function rankByEvidence(
   });
   ranked.sort((a, b) => b.gain - a.gain);
   return { ranked, skipped };
+}
+
+/**
+ * What still limits the job after the tune, from the measurements of the configuration it ends with
+ * (the winner's trial, else your configuration's): the closing lines of a tune.
+ *
+ * @example
+ * ```ts
+ * stillLimits({ dataWait: 0.4, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 });
+ * // ["still waits for data 40 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck"]
+ * ```
+ */
+export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "gpuUtil">, knobs: Knobs): string[] {
+  const out: string[] = [];
+  const wait = evidence.dataWait;
+  if (wait !== null && wait >= 0.1) {
+    const workers = typeof knobs.num_workers === "number" ? ` with num_workers=${knobs.num_workers}` : "";
+    const bound = loaderBound(evidence);
+    const cores = evidence.cpuCores != null && evidence.cpus != null ? `, its processes busy ${evidence.cpuCores.toFixed(2)} of ${evidence.cpus} cores` : "";
+    const why =
+      bound === "io"
+        ? ": I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck"
+        : bound === "cpu"
+          ? ": CPU-bound — the dataset's __getitem__ / collate work is the bottleneck (more cores, or cheaper per-sample work)"
+          : "";
+    out.push(`still waits for data ${pct(wait)} of step time${workers}${cores}${why}`);
+  }
+  if (evidence.gpuUtil !== null && evidence.gpuUtil < 80 && (wait === null || wait < 0.1))
+    out.push(`the GPU is busy ${evidence.gpuUtil.toFixed(0)} % of the time: the host side of each step (Python, launches, copies) is the bottleneck`);
+  return out;
 }

@@ -2,10 +2,12 @@ import { existsSync } from "node:fs";
 import { extname, resolve } from "node:path";
 import type { ConfigDocument } from "../configs/index.ts";
 import { InputError, UsageError } from "../errors/index.ts";
+import type { ArgvKnob } from "./argv.ts";
 import type { KnobValue, Knobs } from "./types.ts";
 
 /** How a knob's value reaches the job. */
-export type KnobBinding = { knob: string; via: "template" } | { knob: string; via: "config"; file: string; key: string } | { knob: string; via: "env" };
+export type KnobBinding =
+  { knob: string; via: "template" } | { knob: string; via: "config"; file: string; key: string } | { knob: string; via: "env" } | ({ via: "argv" } & ArgvKnob);
 
 /** Knobs brim knows how to tune, with the config keys they are usually found under (last segment). */
 export const KNOWN_KNOBS: Readonly<Record<string, readonly string[]>> = {
@@ -166,7 +168,7 @@ export function asKnobValue(value: unknown): KnobValue | undefined {
 }
 
 /**
- * The values of the knobs bound to config keys, as the config holds them now (trial 0's values).
+ * The values of the knobs bound to config keys and command-line flags, as they are now (trial 0's values).
  *
  * @example
  * ```ts
@@ -176,6 +178,7 @@ export function asKnobValue(value: unknown): KnobValue | undefined {
 export function configBaseline(bindings: readonly KnobBinding[], documents: ReadonlyMap<string, ConfigDocument>): Knobs {
   const knobs: Knobs = {};
   for (const binding of bindings) {
+    if (binding.via === "argv") knobs[binding.knob] = binding.value;
     if (binding.via !== "config") continue;
     const value = asKnobValue(documents.get(binding.file)?.get(binding.key));
     if (value !== undefined) knobs[binding.knob] = value;
@@ -191,6 +194,8 @@ export interface CandidateContext {
   /** Tensor cores at all (Volta and newer). */
   tensorCores: boolean;
   cpus: number;
+  /** what bounds the loader, from trial 0's evidence (evidence.ts loaderBound): "io" lets workers go past the cores */
+  loader?: "io" | "cpu" | null;
 }
 
 /**
@@ -218,7 +223,10 @@ export function candidateValues(knobs: readonly string[], baseline: Knobs, conte
     out.push({ knob: "precision", values: withBaseline("precision", precisions) });
   }
   if (has("num_workers")) {
-    const workers = [0, 1, 2, 4, 8, 16].filter((n) => n <= Math.max(1, context.cpus - 1) || n === 0);
+    // I/O-bound: workers wait on files, not on cores, so more than the cores can help (2, 4, 8, ...);
+    // CPU-bound or unknown: up to the cores
+    const most = context.loader === "io" ? Math.max(16, 2 * context.cpus) : Math.max(1, context.cpus);
+    const workers = [0, 1, 2, 4, 8, 16, 32, 64].filter((n) => n <= most);
     out.push({ knob: "num_workers", values: withBaseline("num_workers", workers) });
   }
   if (has("pin_memory") && context.backend !== "cpu") out.push({ knob: "pin_memory", values: withBaseline("pin_memory", [false, true]) });

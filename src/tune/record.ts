@@ -11,6 +11,7 @@
 import type { ConfigDocument } from "../configs/index.ts";
 import type { RunStore } from "../record/store.ts";
 import type { KnobBindingRecord, TuneRecord, TuneTrialRecord } from "../record/types.ts";
+import { effectiveBatchOf } from "./effective.ts";
 import type { KnobBinding } from "./knobs.ts";
 import type { Knobs, TrialResult } from "./types.ts";
 
@@ -23,6 +24,7 @@ import type { Knobs, TrialResult } from "./types.ts";
  * ```
  */
 export function bindingRecord(binding: KnobBinding, documents: ReadonlyMap<string, ConfigDocument>): KnobBindingRecord {
+  if (binding.via === "argv") return { knob: binding.knob, via: "argv", index: binding.index, form: binding.form, flag: binding.flag, value: binding.value };
   if (binding.via !== "config") return { knob: binding.knob, via: binding.via };
   return { knob: binding.knob, via: "config", file: binding.file, key: binding.key, file_sha256: documents.get(binding.file)?.sha256 ?? "" };
 }
@@ -43,6 +45,7 @@ export function trialRecord(index: number, knobs: Knobs, purpose: string, result
     purpose,
     end: result.end,
     samples_per_s: result.samplesPerSecond,
+    ...(result.rateIsBound === true ? { samples_per_s_bound: true } : {}),
     peak_bytes: result.peakBytes,
     framework_peak_bytes: result.frameworkPeakBytes,
     gpu_util_mean: result.gpuUtilMean ?? null,
@@ -56,6 +59,8 @@ export function trialRecord(index: number, knobs: Knobs, purpose: string, result
     stopped_by: result.stoppedBy ?? null,
     samples_per_step: result.samplesPerStep ?? null,
     sm_activity_mean: result.smActivityMean ?? null,
+    accumulation: result.accumulation ?? null,
+    effective_batch: result.end === "ok" || result.end === "slower" ? effectiveBatchOf(knobs, result) : null,
   };
 }
 
@@ -96,6 +101,12 @@ export function noWinnerAdvice(trials: readonly TuneTrialRecord[], stopReason: s
       next: "report the samples of a step yourself (brim.track(loader, samples=lambda batch: batch[0].shape[BATCH_DIM])), or tune with --fix batch_size",
     };
   }
+  if (stopReason === "nothing_to_tune")
+    return {
+      reason:
+        "nothing to tune: no knob brim can vary was found (no batch size, workers, accumulation or precision on the command line, in a config file it names, or read through brim.knob)",
+      next: "name the knob: a flag (python train.py --batch-size 32), a config key (--bind batch_size=conf.yaml:data.batch_size), a {batch_size} template with --knob batch_size=32, or brim.knob('batch_size', 32) in the job",
+    };
   if (baseline === undefined) return { reason: "no trial ran", next: "check the command runs on its own, then tune again" };
   const kind = baseline.failure?.kind;
   if (kind === "crash")

@@ -28,6 +28,8 @@ export interface SpaceOptions {
   knobValues?: Record<string, KnobValue[]>;
   fixed?: string[];
   maxMicroBatch?: number;
+  /** batches per optimizer step trial 0 reported (the attach counts them): the accumulation in force when no knob sets it */
+  observedAccumulation?: number;
 }
 
 /** The effective-batch policy in force, for the record and the final table. */
@@ -140,6 +142,7 @@ export function buildSpace(
   } else if (!options.freeBatch && space.accumulation !== undefined && typeof micro === "number" && typeof accumulation === "number" && accumulation > 1) {
     space.effectiveBatch = micro * accumulation;
   }
+  if (options.observedAccumulation !== undefined && options.observedAccumulation > 1) space.observedAccumulation = options.observedAccumulation;
   note(effectiveBatchPolicy(space, options).text);
   const workers = baseline.num_workers;
   const loaderExtra = (knob: string): boolean => knob === "persistent_workers" || knob === "prefetch_factor";
@@ -164,7 +167,7 @@ export function buildSpace(
  */
 export function effectiveBatchPolicy(space: TuneSpace, options: Pick<SpaceOptions, "effectiveBatch">): EffectiveBatchPolicy {
   const micro = space.baseline[MICRO_BATCH_KNOB];
-  const accumulation = space.baseline[ACCUMULATION_KNOB] ?? 1;
+  const accumulation = space.baseline[ACCUMULATION_KNOB] ?? space.observedAccumulation ?? 1;
   if (space.microBatch === undefined) return { kind: "none", value: null, text: "effective batch: not touched (no micro-batch knob)" };
   if (space.effectiveBatch !== undefined) {
     const why =
@@ -178,10 +181,13 @@ export function effectiveBatchPolicy(space: TuneSpace, options: Pick<SpaceOption
     };
   }
   const before = typeof micro === "number" && typeof accumulation === "number" ? micro * accumulation : null;
+  const inCode = space.accumulation === undefined && space.observedAccumulation !== undefined;
   return {
     kind: "free",
     value: before,
-    text: `effective batch free: it changes with the micro-batch${before === null ? "" : ` (now ${before})`}, and so may the learning rate that suits it (give --effective-batch N to hold it)`,
+    text: inCode
+      ? `effective batch free: the job accumulates ${space.observedAccumulation} batches per optimizer step in its code (no knob brim can change), so the effective batch (now ${String(before)} = ${String(micro)} × ${space.observedAccumulation}) changes with the micro-batch, and so may the learning rate that suits it`
+      : `effective batch free: it changes with the micro-batch${before === null ? "" : ` (now ${before})`}, and so may the learning rate that suits it (give --effective-batch N to hold it)`,
   };
 }
 

@@ -20,6 +20,7 @@ import type { LiveState } from "../guard/live.ts";
 import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline/index.ts";
+import { rewriteArgv } from "./argv.ts";
 import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { rateOf, splitWarmup, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";
@@ -51,19 +52,18 @@ export interface TrialOutcome {
   knobsRead: Map<string, KnobValue>;
 }
 
-/** What a trial is told about the others: the best so far and, for a first step still running, what earlier first steps took. */
+/** What a trial is told about the others: the best so far and the noise between trials. */
 export interface TrialContext {
   best: number | null;
   noise: number;
-  first?: { fixedCostS: number; samples: number; stepFactor: number };
 }
 
 /** Lines of output kept with a failed trial. */
 export const TAIL_KEPT = 12;
+/** The SDK's step budget for a trial: a safety net only, the window decides when a trial ends. */
+const SAFETY_STEPS = 100_000;
 /** Seconds a measured trial is given to stop at its next step boundary before brim ends it. */
 const STOP_WAIT_S = 1.5;
-/** Steps the SDK may run beyond the measured ones, for warm-up found in the step times. */
-const EXTRA_STEPS = 3;
 
 /**
  * Runs one trial and classifies it (see the module doc).
@@ -82,7 +82,7 @@ export async function runTrial(
 ): Promise<TrialOutcome> {
   const trialFiles: string[] = [];
   try {
-    const command = fillTemplate(settings.command, knobs);
+    const command = [...settings.command];
     const byFile = new Map<string, { key: string; value: KnobValue }[]>();
     for (const binding of settings.bindings) {
       const value = knobs[binding.knob];
@@ -99,17 +99,22 @@ export async function runTrial(
       trialFiles.push(copy);
       for (const place of places) command[place.index] = (command[place.index] ?? "").replace(place.arg, copy);
     }
+    const argv = settings.bindings.filter((binding): binding is Extract<KnobBinding, { via: "argv" }> => binding.via === "argv");
+    const trialCommand = rewriteArgv(fillTemplate(command, knobs), argv, knobs);
     const watch = new TrialWatch(settings, context);
     const run = await guardRun(
       {
-        command,
+        command: trialCommand,
         cwd: settings.cwd,
         kind: "trial",
         tuneId: settings.tuneId,
         capBytes: settings.capBytes,
         shrink: false,
         knobs,
-        stepBudget: settings.window.warmupSteps + settings.window.maxSteps + EXTRA_STEPS,
+        // the window ends a measured trial (a floor of steady seconds, then stable / steps / window): the
+        // SDK's budget is only a safety net, large enough for fast steps to fill the floor (a job that
+        // takes its step count from brim's budget must not stop at its own short default either)
+        stepBudget: settings.window.warmupSteps + Math.max(SAFETY_STEPS, settings.window.maxSteps),
         warmupSteps: settings.window.warmupSteps,
         hz: settings.hz ?? 10,
         // slow is not hung: the trial's own time limit ends a trial that takes too long
@@ -138,7 +143,7 @@ export async function runTrial(
 
 /** Follows a running trial's steps and ends it once the window says so, or at the time limit. */
 class TrialWatch {
-  verdict: { stop: WindowStop; detail: string; bound?: number } | null = null;
+  verdict: { stop: WindowStop; detail: string; bound?: number; rate?: number } | null = null;
   timedOut = false;
   readonly #settings: TrialSettings;
   readonly #trialContext: TrialContext;
@@ -157,8 +162,6 @@ class TrialWatch {
   }
 
   start(pid: number, control: RunControl): void {
-    const first = this.#trialContext.first;
-    if (first !== undefined) this.#context = { ...this.#context, first: { ...first, startedAt: Date.now() / 1000 } };
     this.#pid = pid;
     this.#control = control;
     this.#timer = setInterval(() => this.#check(), 250);
@@ -226,7 +229,7 @@ const finite = (value: unknown): value is number => typeof value === "number" &&
 export function classifyTrial(
   run: GuardResult,
   settings: Pick<TrialSettings, "capScope" | "window" | "timeLimitS">,
-  verdict: { stop: WindowStop; detail: string; bound?: number } | null,
+  verdict: { stop: WindowStop; detail: string; bound?: number; rate?: number } | null,
   timedOut: boolean,
 ): TrialResult {
   const steps = mainSteps(run.timeline);
@@ -261,10 +264,16 @@ export function classifyTrial(
     .filter(finite)
     .sort((a, b) => a - b);
   const precision = [...steps].reverse().find((step) => step.precision !== null)?.precision;
+  const medianOf = (values: (number | null)[]): number | null => {
+    const sorted = values.filter(finite).sort((a, b) => a - b);
+    return sorted.length > 0 ? (sorted[Math.floor(sorted.length / 2)] as number) : null;
+  };
   const result: TrialResult = {
     end,
     // a trial stopped as slower keeps what it measured, or the bound that stopped it: an upper bound
-    samplesPerSecond: end === "ok" ? rateOf(steady) : end === "slower" ? (rateOf(steady) ?? verdict?.bound ?? null) : null,
+    // stopped as slower: the numbers the stop was decided on (steps the job sent after it do not count)
+    samplesPerSecond: end === "ok" ? rateOf(steady) : end === "slower" ? (verdict?.rate ?? verdict?.bound ?? rateOf(steady)) : null,
+    rateIsBound: end === "slower" && verdict?.rate === undefined && verdict?.bound !== undefined,
     stepSeconds: steady.map((s) => s.seconds),
     peakBytes: settings.capScope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes,
     frameworkPeakBytes: summary.framework_peak_allocated_bytes,
@@ -280,6 +289,10 @@ export function classifyTrial(
     warmupSteps: warmup,
     firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,
+    cpuCores: finite(run.timeline.measured.tree_cpu_percent_mean) ? run.timeline.measured.tree_cpu_percent_mean / 100 : null,
+    cpus: run.meta.device.host.cpus,
+    accumulation: medianOf(steadyEntries.map((s) => s.accumulation)),
+    microBatch: medianOf(steadyEntries.map((s) => s.micro_batch)),
     failure: null,
   };
   if (end === "ok" && result.samplesPerSecond === null) result.end = "no_steps";

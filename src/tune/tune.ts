@@ -18,17 +18,22 @@ import type { LiveState } from "../guard/live.ts";
 import { formatBytes } from "../bytes.ts";
 import { newRecordId, type RunStore } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
-import { resolveBindings } from "./bindings.ts";
+import { rewriteArgv } from "./argv.ts";
+import { describeBindings, resolveBindings } from "./bindings.ts";
 import { configBaseline, configFilesInCommand, fillTemplate, KNOWN_KNOBS, type KnobBinding } from "./knobs.ts";
 import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./record.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior } from "./plan-prior.ts";
-import { withinTrialNoise } from "./strategies/noise.ts";
+import { CONFIRM_PAIRS, CONFIRM_PAIRS_MAX, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
+import { accumulationOf, effectiveBatchOf, samplesMismatch } from "./effective.ts";
+import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
+import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
 
 export { resolveBindings } from "./bindings.ts";
+export { samplesMismatch, SAMPLES_TOLERANCE } from "./effective.ts";
 export { ACCUMULATION_KNOB, buildSpace, MICRO_BATCH_KNOB } from "./space.ts";
 
 /** Everything `brim tune` is asked. */
@@ -108,8 +113,6 @@ export interface TuneDeps {
 export const DEFAULT_WINDOW_S = 10;
 /** A trial stops once its throughput is stable within this share, by default. */
 export const DEFAULT_STABLE_WITHIN = 0.02;
-/** A micro-batch change whose samples per step move by a share further than this from it is not trusted. */
-export const SAMPLES_TOLERANCE = 0.15;
 
 /**
  * `brim tune`: runs the user's job on short trials through the guard and searches for the fastest
@@ -129,6 +132,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   const now = deps.now ?? ((): number => Date.now() / 1000);
   const note = (line: string): void => options.onNote?.(line);
   const { bindings, documents, notes: bindingNotes } = await resolveBindings(options.command, options.cwd, options.bindings ?? []);
+  bindingNotes.unshift(describeBindings(bindings, documents, options.cwd));
   bindingNotes.forEach(note);
   const cap =
     options.capBytes !== undefined
@@ -143,7 +147,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   const windowS = options.windowS ?? DEFAULT_WINDOW_S;
   const stableWithin = options.stableWithin ?? DEFAULT_STABLE_WITHIN;
   note(
-    `budget: ${options.maxTrials} trials or ${Math.round(options.maxTimeS)} s, whichever ends first; each trial leaves out its warm-up, ` +
+    `budget: ${options.maxTrials} trials or ${Math.round(options.maxTimeS)} s, whichever ends first, then ${2 * CONFIRM_PAIRS} (up to ${2 * CONFIRM_PAIRS_MAX}) to confirm a winner against your configuration; each trial leaves out its warm-up, ` +
       `then measures until throughput is stable within ±${(stableWithin * 100).toFixed(0)} %, ${options.measureSteps} steps or ${windowS} s, and stops early when clearly slower than the best`,
   );
   const id = newRecordId();
@@ -214,6 +218,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
       );
     }
   }
+  // the counter's total during the search: its budget (the confirmation counts its own trials)
   const planned = options.maxTrials;
   let interrupted = false;
   let untrusted: string | null = null;
@@ -229,7 +234,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     const outcome = await runTrial(
       settings,
       knobs,
-      index === 0 || again ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, knobs, best()),
+      again ? { ...trialContext(measured, null) } : index === 0 ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, best()),
       deps,
       index,
     );
@@ -257,14 +262,18 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   for (const [knob, value] of first.knobsRead) {
     if (baseline[knob] === undefined && (knob in KNOWN_KNOBS || options.knobValues?.[knob] !== undefined)) baseline[knob] = value;
   }
-  const context = contextOfDevices(deps.devices);
+  const context = { ...contextOfDevices(deps.devices), loader: loaderBound(evidenceOf(first.result, baseline, settings.capBytes)) };
   const space = buildSpace(
     baseline,
-    options,
+    { ...options, observedAccumulation: first.result.accumulation ?? undefined },
     [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})],
     context,
     note,
   );
+  if (space.microBatch === undefined && space.others.length === 0) {
+    // nothing to vary: trial 0 is all there is, and it is not a winner
+    return finish(options, deps, state, null, "nothing_to_tune");
+  }
   record.effective_batch = space.effectiveBatch ?? null;
   const policy = effectiveBatchPolicy(space, options);
   record.effective_batch_policy = { kind: policy.kind, before: policy.value, after: null, text: policy.text };
@@ -332,10 +341,51 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     },
   );
   record.trials = outcome.trials.map((t) => trialRecord(t.index, t.knobs, t.purpose, t.result, runIds.get(t.index) ?? null));
-  return finish(options, deps, state, outcome, outcome.stopReason);
+  const baselineKnobs = outcome.trials[0]?.knobs ?? baseline;
+  const winnerKnobs = untrusted === null && outcome.stopReason !== "untrusted" ? outcome.best?.knobs : undefined;
+  let confirmation: Confirmation | null = null;
+  if (winnerKnobs !== undefined && canonicalKnobs(winnerKnobs) !== canonicalKnobs(baselineKnobs)) {
+    // the speedup printed is the one measured interleaved, A/B/A/B, never the search's own
+    const firstConfirm = Math.max(...outcome.trials.map((t) => t.index)) + 1;
+    let next = firstConfirm;
+    const durations: number[] = [];
+    const repeats = new Map<string, number[]>();
+    for (const t of outcome.trials) {
+      if (t.result.end !== "ok" || t.result.samplesPerSecond === null) continue;
+      repeats.set(canonicalKnobs(t.knobs), [...(repeats.get(canonicalKnobs(t.knobs)) ?? []), t.result.samplesPerSecond]);
+    }
+    const within = outcome.trials.map((t) => withinTrialNoise(t.result.stepSeconds)).filter((v): v is number => v !== null);
+    note(`confirming the winner: it and your configuration are measured again, interleaved (A/B/A/B), for the speedup and its interval`);
+    confirmation = await confirmWinner(
+      baselineKnobs,
+      winnerKnobs,
+      async (knobs, purpose) => {
+        const index = next++;
+        const pairs = Math.max(CONFIRM_PAIRS, Math.ceil((index - firstConfirm + 1) / 2));
+        const progress = { index, knobs, purpose, bestIndex: outcome.bestIndex, plannedTotal: firstConfirm + 2 * pairs };
+        options.onTrialStart?.(progress);
+        const { result, runId } = await trial(knobs, index);
+        durations.push(result.durationS);
+        options.onTrialEnd?.({ ...progress, result, runId });
+        await recordTrial(record, deps.store, index, knobs, purpose, result, runId);
+        return result;
+      },
+      [...repeats.values()],
+      trialNoise(within, []),
+      () => now() - tuneStartedAt + 2 * Math.max(...durations, 0) <= options.maxTimeS,
+    );
+  }
+  return finish(options, deps, state, outcome, interrupted ? "interrupted" : outcome.stopReason, confirmation);
 }
 
-async function finish(options: TuneOptions, deps: TuneDeps, state: TuneState, outcome: SearchOutcome | null, stopReason: StopReason): Promise<TuneResult> {
+async function finish(
+  options: TuneOptions,
+  deps: TuneDeps,
+  state: TuneState,
+  outcome: SearchOutcome | null,
+  stopReason: StopReason | "nothing_to_tune",
+  confirmation: Confirmation | null = null,
+): Promise<TuneResult> {
   const { record } = state;
   const trials = outcome?.trials ?? [];
   // the "before" is the mean of every measurement of the baseline configuration, as the winner's is
@@ -344,13 +394,18 @@ async function finish(options: TuneOptions, deps: TuneDeps, state: TuneState, ou
     .filter((t) => canonicalKnobs(t.knobs) === baselineKey && t.result.end === "ok" && t.result.samplesPerSecond !== null)
     .map((t) => t.result.samplesPerSecond as number);
   const baselineRate = baselineRates.length > 0 ? baselineRates.reduce((a, b) => a + b, 0) / baselineRates.length : null;
-  const trusted = stopReason !== "untrusted";
+  const trusted = stopReason !== "untrusted" && stopReason !== "nothing_to_tune";
   const best = trusted && outcome !== null && outcome.bestIndex !== null ? outcome.trials[outcome.bestIndex] : undefined;
   const bestRate = outcome?.best?.samplesPerSecond ?? best?.result.samplesPerSecond ?? null;
   record.winner = best
     ? { index: best.index, knobs: outcome?.best?.knobs ?? best.knobs, speedup: baselineRate && bestRate ? bestRate / baselineRate : null }
     : null;
   record.stop_reason = stopReason;
+  const noGain = confirmationOutcome(record, confirmation, outcome?.noise ?? null);
+  if (noGain !== null) {
+    record.confirmation = noGain.confirmation;
+    record.winner = noGain.winner;
+  }
   if (outcome !== null) {
     record.noise = outcome.noise;
     record.memory_line = outcome.memoryLine
@@ -366,76 +421,43 @@ async function finish(options: TuneOptions, deps: TuneDeps, state: TuneState, ou
   const policy = record.effective_batch_policy;
   if (policy !== undefined && record.winner !== null) {
     const micro = record.winner.knobs[MICRO_BATCH_KNOB];
-    const acc = record.winner.knobs[ACCUMULATION_KNOB] ?? 1;
-    policy.after = typeof micro === "number" && typeof acc === "number" ? micro * acc : policy.before;
+    // the effective batch that really ran: the winner's reported accumulation, else its knob, else 1
+    const acc = accumulationOf(record.winner.knobs, best?.result);
+    policy.after = effectiveBatchOf(record.winner.knobs, best?.result) ?? policy.before;
     if (policy.kind === "free" && policy.before !== null && policy.after !== null && policy.after !== policy.before) {
-      policy.text = `effective batch free: the winner changes it from ${policy.before} to ${policy.after} (×${(policy.after / policy.before).toFixed(2)}); check the learning rate suits it, or tune again with --effective-batch ${policy.before} to hold it`;
+      const hold =
+        record.winner.knobs[ACCUMULATION_KNOB] !== undefined
+          ? `or tune again with --effective-batch ${policy.before} to hold it`
+          : acc > 1
+            ? `the job accumulates ${acc} batches per step in its code, where brim cannot change it (--fix batch_size keeps the micro-batch)`
+            : "or tune again with --fix batch_size to keep it";
+      policy.text = `effective batch free: the winner changes it from ${policy.before} to ${policy.after} (${String(micro)} × ${acc}, ×${(policy.after / policy.before).toFixed(2)}); check the learning rate suits it, ${hold}`;
     } else if (policy.kind === "held") {
       policy.text = `effective batch held at ${policy.before ?? "?"}: the winner keeps it (${String(micro)} × ${String(acc)})`;
     } else if (policy.before !== null) {
       policy.text = `effective batch: the winner keeps it at ${policy.before}`;
     }
   }
-  record.no_winner = record.winner === null && stopReason !== "interrupted" ? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)) : null;
+  const ending = record.winner !== null ? trials.find((t) => t.index === record.winner?.index) : trials[0];
+  if (ending !== undefined && ending.result.end === "ok") record.limits = stillLimits(evidenceOf(ending.result, ending.knobs, record.cap_bytes), ending.knobs);
+  record.no_winner =
+    record.winner === null && stopReason !== "interrupted"
+      ? (noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)))
+      : null;
   record.ended_at = new Date().toISOString();
   await deps.store.writeTune(record);
-  const winnerCommand = record.winner ? fillTemplate(options.command, record.winner.knobs) : null;
+  const argv = state.bindings.filter((binding) => binding.via === "argv");
+  const winnerCommand = record.winner ? rewriteArgv(fillTemplate(options.command, record.winner.knobs), argv, record.winner.knobs) : null;
   return { record, outcome, bindings: state.bindings, winnerCommand };
 }
 
-/**
- * When the micro-batch changes, the samples a step reports must change with it; a job that counts
- * something else as samples (a sequence-first batch counting time steps) makes samples/s meaningless.
- * Returns the one-line finding, or null when they follow (or cannot be compared).
- *
- * @example
- * ```ts
- * samplesMismatch({ knobs: { batch_size: 32 }, result: { samplesPerStep: 7680, ... } }, { knobs: { batch_size: 128 }, result: { samplesPerStep: 7680, ... } });
- * // "samples per step did not follow the micro-batch: ..."
- * ```
- */
-export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, other: { knobs: Knobs; result: TrialResult }): string | null {
-  const m0 = base.knobs[MICRO_BATCH_KNOB];
-  const m = other.knobs[MICRO_BATCH_KNOB];
-  const s0 = base.result.samplesPerStep;
-  const s = other.result.samplesPerStep;
-  if (typeof m0 !== "number" || typeof m !== "number" || m0 === m || s0 == null || s == null || s0 <= 0) return null;
-  const expected = m / m0;
-  const actual = s / s0;
-  if (Math.abs(actual / expected - 1) <= SAMPLES_TOLERANCE) return null;
-  return (
-    `samples per step did not follow the micro-batch: ${MICRO_BATCH_KNOB} ${m0} → ${m} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
-    "the job counts something else as samples (e.g. a sequence-first batch counting time steps), so samples/s cannot be compared: no winner is picked on these numbers"
-  );
-}
-
-/** The best so far, and what earlier first steps say about this trial's first step (see window.ts). */
-function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], knobs: Knobs, best: number | null): TrialContext {
-  const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0);
-  // how far apart two trials of one configuration may land: the step-to-step noise of the trials so far
-  const within = ok
-    .map((m) => withinTrialNoise(m.result.stepSeconds))
-    .filter((v): v is number => v !== null)
-    .sort((a, b) => a - b);
-  const noise = Math.max(DEFAULT_STABLE_WITHIN, within[Math.floor(within.length / 2)] ?? 0);
-  const context: TrialContext = { best, noise };
-  const costs = ok.map((m) => m.result.fixedCostS).filter((v): v is number => typeof v === "number");
-  const factors = ok
-    .map((m) => {
-      const sorted = [...m.result.stepSeconds].sort((a, b) => a - b);
-      const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
-      return m.result.firstStepS != null && median > 0 ? m.result.firstStepS / median : null;
-    })
-    .filter((v): v is number => v !== null);
-  const base = ok[0];
-  const m = knobs[MICRO_BATCH_KNOB];
-  const m0 = base?.knobs[MICRO_BATCH_KNOB];
-  const perStep = base?.result.samplesPerStep;
-  const samples = typeof m === "number" && typeof m0 === "number" && perStep != null ? (perStep * m) / m0 : typeof m === "number" ? m : null;
-  // start-up varies between trials (a shared machine): take the longest seen, with room to spare
-  if (costs.length > 0 && factors.length > 0 && samples !== null)
-    context.first = { fixedCostS: 1.5 * Math.max(...costs), samples, stepFactor: Math.max(1, ...factors) };
-  return context;
+/** The best so far, and the noise between trials: the within-trial errors and the spread of repeated configurations (see window.ts). */
+function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], best: number | null): TrialContext {
+  const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0 && m.result.samplesPerSecond !== null);
+  const within = ok.map((m) => withinTrialNoise(m.result.stepSeconds)).filter((v): v is number => v !== null);
+  const repeats = new Map<string, number[]>();
+  for (const m of ok) repeats.set(canonicalKnobs(m.knobs), [...(repeats.get(canonicalKnobs(m.knobs)) ?? []), m.result.samplesPerSecond as number]);
+  return { best, noise: Math.max(DEFAULT_STABLE_WITHIN, trialNoise(within, [...repeats.values()])) };
 }
 
 function canonicalKnobs(knobs: Knobs): string {

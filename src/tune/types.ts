@@ -47,6 +47,8 @@ export interface TrialResult {
   dataWaitShare?: number | null;
   /** mean SM activity over the steady steps, when measured */
   smActivityMean?: number | null;
+  /** samplesPerSecond is an upper bound (a trial stopped as slower while a step was still running), not a measured rate */
+  rateIsBound?: boolean;
   /** why it gave no throughput (null when it did) */
   failure?: TrialFailure | null;
   /** the last lines of the job's output, kept when the trial failed */
@@ -65,6 +67,13 @@ export interface TrialResult {
   firstStepS?: number | null;
   /** the precision the job reported running, when it said */
   precision?: string | null;
+  /** mean CPU of the job's process tree, in cores (1 = one core busy), and the machine's cores */
+  cpuCores?: number | null;
+  cpus?: number | null;
+  /** batches per optimizer step the job reported (median over the steady steps), when it said */
+  accumulation?: number | null;
+  /** samples per batch the job reported (median over the steady steps), when it said */
+  microBatch?: number | null;
 }
 
 /** Runs one trial of the job with the given knobs. */
@@ -81,6 +90,8 @@ export interface TuneSpace {
   accumulation?: { knob: string };
   /** micro × accumulation must equal this (micro then only takes divisors) */
   effectiveBatch?: number;
+  /** batches per optimizer step the job runs by itself (reported by trial 0), when no accumulation knob sets it and it is > 1 */
+  observedAccumulation?: number;
   /** precision, num_workers, pin_memory, persistent_workers, prefetch_factor, user knobs; in priority order */
   others: { knob: string; values: KnobValue[] }[];
 }

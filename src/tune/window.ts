@@ -36,6 +36,11 @@ export interface WindowOptions {
   windowS: number;
   /** stable: both halves of the steady steps within this share of each other, and the standard error under half of it */
   stableWithin: number;
+  /**
+   * seconds of steady wall time a trial measures at least (default {@link MIN_STEADY_S}), stretched by
+   * the trial-to-trial noise seen so far: no stop (stable, steps, slower) comes before it
+   */
+  minSeconds?: number;
 }
 
 /** What the trial knows of the other trials. */
@@ -44,13 +49,6 @@ export interface WindowContext {
   best: number | null;
   /** relative noise of one trial's throughput */
   noise: number;
-  /**
-   * Before the first step ends: when the process started, how long start-up took in earlier trials
-   * (1.5 × the most seen), the samples the first step will carry, and how many steady steps' time a first
-   * step took in earlier trials (the most seen). With all four, a first step still running bounds the
-   * throughput too.
-   */
-  first?: { startedAt: number; fixedCostS: number; samples: number; stepFactor: number };
 }
 
 /** Why a trial's measurement ended. */
@@ -62,6 +60,23 @@ export type WindowStop = "stable" | "window" | "steps" | "slower";
  * over-states how long the next step has been running by up to that much.
  */
 export const REPORT_DELAY_S = 0.1;
+
+/** Seconds of steady wall time every trial measures at least, before the noise stretches it. */
+export const MIN_STEADY_S = 1;
+
+/**
+ * The steady wall time a trial measures at least: {@link MIN_STEADY_S} (or the option), times the
+ * noise between trials over the stability target when that is larger, at most a third of the window.
+ *
+ * @example
+ * ```ts
+ * minimumSeconds({ warmupSteps: 1, maxSteps: 20, minSteps: 3, windowS: 10, stableWithin: 0.02 }, 0.04); // 2
+ * ```
+ */
+export function minimumSeconds(options: WindowOptions, noise: number): number {
+  const base = options.minSeconds ?? MIN_STEADY_S;
+  return Math.min(base * Math.max(1, noise / options.stableWithin), Math.max(base, options.windowS / 3));
+}
 
 /** The default share of the best a trial must fall under to be stopped as clearly slower. */
 export const SLOWER_MARGIN = 0.2;
@@ -149,49 +164,44 @@ export function windowVerdict(
   now: number,
   options: WindowOptions,
   context: WindowContext,
-): { stop: WindowStop; detail: string; bound?: number } | null {
+): { stop: WindowStop; detail: string; bound?: number; rate?: number } | null {
   const { steady } = splitWarmup(steps, options.warmupSteps);
   const rate = rateOf(steady);
   const pctOf = (share: number): string => `${(share * 100).toFixed(0)} %`;
-  if (steady.length >= options.maxSteps) return { stop: "steps", detail: `${steady.length} measured steps (the step budget)` };
-  if (isStable(steady, options.minSteps, options.stableWithin))
-    return { stop: "stable", detail: `throughput stable within ±${pctOf(options.stableWithin)} over ${steady.length} steps` };
   const first = steady[0];
   const measured = first === undefined ? 0 : now - (first.t - first.seconds);
+  // fast steps: a handful of them is milliseconds, too short to see the machine's own noise
+  const floor = minimumSeconds(options, context.noise);
+  const enough = measured >= floor;
+  if (steady.length >= options.maxSteps && enough)
+    return { stop: "steps", detail: `${steady.length} measured steps in ${measured.toFixed(1)} s (the step budget, at least ${floor.toFixed(1)} s)` };
+  if (enough && isStable(steady, options.minSteps, options.stableWithin))
+    return { stop: "stable", detail: `throughput stable within ±${pctOf(options.stableWithin)} over ${steady.length} steps in ${measured.toFixed(1)} s` };
   if (steady.length >= 2 && measured >= options.windowS)
     return { stop: "window", detail: `the ${options.windowS} s measurement window ended (${steady.length} steps)` };
   // one steady step longer than the whole window is all the window can afford
   if (steady.length === 1 && first !== undefined && first.seconds >= options.windowS)
     return { stop: "window", detail: `one steady step of ${first.seconds.toFixed(1)} s, longer than the ${options.windowS} s window` };
-  if (context.best !== null && context.best > 0 && (steps.length >= Math.max(1, options.warmupSteps) || steps.length === 0)) {
+  // an early stop needs evidence beyond the noise: one steady step at least, never a first step still
+  // running, and a step in flight counts only once it has run far longer than any steady step did
+  if (context.best !== null && context.best > 0 && steady.length >= 1) {
     const margin = Math.max(SLOWER_MARGIN, 4 * context.noise);
     const limit = context.best * (1 - margin);
-    if (steady.length >= 2 && rate !== null && rate < limit) {
+    if (steady.length >= 2 && enough && rate !== null && rate < limit) {
       return {
         stop: "slower",
-        detail: `${rate.toFixed(1)} samples/s over ${steady.length} steps, more than ${pctOf(margin)} below the best so far (${context.best.toFixed(1)})`,
+        rate,
+        detail: `${rate.toFixed(1)} samples/s over ${steady.length} steps in ${measured.toFixed(1)} s, more than ${pctOf(margin)} below the best so far (${context.best.toFixed(1)})`,
       };
-    }
-    const first = context.first;
-    if (steps.length === 0 && first !== undefined && first.samples > 0 && first.stepFactor > 0) {
-      // the first step takes about stepFactor steady steps: its time so far bounds a steady step's from below
-      const running = now - first.startedAt - first.fixedCostS - REPORT_DELAY_S;
-      const bound = (first.samples * first.stepFactor) / running;
-      if (running > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
-        return {
-          stop: "slower",
-          bound,
-          detail: `at most ${bound.toFixed(1)} samples/s (its first step of ${first.samples} samples still running after ${running.toFixed(1)} s), below the best so far (${context.best.toFixed(1)})`,
-        };
-      }
     }
     // a step in flight can add at most the samples of the last one: the throughput cannot end above this
     const last = steps[steps.length - 1];
     const perStep = last?.samples ?? null;
+    const longest = Math.max(...steady.map((s) => s.seconds));
     if (last !== undefined && perStep !== null && perStep > 0) {
       const inFlight = now - last.t - REPORT_DELAY_S;
       const bound = (sum(steady.map((s) => s.samples ?? 0)) + perStep) / (sum(steady.map((s) => s.seconds)) + inFlight);
-      if (inFlight > 0 && bound < context.best * (1 - Math.max(margin, 0.3))) {
+      if (inFlight > Math.max(floor, 3 * longest) && bound < context.best * (1 - Math.max(margin, 0.3))) {
         return {
           stop: "slower",
           bound,

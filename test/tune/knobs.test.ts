@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { TuneRecord } from "../../src/record/types.ts";
 import { candidateValues, configFilesInCommand, detectKnobKeys, fillTemplate, parseBinding, templateKnobs } from "../../src/tune/knobs.ts";
+import { loaderBound, stillLimits } from "../../src/tune/evidence.ts";
 import { buildSpace, resolveBindings } from "../../src/tune/tune.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
@@ -69,7 +70,20 @@ describe("knob bindings", () => {
       { precision: "fp32", num_workers: 0, pin_memory: false },
       { backend: "cpu", bf16: false, tensorCores: false, cpus: 4 },
     );
-    expect(cpu).toEqual([{ knob: "num_workers", values: [0, 1, 2] }]);
+    expect(cpu).toEqual([{ knob: "num_workers", values: [0, 1, 2, 4] }]);
+    // an I/O-bound loader (the CPUs idle while the loop waits): workers go past the cores
+    const io = candidateValues(["num_workers"], { num_workers: 0 }, { backend: "cpu", bf16: false, tensorCores: false, cpus: 2, loader: "io" });
+    expect(io).toEqual([{ knob: "num_workers", values: [0, 1, 2, 4, 8, 16] }]);
+    const cpuBound = candidateValues(["num_workers"], { num_workers: 0 }, { backend: "cpu", bf16: false, tensorCores: false, cpus: 2, loader: "cpu" });
+    expect(cpuBound).toEqual([{ knob: "num_workers", values: [0, 1, 2] }]);
+    expect(loaderBound({ dataWait: 0.98, cpuCores: 0.05, cpus: 2 })).toBe("io");
+    expect(loaderBound({ dataWait: 0.9, cpuCores: 1.0, cpus: 2 })).toBe("cpu");
+    expect(loaderBound({ dataWait: 0.02, cpuCores: 0.05, cpus: 2 })).toBeNull();
+    expect(loaderBound({ dataWait: 0.9, cpuCores: null, cpus: 2 })).toBeNull();
+    expect(stillLimits({ dataWait: 0.4, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 })).toEqual([
+      "still waits for data 40 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck",
+    ]);
+    expect(stillLimits({ dataWait: 0.01, cpuCores: 1, cpus: 2, gpuUtil: null }, {})).toEqual([]);
     const h100 = candidateValues(
       ["precision", "pin_memory"],
       { precision: "fp32", pin_memory: false },

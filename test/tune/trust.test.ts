@@ -2,8 +2,9 @@ import { describe, expect, it } from "vitest";
 import { humanBytes, renderTrialLine, renderTuneTable } from "../../src/cli/render-tune.ts";
 import type { TuneRecord } from "../../src/record/types.ts";
 import { searchKnobs, type Knobs, type TrialResult, type TrialRunner } from "../../src/tune/search.ts";
+import { accumulationOf, effectiveBatchOf } from "../../src/tune/effective.ts";
 import { samplesMismatch } from "../../src/tune/tune.ts";
-import { isStable, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
+import { isStable, MIN_STEADY_S, minimumSeconds, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
 import { DEFAULT_ORACLE, FakeClock, SimulatedRunner, stepSeconds } from "./oracle.ts";
 
 const MiB = 2 ** 20;
@@ -43,11 +44,35 @@ describe("the measurement window", () => {
 
   it("stops a trial clearly slower than the best, even mid-step (a bound from the samples in flight)", () => {
     const measured = steps([2, 1, 1.3, 0.8]);
-    expect(windowVerdict(measured, (measured.at(-1) as StepTime).t, options, { best: 100, noise: 0.01 })?.stop).toBe("slower");
+    const verdict = windowVerdict(measured, (measured.at(-1) as StepTime).t, options, { best: 100, noise: 0.01 });
+    expect(verdict?.stop).toBe("slower");
+    // the number the stop was decided on is kept: 3 steady steps of 32 samples in 3.1 s
+    expect(verdict?.rate).toBeCloseTo(96 / 3.1, 6);
+    const inFlight = steps([5, 1], 2048);
+    const last = (inFlight.at(-1) as StepTime).t;
+    expect(windowVerdict(inFlight, last + 0.5, options, { best: 10000, noise: 0.01 })).toBeNull();
+    const bound = windowVerdict(inFlight, last + 10, options, { best: 10000, noise: 0.01 });
+    expect(bound?.stop).toBe("slower");
+    expect(bound?.bound).toBeLessThan(7000);
+  });
+
+  it("never stops before one steady step, nor on milliseconds of steps: an early stop needs evidence beyond the noise", () => {
+    // a first (warm-up) step still running after 40 s: no steady step yet, so no verdict (the time limit ends it)
     const warm = steps([5], 2048);
-    // 2048 samples cannot reach 60 % of 100 samples/s once a step has run 40 s
-    expect(windowVerdict(warm, (warm[0] as StepTime).t + 10, options, { best: 100, noise: 0.01 })).toBeNull();
-    expect(windowVerdict(warm, (warm[0] as StepTime).t + 40, options, { best: 100, noise: 0.01 })?.stop).toBe("slower");
+    expect(windowVerdict(warm, (warm[0] as StepTime).t + 40, options, { best: 100, noise: 0.01 })).toBeNull();
+    // fast steps far under the best, but 30 ms of them: below the floor of steady time, not a verdict yet
+    const fast = steps([0.05, 0.01, 0.01, 0.01], 1);
+    expect(windowVerdict(fast, (fast.at(-1) as StepTime).t, options, { best: 1000, noise: 0.01 })).toBeNull();
+    // nor stable nor the step budget: a handful of identical fast steps keeps measuring to the floor
+    const quick = steps([0.05, ...Array<number>(30).fill(0.01)], 8);
+    expect(windowVerdict(quick, (quick.at(-1) as StepTime).t, options, { best: null, noise: 0.01 })).toBeNull();
+    const floor = minimumSeconds(options, 0.01);
+    expect(floor).toBe(MIN_STEADY_S);
+    const long = steps([0.05, ...Array<number>(150).fill(0.01)], 8);
+    expect(windowVerdict(long, (long.at(-1) as StepTime).t, options, { best: null, noise: 0.01 })?.stop).toMatch(/stable|steps/);
+    // the floor grows with the noise between trials, up to a third of the window
+    expect(minimumSeconds(options, 0.04)).toBe(2);
+    expect(minimumSeconds(options, 0.5)).toBeCloseTo(10 / 3, 6);
   });
 });
 
@@ -155,10 +180,26 @@ describe("trust", () => {
   it("samples per step must follow the micro-batch (the sequence-first bug)", () => {
     const base = { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 32 * 240 }) };
     expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 32 * 240 }) })).toMatch(
-      /did not follow the micro-batch/,
+      /did not follow the effective batch/,
     );
     expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 128 * 240 }) })).toBeNull();
     expect(samplesMismatch(base, { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 1 }) })).toBeNull();
+  });
+
+  it("samples per step follow the effective batch: micro-batch × the accumulation that really ran", () => {
+    // accelerate with accumulation 4, the effective batch held: 16 × 4 → 64 × 1 keeps 64 samples per optimizer step
+    const held = { knobs: { batch_size: 16, accumulation: 4 }, result: okResult(100, { samplesPerStep: 64, accumulation: 4 }) };
+    expect(samplesMismatch(held, { knobs: { batch_size: 64, accumulation: 1 }, result: okResult(100, { samplesPerStep: 64, accumulation: 1 }) })).toBeNull();
+    // accumulation in the job's code (no knob): the attach reports 16 batches per step
+    const inCode = { knobs: { batch_size: 4 }, result: okResult(100, { samplesPerStep: 64, accumulation: 16 }) };
+    expect(samplesMismatch(inCode, { knobs: { batch_size: 208 }, result: okResult(100, { samplesPerStep: 3328, accumulation: 16 }) })).toBeNull();
+    expect(effectiveBatchOf({ batch_size: 208 }, { accumulation: 16 })).toBe(3328);
+    expect(effectiveBatchOf({ batch_size: 16, accumulation: 4 }, null)).toBe(64);
+    expect(accumulationOf({ batch_size: 16 }, null)).toBe(1);
+    // a sequence-first job under accumulation still fails the check
+    expect(samplesMismatch(held, { knobs: { batch_size: 64, accumulation: 2 }, result: okResult(100, { samplesPerStep: 64 * 240, accumulation: 2 }) })).toMatch(
+      /16 × 4 → 64 × 2/,
+    );
   });
 
   it("a stop asked by the tune ends the search as untrusted", async () => {

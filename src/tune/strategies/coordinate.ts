@@ -71,6 +71,7 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
   let kept = false;
   let failed = false;
   let remeasured = false;
+  let walked: { estimate: ConfigEstimate; label: string } | null = null;
   const outcome = (): KnobOutcome => {
     finish(s, knob, said);
     return kept ? "kept" : failed ? "failed" : "unchanged";
@@ -126,7 +127,10 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
         said.push(`${label}: ${change} — kept`);
         kept = true;
         s.incumbent = estimate;
-        await afterKeeping(s, estimate, said, label);
+        // a loader knob walks on first (more workers while the wait keeps falling); the micro-batch
+        // is looked at again once, for the value the walk ends on
+        if (WALK_FIRST.has(knob)) walked = { estimate, label };
+        else await afterKeeping(s, estimate, said, label);
       } else if (verdict === "worse") {
         said.push(`${label}: ${change} — clearly slower; stopped looking ${direction > 0 ? "further along" : "further back"} the list`);
         break;
@@ -135,9 +139,16 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
       }
     }
   }
+  if (walked !== null && s.ledger.stopReason === null) {
+    const last = s.ledger.estimate(walked.estimate.knobs) ?? walked.estimate;
+    await afterKeeping(s, last, said, walked.label);
+  }
   if (settle && s.ledger.stopReason === null && (await settleLeader(s, knob, values, said))) kept = true;
   return outcome();
 }
+
+/** Knobs whose values are walked to the end before the micro-batch is looked at again. */
+const WALK_FIRST = new Set(["num_workers", "prefetch_factor"]);
 
 /** How many times the leader and the incumbent are each measured, at most, while they stay within noise of each other. */
 export const SETTLE_MAX = 3;

@@ -1,0 +1,214 @@
+/**
+ * The confirmation of a winner: before a speedup is printed, the winner and the baseline are measured
+ * again, interleaved (A/B/A/B, so that a machine growing busier or quieter weighs on both alike), and
+ * the speedup is the ratio of their geometric means with a 95 % interval. The noise of one trial is
+ * pooled from these repeats and every repeat of one configuration in the search (log throughput,
+ * residuals from each configuration's mean), never under the within-trial error. An interval that
+ * holds 1.0 is no gain beyond noise.
+ *
+ * @example
+ * ```ts
+ * confirmSpeedup([100, 104], [130, 126], []).verdict; // "confirmed"
+ * ```
+ * @module
+ */
+import type { TuneRecord } from "../record/types.ts";
+import type { Knobs, TrialResult } from "./types.ts";
+
+/** A/B pairs measured to confirm a winner, at least and at most (more while the interval holds 1.0 and time allows). */
+export const CONFIRM_PAIRS = 2;
+export const CONFIRM_PAIRS_MAX = 3;
+
+/** The confirmed speedup of a winner over the baseline. */
+export interface Confirmation {
+  /** confirmed: the interval lies above 1; no_gain: it holds 1 (or lies under it) */
+  verdict: "confirmed" | "no_gain";
+  /** winner / baseline, ratio of the geometric means of the interleaved measurements */
+  speedup: number;
+  low: number;
+  high: number;
+  /** relative noise of one trial (pooled) and its degrees of freedom */
+  noise: number;
+  df: number;
+  baselineRates: number[];
+  winnerRates: number[];
+}
+
+// two-sided 95 % quantiles of Student's t, df 1..30; beyond, the normal's 1.96 plus a small correction
+const T975 = [
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069,
+  2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+];
+
+/**
+ * The 97.5 % quantile of Student's t with `df` degrees of freedom.
+ *
+ * @example
+ * ```ts
+ * tQuantile975(4); // 2.776
+ * ```
+ */
+export function tQuantile975(df: number): number {
+  if (df < 1) return Infinity;
+  const whole = Math.floor(df);
+  return T975[whole - 1] ?? 1.96 + 2.4 / whole;
+}
+
+const mean = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
+
+/**
+ * The speedup of the winner over the baseline from interleaved measurements, with its 95 % interval.
+ * `repeats`: other groups of throughputs of one configuration each (the search's re-measures), pooled
+ * into the noise estimate; `floorNoise`: the least relative noise assumed (the within-trial error).
+ *
+ * @example
+ * ```ts
+ * const c = confirmSpeedup([100, 102], [120, 118], [[98, 101]], 0.01);
+ * c.speedup; // ≈ 1.18
+ * c.verdict; // "confirmed"
+ * ```
+ */
+export function confirmSpeedup(
+  baselineRates: readonly number[],
+  winnerRates: readonly number[],
+  repeats: readonly (readonly number[])[],
+  floorNoise = 0,
+): Confirmation {
+  const logs = (values: readonly number[]): number[] => values.filter((v) => v > 0).map(Math.log);
+  const a = logs(baselineRates);
+  const b = logs(winnerRates);
+  let squares = 0;
+  let df = 0;
+  for (const group of [a, b, ...repeats.map(logs)]) {
+    if (group.length < 2) continue;
+    const m = mean(group);
+    squares += group.reduce((s, x) => s + (x - m) ** 2, 0);
+    df += group.length - 1;
+  }
+  const diff = a.length > 0 && b.length > 0 ? mean(b) - mean(a) : 0;
+  const noise = Math.max(floorNoise, df > 0 ? Math.sqrt(squares / df) : Infinity);
+  const half = a.length > 0 && b.length > 0 ? tQuantile975(df) * noise * Math.sqrt(1 / a.length + 1 / b.length) : Infinity;
+  const low = Math.exp(diff - half);
+  const high = Math.exp(diff + half);
+  return {
+    verdict: low > 1 ? "confirmed" : "no_gain",
+    speedup: Math.exp(diff),
+    low,
+    high,
+    noise,
+    df,
+    baselineRates: [...baselineRates],
+    winnerRates: [...winnerRates],
+  };
+}
+
+/** Runs one trial of a configuration for the confirmation. */
+export type ConfirmTrial = (knobs: Knobs, purpose: string) => Promise<TrialResult>;
+
+/**
+ * Measures the baseline and the winner interleaved, A/B/A/B, {@link CONFIRM_PAIRS} pairs and up to
+ * {@link CONFIRM_PAIRS_MAX} while the interval still holds 1.0 and `moreTime()` says a pair fits.
+ * A pair whose two trials did not both measure a throughput is left out of the speedup.
+ *
+ * @example
+ * ```ts
+ * const confirmation = await confirmWinner(baseline, winner, runTrialOf, [], 0.01, () => true);
+ * ```
+ */
+export async function confirmWinner(
+  baseline: Knobs,
+  winner: Knobs,
+  trial: ConfirmTrial,
+  repeats: readonly (readonly number[])[],
+  floorNoise: number,
+  moreTime: () => boolean,
+): Promise<Confirmation | null> {
+  const a: number[] = [];
+  const b: number[] = [];
+  let current: Confirmation | null = null;
+  for (let pair = 1; pair <= CONFIRM_PAIRS_MAX; pair++) {
+    if (pair > CONFIRM_PAIRS && (current?.verdict === "confirmed" || !moreTime())) break;
+    const of = Math.max(pair, CONFIRM_PAIRS);
+    const before = await trial(baseline, `confirm ${pair}/${of}: your configuration (A), interleaved with the winner`);
+    if (before.end === "interrupted") return current;
+    const after = await trial(winner, `confirm ${pair}/${of}: the winner (B), interleaved with your configuration`);
+    if (after.end === "interrupted") return current;
+    if (before.end === "ok" && after.end === "ok" && before.samplesPerSecond !== null && after.samplesPerSecond !== null) {
+      a.push(before.samplesPerSecond);
+      b.push(after.samplesPerSecond);
+    }
+    if (a.length > 0) current = confirmSpeedup(a, b, repeats, floorNoise);
+  }
+  return current;
+}
+
+/** tune.json's confirmation: how the winner's speedup was measured, or why there is no gain. */
+export type ConfirmationRecord = NonNullable<TuneRecord["confirmation"]>;
+
+const deltaText = (knobs: Knobs, baseline: Knobs): string =>
+  Object.entries(knobs)
+    .filter(([knob, value]) => baseline[knob] !== value)
+    .map(([knob, value]) => `${knob}=${String(value)}`)
+    .join(" ");
+
+/**
+ * What the confirmation makes of the search's winner: confirmed (the winner keeps it, with the
+ * interleaved speedup), no gain beyond noise (no winner: nothing to apply, not a failure), or not
+ * confirmed (its re-measures failed). Null when the search had no winner at all.
+ *
+ * @example
+ * ```ts
+ * const verdict = confirmationOutcome(record, confirmation, 0.03);
+ * if (verdict !== null) { record.winner = verdict.winner; record.confirmation = verdict.confirmation; }
+ * ```
+ */
+export function confirmationOutcome(
+  record: Pick<TuneRecord, "winner" | "trials">,
+  confirmation: Confirmation | null,
+  noise: number | null,
+): { winner: TuneRecord["winner"]; confirmation: ConfirmationRecord | null; advice: { reason: string; next: string } | null } | null {
+  const winner = record.winner;
+  if (winner === null) return null;
+  const baseline = record.trials.find((trial) => trial.index === 0)?.knobs ?? {};
+  const delta = deltaText(winner.knobs, baseline);
+  const interval = (c: Confirmation): string => `×${c.speedup.toFixed(2)} (95 % interval ×${c.low.toFixed(2)}–×${c.high.toFixed(2)})`;
+  const next =
+    "your configuration is as fast as anything tried, within this machine's noise: nothing to apply (longer trials, --window 30s, tell smaller gains apart)";
+  if (delta === "") {
+    const noiseText = noise !== null ? ` (±${(noise * 100).toFixed(1)} % a trial)` : "";
+    return {
+      winner: null,
+      confirmation: { verdict: "no_gain", speedup: null, low: null, high: null, noise, df: null, baseline_rates: [], winner_rates: [] },
+      advice: { reason: `no gain beyond noise: nothing tried beat your configuration beyond the measured noise${noiseText}`, next },
+    };
+  }
+  if (confirmation === null) {
+    return {
+      winner: null,
+      confirmation: null,
+      advice: {
+        reason: `the best configuration found (${delta}) could not be confirmed: its interleaved re-measures against your configuration gave no throughput`,
+        next: "look at the confirm trials' ends and causes in the table, fix what they name, and tune again",
+      },
+    };
+  }
+  const kept: ConfirmationRecord = {
+    verdict: confirmation.verdict,
+    speedup: confirmation.speedup,
+    low: confirmation.low,
+    high: Number.isFinite(confirmation.high) ? confirmation.high : null,
+    noise: Number.isFinite(confirmation.noise) ? confirmation.noise : null,
+    df: confirmation.df,
+    baseline_rates: confirmation.baselineRates,
+    winner_rates: confirmation.winnerRates,
+  };
+  if (confirmation.verdict === "confirmed") return { winner: { ...winner, speedup: confirmation.speedup }, confirmation: kept, advice: null };
+  return {
+    winner: null,
+    confirmation: kept,
+    advice: {
+      reason: `no gain beyond noise: the best configuration found (${delta}) measured ${interval(confirmation)} your configuration's samples/s, interleaved A/B over ${confirmation.winnerRates.length} pair(s)`,
+      next,
+    },
+  };
+}

@@ -1,0 +1,86 @@
+/**
+ * The effective batch that really runs: samples per optimizer step = micro-batch × accumulation.
+ * The accumulation is what the job reported per step (the attach counts the batches fetched between
+ * two optimizer steps), else the knob's value, else 1: a job that accumulates in its code (an
+ * `Accelerator(gradient_accumulation_steps=16)`) has an effective batch 16 × its micro-batch whether
+ * or not brim can change the 16. Pure.
+ *
+ * @example
+ * ```ts
+ * effectiveBatchOf({ batch_size: 208 }, { accumulation: 16 }); // 3328
+ * ```
+ * @module
+ */
+import type { Knobs, TrialResult } from "./types.ts";
+
+/** An effective-batch change whose samples per step move by a share further than this from it is not trusted. */
+export const SAMPLES_TOLERANCE = 0.15;
+
+/** The micro-batch and accumulation knob names (also exported by space.ts). */
+const MICRO = "batch_size";
+const ACCUMULATION = "accumulation";
+
+/** What a trial saw of its own steps (the medians over its steady steps). */
+export interface SeenBatch {
+  accumulation?: number | null;
+  microBatch?: number | null;
+}
+
+/**
+ * Batches per optimizer step: as the job reported it, else the knob, else 1.
+ *
+ * @example
+ * ```ts
+ * accumulationOf({ batch_size: 16, accumulation: 4 }, null); // 4
+ * accumulationOf({ batch_size: 16 }, { accumulation: 16 }); // 16
+ * ```
+ */
+export function accumulationOf(knobs: Knobs, seen: SeenBatch | null | undefined): number {
+  const reported = seen?.accumulation;
+  if (typeof reported === "number" && reported >= 1) return reported;
+  const knob = knobs[ACCUMULATION];
+  return typeof knob === "number" && knob >= 1 ? knob : 1;
+}
+
+/**
+ * Samples per optimizer step: the micro-batch (the knob, else what the job reported) × {@link accumulationOf}; null without a micro-batch.
+ *
+ * @example
+ * ```ts
+ * effectiveBatchOf({ batch_size: 64, accumulation: 1 }, { accumulation: 1 }); // 64
+ * effectiveBatchOf({ batch_size: 208 }, { accumulation: 16 }); // 3328
+ * ```
+ */
+export function effectiveBatchOf(knobs: Knobs, seen: SeenBatch | null | undefined): number | null {
+  const knob = knobs[MICRO];
+  const micro = typeof knob === "number" ? knob : typeof seen?.microBatch === "number" ? seen.microBatch : null;
+  return micro === null ? null : micro * accumulationOf(knobs, seen);
+}
+
+/**
+ * When the micro-batch changes, the samples a step reports must change with it; a job that counts
+ * something else as samples (a sequence-first batch counting time steps) makes samples/s meaningless.
+ * Returns the one-line finding, or null when they follow (or cannot be compared).
+ *
+ * @example
+ * ```ts
+ * samplesMismatch({ knobs: { batch_size: 32 }, result: { samplesPerStep: 7680, ... } }, { knobs: { batch_size: 128 }, result: { samplesPerStep: 7680, ... } });
+ * // "samples per step did not follow the micro-batch: ..."
+ * ```
+ */
+export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, other: { knobs: Knobs; result: TrialResult }): string | null {
+  // samples per optimizer step follow the effective batch (micro × accumulation), not the micro-batch alone
+  const e0 = effectiveBatchOf(base.knobs, base.result);
+  const e = effectiveBatchOf(other.knobs, other.result);
+  const s0 = base.result.samplesPerStep;
+  const s = other.result.samplesPerStep;
+  if (typeof base.knobs[MICRO] !== "number" || e0 === null || e === null || e0 === e || s0 == null || s == null || s0 <= 0) return null;
+  const expected = e / e0;
+  const actual = s / s0;
+  if (Math.abs(actual / expected - 1) <= SAMPLES_TOLERANCE) return null;
+  const what = (knobs: Knobs, result: TrialResult): string => `${String(knobs[MICRO])} × ${accumulationOf(knobs, result)}`;
+  return (
+    `samples per step did not follow the effective batch (micro-batch × accumulation): ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
+    "the job counts something else as samples (e.g. a sequence-first batch counting time steps), so samples/s cannot be compared: no winner is picked on these numbers"
+  );
+}

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { confirmationOutcome, confirmSpeedup, confirmWinner, tQuantile975 } from "../../src/tune/confirm.ts";
+import type { Knobs, TrialResult } from "../../src/tune/types.ts";
+
+const ok = (sps: number): TrialResult => ({
+  end: "ok",
+  samplesPerSecond: sps,
+  stepSeconds: [0.1, 0.1, 0.1],
+  peakBytes: null,
+  frameworkPeakBytes: null,
+  durationS: 1,
+  oomRecoveries: 0,
+});
+
+describe("the confirmation of a winner (interleaved A/B, speedup with its interval)", () => {
+  it("uses Student's t for the few repeats there are", () => {
+    expect(tQuantile975(1)).toBeCloseTo(12.706, 3);
+    expect(tQuantile975(4)).toBeCloseTo(2.776, 3);
+    expect(tQuantile975(200)).toBeGreaterThan(1.96);
+    expect(tQuantile975(200)).toBeLessThan(1.98);
+    expect(tQuantile975(0)).toBe(Infinity);
+  });
+
+  it("confirms a gain well beyond the spread of the repeats, with the geometric-mean ratio and its interval", () => {
+    const c = confirmSpeedup([100, 102], [150, 147], [[99, 101]], 0.005);
+    expect(c.verdict).toBe("confirmed");
+    expect(c.speedup).toBeCloseTo(Math.sqrt((150 * 147) / (100 * 102)), 6);
+    expect(c.low).toBeGreaterThan(1);
+    expect(c.low).toBeLessThan(c.speedup);
+    expect(c.high).toBeGreaterThan(c.speedup);
+    expect(c.df).toBe(3);
+  });
+
+  it("calls an interval holding 1.0 no gain beyond noise, however large the point estimate", () => {
+    // ×1.2 on average, but one pair says ×1.6 and the other ×0.9: the noise swallows it
+    const c = confirmSpeedup([100, 100], [160, 90], [], 0.005);
+    expect(c.speedup).toBeGreaterThan(1.1);
+    expect(c.low).toBeLessThan(1);
+    expect(c.verdict).toBe("no_gain");
+    // the within-trial error is a floor: identical repeats do not make the interval a point
+    const floor = confirmSpeedup([100, 100], [103, 103], [], 0.05);
+    expect(floor.noise).toBe(0.05);
+    expect(floor.verdict).toBe("no_gain");
+  });
+
+  it("measures A/B/A/B and adds a third pair only while the interval still holds 1.0", async () => {
+    const order: string[] = [];
+    const rates: Record<string, number[]> = { a: [100, 130, 100], b: [120, 100, 121] };
+    const trial = (knobs: Knobs): Promise<TrialResult> => {
+      const key = knobs.batch_size === 32 ? "a" : "b";
+      order.push(key);
+      return Promise.resolve(ok(rates[key]?.shift() ?? 100));
+    };
+    const c = await confirmWinner({ batch_size: 32 }, { batch_size: 128 }, trial, [], 0.005, () => true);
+    expect(order).toEqual(["a", "b", "a", "b", "a", "b"]);
+    expect(c?.verdict).toBe("no_gain");
+    const clear: string[] = [];
+    const c2 = await confirmWinner(
+      { batch_size: 32 },
+      { batch_size: 128 },
+      (knobs) => {
+        clear.push(String(knobs.batch_size));
+        return Promise.resolve(ok(knobs.batch_size === 32 ? 100 : 200));
+      },
+      [],
+      0.01,
+      () => true,
+    );
+    expect(clear).toEqual(["32", "128", "32", "128"]);
+    expect(c2?.verdict).toBe("confirmed");
+    expect(c2?.speedup).toBeCloseTo(2, 6);
+  });
+
+  it("turns the search's winner into a confirmed winner, no gain (no winner, nothing to apply) or unconfirmed", () => {
+    const trials = [{ index: 0, knobs: { batch_size: 32 } }] as unknown as Parameters<typeof confirmationOutcome>[0]["trials"];
+    const winner = { index: 3, knobs: { batch_size: 128 }, speedup: 1.9 };
+    const confirmed = confirmationOutcome({ winner, trials }, confirmSpeedup([100, 100], [150, 151], [], 0.01), 0.02);
+    expect(confirmed?.winner?.speedup).toBeCloseTo(Math.sqrt(150 * 151) / 100, 6);
+    expect(confirmed?.confirmation?.verdict).toBe("confirmed");
+    const noGain = confirmationOutcome({ winner, trials }, confirmSpeedup([100, 100], [160, 90], [], 0.01), 0.02);
+    expect(noGain?.winner).toBeNull();
+    expect(noGain?.advice?.reason).toMatch(
+      /^no gain beyond noise: the best configuration found \(batch_size=128\) measured ×1\.\d\d \(95 % interval ×0\.\d\d–×/,
+    );
+    const same = confirmationOutcome({ winner: { index: 0, knobs: { batch_size: 32 }, speedup: 1 }, trials }, null, 0.02);
+    expect(same?.winner).toBeNull();
+    expect(same?.confirmation?.verdict).toBe("no_gain");
+    expect(same?.advice?.reason).toMatch(/nothing tried beat your configuration beyond the measured noise \(±2\.0 % a trial\)/);
+    const failed = confirmationOutcome({ winner, trials }, null, 0.02);
+    expect(failed?.winner).toBeNull();
+    expect(failed?.confirmation).toBeNull();
+    expect(failed?.advice?.reason).toMatch(/could not be confirmed/);
+  });
+});
