@@ -1,9 +1,50 @@
 /**
- * Brim's statistics, one home for each: the median of a list, and the median of a stream in
- * bounded memory.
+ * Brim's statistics, one home for each: the mean, largest and smallest of a list, its median, and
+ * the median of a stream in bounded memory.
  *
  * @module
  */
+
+/**
+ * The mean of a list, or null when empty.
+ *
+ * @example
+ * ```ts
+ * mean([1, 2, 6]); // 3
+ * ```
+ */
+export function mean(values: readonly number[]): number | null {
+  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+/**
+ * The largest of the non-null values, or null when there is none (safe for long lists, unlike
+ * `Math.max(...values)`).
+ *
+ * @example
+ * ```ts
+ * maxOf([3, null, 7]); // 7
+ * ```
+ */
+export function maxOf(values: readonly (number | null)[]): number | null {
+  let best: number | null = null;
+  for (const v of values) if (v !== null && (best === null || v > best)) best = v;
+  return best;
+}
+
+/**
+ * The smallest of the non-null values, or null when there is none.
+ *
+ * @example
+ * ```ts
+ * minOf([3, null, 7]); // 3
+ * ```
+ */
+export function minOf(values: readonly (number | null)[]): number | null {
+  let best: number | null = null;
+  for (const v of values) if (v !== null && (best === null || v < best)) best = v;
+  return best;
+}
 
 /**
  * The median of numbers (the mean of the middle two for an even count); null when there are none.

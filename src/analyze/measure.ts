@@ -53,47 +53,6 @@ export interface RunMeasures extends Omit<RunSummary, "duration_s"> {
   host_cpus: number | null;
 }
 
-/**
- * The mean of a list, or null when empty.
- *
- * @example
- * ```ts
- * mean([1, 2, 6]); // 3
- * ```
- */
-export function mean(values: readonly number[]): number | null {
-  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
-}
-
-/**
- * The largest of the non-null values, or null when there is none (safe for long lists, unlike
- * `Math.max(...values)`).
- *
- * @example
- * ```ts
- * maxOf([3, null, 7]); // 7
- * ```
- */
-export function maxOf(values: readonly (number | null)[]): number | null {
-  let best: number | null = null;
-  for (const v of values) if (v !== null && (best === null || v > best)) best = v;
-  return best;
-}
-
-/**
- * The smallest of the non-null values, or null when there is none.
- *
- * @example
- * ```ts
- * minOf([3, null, 7]); // 3
- * ```
- */
-export function minOf(values: readonly (number | null)[]): number | null {
-  let best: number | null = null;
-  for (const v of values) if (v !== null && (best === null || v < best)) best = v;
-  return best;
-}
-
 function knobValue(tl: Timeline, meta: RunMeta, name: string): { value: unknown; source: PrecisionSource } | null {
   const read = tl.events.find((e) => e.event === "knob_read" && e.details.name === name);
   if (read !== undefined && read.details.value !== undefined && read.details.value !== null) return { value: read.details.value, source: "knob_read" };

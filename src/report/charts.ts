@@ -4,7 +4,8 @@
  * @module
  */
 import { formatBytes } from "../bytes.ts";
-import { maxOf, minOf, type RunMeasures } from "../analyze/measure.ts";
+import type { RunMeasures } from "../analyze/measure.ts";
+import { maxOf, minOf } from "../stats.ts";
 import { formatRate, formatShare } from "../format.ts";
 import { isGpuRun, mainSteps, stepSeconds, stepStart, type StepEntry, type Timeline } from "../record/timeline/index.ts";
 import type { RunMeta, TuneRecord } from "../record/types.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import { formatShare } from "../../format.ts";
-import { mean } from "../measure.ts";
+import { mean } from "../../stats.ts";
 import * as T from "../thresholds.ts";
 import { ev, finding, jobGpus, type CheckResult, type Ctx } from "./context.ts";
 import type { Evidence } from "./types.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import { formatPercent, formatSeconds, formatShare } from "../../format.ts";
-import { mean } from "../measure.ts";
+import { mean } from "../../stats.ts";
 import * as T from "../thresholds.ts";
 import type { KnobTrial } from "../tune-hint.ts";
 import { stepSeconds } from "../../record/timeline/index.ts";

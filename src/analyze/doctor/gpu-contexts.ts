@@ -5,7 +5,7 @@
  */
 import { formatBytes } from "../../bytes.ts";
 import { formatMaybeBytes, formatShare } from "../../format.ts";
-import { maxOf } from "../measure.ts";
+import { maxOf } from "../../stats.ts";
 import * as T from "../thresholds.ts";
 import { ev, finding, jobGpus, type CheckResult, type Ctx } from "./context.ts";
 import type { Evidence } from "./types.ts";

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { minOf } from "../measure.ts";
+import { minOf } from "../../stats.ts";
 import type { KnobTrial } from "../tune-hint.ts";
 import { type EventEntry } from "../../record/timeline/index.ts";
 import { ev, finding, type CheckResult, type Ctx } from "./context.ts";

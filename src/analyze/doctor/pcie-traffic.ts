@@ -5,7 +5,7 @@
  */
 import { formatBytes } from "../../bytes.ts";
 import { formatRate, formatShare } from "../../format.ts";
-import { maxOf, mean } from "../measure.ts";
+import { maxOf, mean } from "../../stats.ts";
 import * as T from "../thresholds.ts";
 import { ev, finding, jobGpus, knobSeen, type CheckResult, type Ctx } from "./context.ts";
 

@@ -8,7 +8,9 @@ import { isTimelineEntry } from "../schema.ts";
 import type { RunMeta, TimelineEntry } from "../types.ts";
 import type { EventEntry, GpuReading, HelloEntry, SampleEntry, StepEntry, StepMemory } from "./types.ts";
 
+/** A field read as a finite number, else null. @example num(3.5); // 3.5 */
 export const num = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) ? value : null);
+/** A field read as a string, else null. @example str("ok"); // "ok" */
 export const str = (value: unknown): string | null => (typeof value === "string" ? value : null);
 const obj = (value: unknown): Record<string, unknown> | null =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
