@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDashboard } from "../../src/dashboard/server.ts";
 import { RunStore, type RunWriter } from "../../src/record/store.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
+import { noteOutcome } from "../helpers/outcomes.ts";
 import { REPO, sleep, until } from "../reliability/faults.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-storm-"));
@@ -190,6 +191,20 @@ describe("`brim dashboard` under a storm of 1,500 streams opened and dropped", (
       const got = await Promise.all(Array.from({ length: 100 }, (_, i) => touch(base, i % 4 === 0 ? 0 : 5 + (i % 50))));
       for (const s of got) statuses.set(s, (statuses.get(s) ?? 0) + 1);
     }
+    const odd = [...statuses].filter(([s]) => s !== 200 && s !== 503 && s !== 429 && s !== 0).reduce((n, [, c]) => n + c, 0);
+    const closed = await until(() => openSockets(pid) <= socketsBefore, 10_000);
+    await sleep(1000);
+    const grown = rssBytes(pid) - before;
+    noteOutcome(
+      "live-stream connections opened and dropped against a live run (brim dashboard, own process)",
+      1500,
+      odd + (closed ? 0 : 1) + (grown < 50 * 2 ** 20 ? 0 : 1) + (child.exitCode === null ? 0 : 1),
+      "test/dashboard/storm.test.ts",
+      {
+        rss_before_mb: Math.round(before / 2 ** 20),
+        rss_after_mb: Math.round((before + grown) / 2 ** 20),
+      },
+    );
     expect(child.exitCode).toBeNull();
     // Every answer was a stream (200) or a clear refusal (503/429); none an error or a dropped server.
     expect(
