@@ -146,6 +146,22 @@ describe("bounded live streams (in process)", () => {
   });
 });
 
+describe("lingering feeds", () => {
+  it("a storm across many runs leaves no more feeds than streams allowed, however long they would linger", async () => {
+    const store = new RunStore(join(root, "many"));
+    const writers = await Promise.all(Array.from({ length: 6 }, () => liveRun(store, 50)));
+    const dash = await startDashboard({ store, port: 0, token: null, pollMs: 20, maxStreams: 2, maxStreamsPerClient: 2, lingerMs: 60_000 });
+    try {
+      for (const w of writers) await touch(`http://127.0.0.1:${dash.port}/api/runs/${w.id}/events?from=0`, 30);
+      expect(await until(() => dash.openStreams() === 0, 3000)).toBe(true);
+      expect(dash.openFeeds()).toBeLessThanOrEqual(2);
+    } finally {
+      await dash.close();
+      for (const w of writers) await w.finish({ cause: "ok", exit_code: 0, signal: null, message: "" }, null);
+    }
+  });
+});
+
 describe("`brim dashboard` under a storm of 1,500 streams opened and dropped", () => {
   let child: ChildProcess;
   let base = "";
