@@ -243,6 +243,11 @@ export class StreamHub {
     if (feed.clients.size > 0 || feed.linger !== null) return;
     if (feed.timer !== null) clearInterval(feed.timer);
     feed.timer = null;
+    // Lingering feeds are not streams: past as many feeds as streams, one goes at once.
+    if (this.#feeds.size > this.#options.maxStreams) {
+      this.#stop(feed);
+      return;
+    }
     feed.linger = setTimeout(() => {
       feed.linger = null;
       if (feed.clients.size === 0) this.#stop(feed);

@@ -12,6 +12,7 @@ import { startDashboard } from "../../src/dashboard/server.ts";
 import { tokenPath } from "../../src/dashboard/token.ts";
 import { serveMetrics } from "../../src/guard/prometheus.ts";
 import { RunStore } from "../../src/record/store.ts";
+import { noteOutcome } from "../helpers/outcomes.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-private-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -142,6 +143,7 @@ describe("the metrics port", () => {
       expect((await get(port, "/metrics")).status).toBe(200);
       expect((await get(port, "/metrics", { Host: `localhost:${port}` })).body).toBe("brim_up 1\n");
       const evil = await get(port, "/metrics", { Host: `rebind.example:${port}` });
+      noteOutcome("metrics request with a foreign Host header (DNS rebinding)", 1, evil.status === 403 ? 0 : 1, "test/dashboard/private.test.ts");
       expect(evil.status).toBe(403);
       expect(evil.body).not.toMatch(/brim_up/);
     } finally {
@@ -156,6 +158,7 @@ describe("the metrics port", () => {
       stdout: () => {},
       stderr: (t) => void (stderr += t),
     });
+    noteOutcome("--prometheus 99999", 1, code === 2 && !stderr.includes("\n    at ") ? 0 : 1, "test/dashboard/private.test.ts");
     expect(code).toBe(2);
     expect(stderr).toBe("brim: --prometheus must be a port number from 1 to 65535, got '99999'\n");
     expect(existsSync(join(root, "unused"))).toBe(false);
@@ -202,6 +205,13 @@ for (const [name, path] of Object.entries(${JSON.stringify({ token: tokenPath(st
       });
       expect(r.code, r.stderr).toBe(0);
       const seen = JSON.parse(r.stdout) as Record<string, string | number>;
+      const leaks = Object.values(seen).filter((v) => v !== 401 && v !== "EACCES").length;
+      noteOutcome(
+        "another local user (nobody): dashboard requests without the token, reads of the token, run.json and runs/",
+        Object.keys(seen).length,
+        leaks,
+        "test/dashboard/private.test.ts",
+      );
       expect(seen).toEqual({
         token: "EACCES",
         run: "EACCES",

@@ -10,6 +10,7 @@ import { startDashboard } from "../../src/dashboard/server.ts";
 import { RunStore } from "../../src/record/store.ts";
 import type { RunWriter } from "../../src/record/writer.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
+import { noteOutcome } from "../helpers/outcomes.ts";
 import { REPO, sleep, until } from "../reliability/faults.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-storm-"));
@@ -146,6 +147,22 @@ describe("bounded live streams (in process)", () => {
   });
 });
 
+describe("lingering feeds", () => {
+  it("a storm across many runs leaves no more feeds than streams allowed, however long they would linger", async () => {
+    const store = new RunStore(join(root, "many"));
+    const writers = await Promise.all(Array.from({ length: 6 }, () => liveRun(store, 50)));
+    const dash = await startDashboard({ store, port: 0, token: null, pollMs: 20, maxStreams: 2, maxStreamsPerClient: 2, lingerMs: 60_000 });
+    try {
+      for (const w of writers) await touch(`http://127.0.0.1:${dash.port}/api/runs/${w.id}/events?from=0`, 30);
+      expect(await until(() => dash.openStreams() === 0, 3000)).toBe(true);
+      expect(dash.openFeeds()).toBeLessThanOrEqual(2);
+    } finally {
+      await dash.close();
+      for (const w of writers) await w.finish({ cause: "ok", exit_code: 0, signal: null, message: "" }, null);
+    }
+  });
+});
+
 describe("`brim dashboard` under a storm of 1,500 streams opened and dropped", () => {
   let child: ChildProcess;
   let base = "";
@@ -191,6 +208,20 @@ describe("`brim dashboard` under a storm of 1,500 streams opened and dropped", (
       const got = await Promise.all(Array.from({ length: 100 }, (_, i) => touch(base, i % 4 === 0 ? 0 : 5 + (i % 50))));
       for (const s of got) statuses.set(s, (statuses.get(s) ?? 0) + 1);
     }
+    const odd = [...statuses].filter(([s]) => s !== 200 && s !== 503 && s !== 429 && s !== 0).reduce((n, [, c]) => n + c, 0);
+    const closed = await until(() => openSockets(pid) <= socketsBefore, 10_000);
+    await sleep(1000);
+    const grown = rssBytes(pid) - before;
+    noteOutcome(
+      "live-stream connections opened and dropped against a live run (brim dashboard, own process)",
+      1500,
+      odd + (closed ? 0 : 1) + (grown < 50 * 2 ** 20 ? 0 : 1) + (child.exitCode === null ? 0 : 1),
+      "test/dashboard/storm.test.ts",
+      {
+        rss_before_mb: Math.round(before / 2 ** 20),
+        rss_after_mb: Math.round((before + grown) / 2 ** 20),
+      },
+    );
     expect(child.exitCode).toBeNull();
     // Every answer was a stream (200) or a clear refusal (503/429); none an error or a dropped server.
     expect(

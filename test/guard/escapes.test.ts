@@ -7,6 +7,7 @@ import { openDevices } from "../../src/devices/index.ts";
 import { guardRun } from "../../src/guard/guard.ts";
 import { RunStore } from "../../src/record/store.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
+import { noteOutcome } from "../helpers/outcomes.ts";
 
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const root = mkdtempSync(join(tmpdir(), "brim-escapes-"));
@@ -60,6 +61,12 @@ describe("a job that double-forks a daemon", () => {
     const store = new RunStore(join(root, "store-1"));
     const result = await guardRun({ command: daemonJob(pidFile, 120, 3), cwd: root, capBytes: null, killGraceS: 2, hz: 10 }, { devices: openDevices(), store });
     const pid = daemonPid(pidFile);
+    noteOutcome(
+      "a job that double-forks a daemon (fork, setsid, fork) holding 120 MiB: daemon still running after the run",
+      1,
+      running(pid) ? 1 : 0,
+      "test/guard/escapes.test.ts",
+    );
     expect(running(pid)).toBe(false);
     expect(result.meta.end?.cause).toBe("ok");
     expect(result.meta.end?.message).toMatch(new RegExp(`1 process left behind by the job was stopped \\(pid ${pid}: .*python`));
@@ -78,6 +85,12 @@ describe("a job that double-forks a daemon", () => {
       { devices: openDevices(), store },
     );
     const pid = daemonPid(pidFile);
+    noteOutcome(
+      "a daemon alone past a 100 MiB cap: not stopped by the cap",
+      1,
+      result.meta.end?.cause === "cap_exceeded" && !running(pid) ? 0 : 1,
+      "test/guard/escapes.test.ts",
+    );
     expect(result.meta.end?.cause).toBe("cap_exceeded");
     expect(result.meta.end?.message).toMatch(/1 process left behind by the job was stopped/);
     expect(running(pid)).toBe(false);
@@ -129,10 +142,13 @@ describe("brim killed while a job's daemon runs", () => {
     expect(await until(() => runDirOf(storeDir) !== null && existsSync(pidFile) && readFileSync(pidFile, "utf8") !== "", 30_000)).toBe(true);
     const pid = daemonPid(pidFile);
     brim.kill("SIGKILL");
+    const checked = (): void =>
+      noteOutcome("SIGKILL of brim run while the job's daemon runs: daemon left running", 1, running(pid) ? 1 : 0, "test/guard/escapes.test.ts");
     const runJson = join(runDirOf(storeDir) as string, "run.json");
     const ended = (): { end: { cause: string; message: string } | null } =>
       JSON.parse(readFileSync(runJson, "utf8")) as { end: { cause: string; message: string } | null };
     expect(await until(() => ended().end !== null, 20_000)).toBe(true);
+    checked();
     expect(running(pid)).toBe(false);
     expect(ended().end?.cause).toBe("supervisor_lost");
     expect(ended().end?.message).toMatch(/and 1 process\(es\) it had left behind/);

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { noteOutcome } from "../helpers/outcomes.ts";
 import { REPO } from "../reliability/faults.ts";
 
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
@@ -24,6 +25,14 @@ describe("brim run's output pass-through", () => {
       process.execPath,
       ["--import", "tsx", join(REPO, "test", "dashboard", "cli-fixture.ts"), "run", "--quiet", "--store", join(root, "store"), "--", PYTHON, "-c", job],
       { cwd: REPO, encoding: "buffer", timeout: 60_000 },
+    );
+    let differ = 0;
+    for (let i = 0; i < want.length; i++) if (r.stdout[i] !== want[i]) differ++;
+    noteOutcome(
+      "bytes through brim run's stdout (all 256 values ×3, invalid UTF-8, a split character): bytes changed",
+      want.length,
+      differ + Math.abs(r.stdout.length - want.length),
+      "test/job/bytes-passthrough.test.ts",
     );
     expect(r.status, r.stderr.toString()).toBe(0);
     expect(Buffer.compare(r.stdout, want)).toBe(0);

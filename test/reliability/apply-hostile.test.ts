@@ -6,6 +6,9 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { applyConfigEdits, readConfig } from "../../src/configs/index.ts";
 import { MAX_CONFIG_BYTES } from "../../src/configs/document.ts";
+import { noteOutcome } from "../helpers/outcomes.ts";
+
+const T = "test/reliability/apply-hostile.test.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-apply-hostile-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -26,6 +29,7 @@ describe("apply writes only what the tune changed", () => {
     ]);
     expect(result.changes).toEqual([{ key: "batch_size", before: 32, after: 64 }]);
     expect(readFileSync(path, "utf8")).toBe("batch_size: 64  # tuned\nnum_workers: 3  # the user's own\n");
+    noteOutcome("apply over a user's later edit of a key the tune never varied: edit reverted", 1, 0, T);
   });
 });
 
@@ -40,6 +44,7 @@ describe("a read-only config", () => {
     expect(readdirSync(root).filter((n) => n.startsWith("readonly.yaml."))).toEqual([]);
     // a dry run still shows what would change
     expect((await applyConfigEdits(path, [{ key: "batch_size", value: 64 }], { dryRun: true })).changed).toBe(true);
+    noteOutcome("apply to a read-only (0444) config: written", 1, 0, T);
   });
 });
 
@@ -51,6 +56,7 @@ describe("size", () => {
     await expect(readConfig(path)).rejects.toThrow(/huge\.yaml is 4\.00 MiB: brim reads and edits config files up to 4\.00 MiB$/);
     await expect(applyConfigEdits(path, [{ key: "x", value: 2 }])).rejects.toThrow(/brim reads and edits config files up to/);
     expect(process.memoryUsage().rss - before).toBeLessThan(64 * 2 ** 20);
+    noteOutcome("config over 4 MiB: parsed whole", 1, 0, T);
   });
 
   it("a long line is cut in the diff, and written whole", async () => {
@@ -62,6 +68,7 @@ describe("size", () => {
     expect(readFileSync(path, "utf8")).toBe("batch_size: 32\nnote: short\n");
     expect(existsSync(`${path}.brim-backup`)).toBe(true);
     expect(readFileSync(`${path}.brim-backup`, "utf8")).toBe(`batch_size: 32\nnote: ${long}\n`);
+    noteOutcome("a 1 MiB line in a config: printed whole in the diff", 1, 0, T);
   });
 });
 
@@ -82,6 +89,7 @@ describe("YAML anchors, aliases and merge keys", () => {
     const anchored = file("anchored.yaml", "bs: &x 32\nother: *x\n");
     await expect(applyConfigEdits(anchored, [{ key: "bs", value: 64 }])).rejects.toThrow(/bs has the anchor &x, which aliases \(\*x\) reuse/);
     expect(readFileSync(alias, "utf8")).toBe("defaults: &d\n  batch_size: 32\ntrain: *d\n");
+    noteOutcome("YAML merge keys, whole-mapping aliases, reused anchors: a wrong value written or 'nothing to change'", 3, 0, T);
   });
 
   it("never says 'nothing to change' while the file holds another value", async () => {

@@ -10,6 +10,7 @@ import type { RunListItem, TuneListItem } from "../../src/dashboard/data.ts";
 import { timelineDamage } from "../../src/record/damage.ts";
 import { RunStore } from "../../src/record/store.ts";
 import { writeSyntheticRun, writeSyntheticTune } from "../analyze/synthetic.ts";
+import { noteOutcome } from "../helpers/outcomes.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-damaged-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -37,6 +38,12 @@ describe("a timeline overwritten with garbage", () => {
     const damage = await timelineDamage(path);
     expect(damage?.bad).toBeGreaterThan(0);
     const r = await cli(["doctor", id, "--store", store.root]);
+    noteOutcome(
+      "brim doctor on a timeline overwritten with garbage: advice given or stack trace",
+      1,
+      r.code === 0 || r.code === 70 ? 1 : 0,
+      "test/reliability/damaged.test.ts",
+    );
     expect(r.code).not.toBe(0);
     expect(r.code).not.toBe(70);
     expect(r.stdout).toBe("");
@@ -93,7 +100,19 @@ describe("the dashboard on damaged records", () => {
   });
 
   it("answers a damaged record with 422 and one line, never a stack trace or a 500", async () => {
-    for (const path of [`runs/${badMeta}`, `api/runs/${badMeta}`, `api/runs/${badMeta}/doctor`, `runs/${badTimeline}`, `api/runs/${badTimeline}/doctor`]) {
+    const paths = [`runs/${badMeta}`, `api/runs/${badMeta}`, `api/runs/${badMeta}/doctor`, `runs/${badTimeline}`, `api/runs/${badTimeline}/doctor`];
+    let bad = 0;
+    for (const path of paths) {
+      const r = await fetch(`${dash.url}${path}`);
+      if (r.status !== 422 || /\n\s+at /.test(await r.clone().text())) bad++;
+    }
+    noteOutcome(
+      "dashboard requests for damaged run.json / timeline: 500 or stack trace",
+      paths.length,
+      bad + errors.length,
+      "test/reliability/damaged.test.ts",
+    );
+    for (const path of paths) {
       const r = await fetch(`${dash.url}${path}`);
       const body = await r.text();
       expect(r.status, path).toBe(422);
