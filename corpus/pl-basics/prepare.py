@@ -1,17 +1,26 @@
-"""brim corpus: writes examples/Datasets/MNIST/complete/{training,test}.pt, the files
-lightning.pytorch.demos.mnist_datamodule.MNIST loads (and would otherwise download): a tuple of a uint8
-image tensor and a label tensor, 60,000 and 10,000 random images (the example splits the training set
-55,000 / 5,000, so it needs exactly 60,000).
+"""brim corpus: writes the MNIST files that lightning.pytorch.demos.mnist_datamodule.MNIST looks for
+when torchvision is installed, so that nothing is downloaded: it first calls
+torchvision.datasets.MNIST("./data", download=True) in the working directory, then reads
+examples/Datasets/MNIST (the example's DATASETS_PATH). Both get the four uncompressed IDX files of
+MNIST/raw, with random pixels and labels; 60,000 training images, since the example splits them
+55,000 / 5,000. Run it from the entry's folder.
 
 Not upstream code.
 """
 import os
+import struct
 
-import torch
+import numpy as np
 
-out = os.path.join("examples", "Datasets", "MNIST", "complete")
-os.makedirs(out, exist_ok=True)
-g = torch.Generator().manual_seed(0)
-for name, n in (("training.pt", 60000), ("test.pt", 10000)):
-    torch.save((torch.randint(0, 256, (n, 28, 28), dtype=torch.uint8, generator=g), torch.randint(0, 10, (n,), generator=g)), os.path.join(out, name))
-print("wrote", out)
+rng = np.random.default_rng(0)
+files = {}
+for prefix, n in (("train", 60000), ("t10k", 10000)):
+    files[prefix + "-images-idx3-ubyte"] = struct.pack(">IIII", 2051, n, 28, 28) + rng.integers(0, 256, n * 28 * 28, dtype=np.uint8).tobytes()
+    files[prefix + "-labels-idx1-ubyte"] = struct.pack(">II", 2049, n) + rng.integers(0, 10, n, dtype=np.uint8).tobytes()
+for root in (os.path.join("examples", "pytorch", "basics", "data"), os.path.join("examples", "Datasets")):
+    out = os.path.join(root, "MNIST", "raw")
+    os.makedirs(out, exist_ok=True)
+    for name, data in files.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    print("wrote", out)
