@@ -9,7 +9,8 @@
 // --merge keeps the entries of an existing record that this call does not run (each entry says which
 // call measured it: its `measured_by`, an index into `calls`).
 // Pythons: BRIM_BENCH_PYTHON (default /work/main/.venv/bin/python) for entries on the base packages;
-// BRIM_BENCH_EXTRA_PYTHON (default .venv-corpus/bin/python) for entries that need more (see docs/corpus.md).
+// BRIM_BENCH_EXTRA_PYTHON (default .venv-corpus/bin/python) for entries that need more, BRIM_BENCH_VISION_PYTHON
+// (default .venv-vision/bin/python: torch 2.14.1 + torchvision 0.29.1) for those that need torchvision (docs/corpus.md).
 // An entry whose python or packages are missing is recorded as skipped, with the reason.
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -30,6 +31,7 @@ const runTimeout = Number(option("run-timeout", "150"));
 const PYTHONS = {
   main: process.env.BRIM_BENCH_PYTHON ?? "/work/main/.venv/bin/python",
   extra: process.env.BRIM_BENCH_EXTRA_PYTHON ?? join(repo, ".venv-corpus", "bin", "python"),
+  vision: process.env.BRIM_BENCH_VISION_PYTHON ?? join(repo, ".venv-vision", "bin", "python"),
 };
 const MiB = 2 ** 20;
 
@@ -84,7 +86,7 @@ const newest = (dir) => (existsSync(dir) ? readdirSync(dir).sort().at(-1) : unde
 function ownFigure(entry, text) {
   if (!entry.own_figure) return null;
   const re = new RegExp(entry.own_figure.pattern, "g");
-  const xs = [...text.matchAll(re)].map((m) => Number(m[1])).filter(Number.isFinite);
+  const xs = [...text.matchAll(re)].map((m) => Number(m[1]) * (entry.own_figure.scale ?? 1)).filter(Number.isFinite); // in ms
   if (xs.length === 0) return { unit: entry.own_figure.unit, all: [], median: null };
   const rest = xs.length > 1 ? xs.slice(1) : xs; // the first line holds start-up
   const s = [...rest].sort((a, b) => a - b);
@@ -93,7 +95,12 @@ function ownFigure(entry, text) {
 
 function sanity(entry, work, python, env) {
   const store = join(work, ".brim-bench-store");
-  const r = brim(["run", "--quiet", "--store", store, "--steps", String(entry.run_steps), "--", python, ...entry.command], work, env, runTimeout);
+  const r = brim(
+    ["run", "--quiet", "--store", store, "--steps", String(entry.run_steps), "--", python, ...entry.command],
+    join(work, entry.cwd ?? "."),
+    env,
+    runTimeout,
+  );
   const id = newest(join(store, "runs"));
   const meta = id ? readJson(join(store, "runs", id, "run.json")) : null;
   const s = meta?.summary ?? null;
@@ -138,7 +145,12 @@ const KNOWN = new Set([
 
 function tune(entry, work, python, env) {
   const store = join(work, ".brim-bench-store");
-  const r = brim(["tune", "--quiet", "--store", store, "--max-time", `${tuneTime}s`, "--", python, ...entry.command], work, env, tuneTime + 150);
+  const r = brim(
+    ["tune", "--quiet", "--store", store, "--max-time", `${tuneTime}s`, "--", python, ...entry.command],
+    join(work, entry.cwd ?? "."),
+    env,
+    tuneTime + 150,
+  );
   const id = newest(join(store, "tunes"));
   const rec = id ? readJson(join(store, "tunes", id, "tune.json")) : null;
   const trials = rec?.trials ?? [];
@@ -228,7 +240,7 @@ const report = {
   commit: `${git(["rev-parse", "--short", "HEAD"])}${git(["status", "--porcelain", "--", "src", "python", "bin", "corpus", "bench/tune-corpus.bench.mjs"]) ? "+dirty" : ""}`,
   date: new Date().toISOString(),
   machine: { cpu: cpus()[0]?.model, cores: cpus().length, mem_gib: Math.round(totalmem() / 2 ** 30), node: process.version, gpu: "none (CPU mode)" },
-  pythons: { main: { path: PYTHONS.main, version: pyVersion(PYTHONS.main) }, extra: { path: PYTHONS.extra, version: pyVersion(PYTHONS.extra) } },
+  pythons: Object.fromEntries(Object.entries(PYTHONS).map(([k, p]) => [k, { path: p, version: pyVersion(p) }])),
   tune_time_s: tuneTime,
   entries: [],
 };

@@ -721,7 +721,13 @@ function corpusFigures(r) {
     return `${x.steps ?? "—"} of ${x.steps_expected}${x.exact_stop ? " (exact)" : " (**not exact**)"}, ${x.samples_per_s === null ? "no samples/s" : `${fmt(x.samples_per_s, 1)} samples/s`}, step ${x.step_time_s === null ? "—" : `${fmt(x.step_time_s * 1000, 0)} ms`}${own}`;
   };
   return [
-    `${es.length} entries (${es.filter((e) => e.skipped).length} skipped), \`brim tune --max-time ${r.tune_time_s}s -- <the script's own command line>\` on each; Pythons: ${code(r.pythons?.main?.version ?? "?")} (base), ${code(r.pythons?.extra?.version ?? "none")} (entries needing more packages). Of ${tuned.length} tuned: ${count((e) => e.tune.outcome === "winner")} with a winner, ${count((e) => e.tune.outcome === "no winner")} with no winner, ${count((e) => e.tune.outcome.startsWith("winner is trial 0"))} whose winner is trial 0, ${count((e) => e.tune.knobs_varied.length === 0)} that varied no knob. Target (issue 22): a confirmed winner or an honest "no gain" with every applicable knob tried on ≥ 11 of 12, a false "no winner" on none, the I/O-bound loader ≥ ×3 on a 2-core host.`,
+    `${es.length} entries (${es.filter((e) => e.skipped).length} skipped), \`brim tune --max-time ${r.tune_time_s}s -- <the script's own command line>\` on each; Pythons: ${Object.entries(
+      r.pythons ?? {},
+    )
+      .map(([k, p]) => `${k} ${code(p?.version ?? "none")}`)
+      .join(
+        ", ",
+      )}. Of ${tuned.length} tuned: ${count((e) => e.tune.outcome === "winner")} with a winner, ${count((e) => e.tune.outcome === "no winner")} with no winner, ${count((e) => e.tune.outcome.startsWith("winner is trial 0"))} whose winner is trial 0, ${count((e) => e.tune.knobs_varied.length === 0)} that varied no knob. Target (issue 22): a confirmed winner or an honest "no gain" with every applicable knob tried on ≥ 11 of 12, a false "no winner" on none, the I/O-bound loader ≥ ×3 on a 2-core host.`,
     "",
     table(
       ["script", "brim run --steps N", "tune: outcome", "knobs found → varied", "trials", "winner", "speed-up", "why not", "wall s"],

@@ -25,7 +25,8 @@ interface Dir {
 interface Entry {
   name: string;
   dir: string;
-  python?: "main" | "extra";
+  python?: "main" | "extra" | "vision";
+  cwd?: string;
   requires?: string[];
   prepare: string[] | null;
   env?: Record<string, string>;
@@ -119,7 +120,7 @@ describe.skipIf(!hasTorch || !built)(
           process.execPath,
           [join(REPO, "bin", "brim.js"), "run", "--quiet", "--store", store, "--steps", "3", "--", PYTHON, ...entry.command],
           {
-            cwd: work,
+            cwd: join(work, entry.cwd ?? "."),
             encoding: "utf8",
             timeout: 240_000,
             env: { ...process.env, ...entry.env, NO_COLOR: "1" },
