@@ -17,8 +17,9 @@ const RECORD = process.env.BRIM_FRAMEWORKS_RECORD ?? join(REPO, "bench", "result
 const STEPS = 20;
 const WARMUP = 5; // the jobs' Meter measures from the end of step 5, as brim does with --warmup 5
 const RATE_TOLERANCE = 0.15;
-// a JAX job runs on while the stop signal travels: a few ms, a few of its ~2 ms steps
-const JAX_OVERSHOOT = 50;
+// a JAX job runs on while its line reaches brim and the stop signal travels back: tens of ms, tens of
+// its ~1 ms steps on a busy host; far less than a second's worth (it would run to step 100000)
+const JAX_OVERSHOOT = 1000;
 
 const py: FrameworkPython = frameworkPython(REPO);
 const root = mkdtempSync(join(tmpdir(), "brim-frameworks-"));
