@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, platform, release, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { descendants, frameworkPython, type FrameworkPython } from "./venv.ts";
@@ -127,7 +127,7 @@ afterAll(() => {
     generated_at: new Date().toISOString(),
     commit: spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO, encoding: "utf8" }).stdout.trim() || null,
     command: "npx vitest run test/frameworks (part of npm test and .ci/run)",
-    host: { cpus: cpus().length },
+    host: { cpus: cpus().length, cpu: cpus()[0]?.model ?? null, platform: `${platform()} ${release()}`, node: process.version },
     python: py.version,
     versions: py.versions,
     cases: [...results.values()].map(({ case: c, checks }) => ({
