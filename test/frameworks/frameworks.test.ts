@@ -127,7 +127,7 @@ afterAll(() => {
     generated_at: new Date().toISOString(),
     commit: spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO, encoding: "utf8" }).stdout.trim() || null,
     command: "npx vitest run test/frameworks (part of npm test and .ci/run)",
-    host: { cpus: cpus().length, cpu: cpus()[0]?.model ?? null, platform: `${platform()} ${release()}`, node: process.version },
+    machine: { cpu: cpus()[0]?.model ?? null, cpus: cpus().length, platform: `${platform()} ${release()}`, node: process.version, gpu: null },
     python: py.version,
     versions: py.versions,
     cases: [...results.values()].map(({ case: c, checks }) => ({
