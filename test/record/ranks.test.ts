@@ -29,10 +29,12 @@ describe("a run of ranks, summarised as one job", () => {
     expect(m.steady_steps).toBe(8);
     expect(m.samples_per_s).toBeCloseTo(100 + 50, 9);
     expect(m.samples).toBe(160);
-    expect(m.ranks).toEqual([
-      { rank: 0, pid: 10, steps: 10, steady_steps: 8, samples_per_s: expect.closeTo(100, 9) },
-      { rank: 1, pid: 11, steps: 10, steady_steps: 8, samples_per_s: expect.closeTo(50, 9) },
+    expect(m.ranks.map((r) => [r.rank, r.pid, r.steps, r.steady_steps])).toEqual([
+      [0, 10, 10, 8],
+      [1, 11, 10, 8],
     ]);
+    expect(m.ranks[0]?.samples_per_s).toBeCloseTo(100, 9);
+    expect(m.ranks[1]?.samples_per_s).toBeCloseTo(50, 9);
   });
 
   it("leaves a single process (or one rank) as it was", () => {
