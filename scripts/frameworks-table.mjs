@@ -47,7 +47,7 @@ function render(record, source) {
     "brim) ends brim with exit 130 and leaves none of the job's processes behind. n/a: brim cannot",
     "measure it for that framework (said why).",
     "",
-    `Measured ${record.generated_at.slice(0, 10)} at commit ${record.commit ?? "?"} on ${record.host.cpus} CPU cores (no GPU), Python ${record.python}: ` +
+    `Measured ${record.generated_at.slice(0, 10)} at commit ${record.commit ?? "?"} on ${record.machine.cpus} CPU cores (no GPU), Python ${record.python}: ` +
       Object.entries(v)
         .map(([k, x]) => `${k} ${x}`)
         .join(", ") +

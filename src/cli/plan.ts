@@ -109,7 +109,15 @@ export async function planMeasured(file: string, options: PlanCommandOptions, co
   const microBatch = options.measureBatch ?? first.setup.micro_batch;
   const precision = first.setup.precision;
   const steps = options.steps ?? 6;
-  const run = await measuringRun(command, { batch_size: microBatch, precision, accumulation: 1 }, steps, options.store, out, machine);
+  const run = await measuringRun(
+    command,
+    { batch_size: microBatch, precision, accumulation: 1 },
+    steps,
+    options.store,
+    out,
+    machine,
+    "the plan is not re-anchored",
+  );
   const { meta, summary } = run.result;
   if (summary.micro_batch !== null && summary.micro_batch !== microBatch) {
     throw new BrimError("E_INPUT", `the job ran micro-batch ${summary.micro_batch}, not the ${microBatch} asked for: does it read brim.knob("batch_size")?`);
@@ -142,6 +150,7 @@ async function measuringRun(
   store: string | undefined,
   out: Output,
   machine: Devices,
+  consequence: string,
 ): Promise<RunCommandResult> {
   const missing = templateKnobs(command).filter((name) => knobs[name] === undefined);
   if (missing.length > 0)
@@ -149,11 +158,11 @@ async function measuringRun(
       `the command uses {${missing.join("}, {")}} and brim plan has no value for ${missing.length === 1 ? "it" : "them"}${missing.includes("batch_size") ? ": give the micro-batch to measure with --measure-batch <n>" : ""}`,
     );
   const filled = fillTemplate(command, knobs);
-  const at = Object.entries(knobs)
-    .filter(([name]) => name !== "accumulation")
-    .map(([name, value]) => `${name} ${value}`)
-    .join(", ");
-  out.stderr(`brim: measuring the job${at !== "" ? ` at ${at}` : " at its own config"} for ${steps} steps: ${filled.join(" ")}\n`);
+  const at =
+    knobs.batch_size !== undefined
+      ? `at micro-batch ${knobs.batch_size}${knobs.precision !== undefined ? ` (${knobs.precision})` : ""}`
+      : `at its own config${knobs.precision !== undefined ? ` (${knobs.precision})` : ""}`;
+  out.stderr(`brim: measuring the job ${at} for ${steps} steps: ${filled.join(" ")}\n`);
   const run = await runCommand(
     filled,
     { hz: 20, hungAfter: 900, grace: 10, steps, warmup: 1, knob: knobs, shrink: false, json: true, ...(store === undefined ? {} : { store }) },
@@ -170,7 +179,7 @@ async function measuringRun(
       );
     throw new BrimError(
       "E_JOB_START",
-      `the measuring run ${meta.id} did not end ok (${end.cause}: ${end.message.replace(/the last lines of its output are above and in output\.log/, "its last lines are printed above")}); nothing is planned`,
+      `the measuring run ${meta.id} did not end ok (${end.cause}: ${end.message.replace(/the last lines of its output are above and in output\.log/, "its last lines are printed above")}); ${consequence}`,
     );
   }
   return run;
@@ -218,7 +227,7 @@ export async function planMeasuredCommand(options: PlanCommandOptions, command: 
   if (batch !== undefined) knobs.batch_size = batch;
   if (options.precision !== undefined) knobs.precision = options.precision;
   const steps = options.steps ?? 6;
-  const run = await measuringRun(command, knobs, steps, options.store, out, machine);
+  const run = await measuringRun(command, knobs, steps, options.store, out, machine, "nothing is planned");
   const { meta, summary, timeline } = run.result;
   const onGpu = meta.device.backend !== "cpu";
   const peak = onGpu ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes;

@@ -28,7 +28,7 @@ describe("brim plan --measure -- <command>", () => {
       "{batch_size}",
     );
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/measuring the job at batch_size 24 .*--batch-size 24$/m);
+    expect(r.stderr).toMatch(/measuring the job at micro-batch 24 for 6 steps: .*--batch-size 24$/m);
     const p = JSON.parse(r.stdout) as {
       micro_batch: number;
       steps: number;

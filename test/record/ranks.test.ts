@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { readTimeline } from "../../src/record/timeline.ts";
+import type { TimelineEntry } from "../../src/record/types.ts";
+
+// Two data-parallel ranks (torchrun): rank 0 at 100 samples/s, rank 1 at 50, 10 steps each.
+function ranks(stepsEach: number, world = 2): TimelineEntry[] {
+  const entries: TimelineEntry[] = [{ t: 0, kind: "start", pid: 1 }];
+  for (let rank = 0; rank < world; rank++) entries.push({ t: 0.1, kind: "hello", pid: 10 + rank, role: "main", rank });
+  for (let i = 0; i < stepsEach; i++)
+    for (let rank = 0; rank < world; rank++)
+      entries.push({
+        t: 1 + i,
+        kind: "step",
+        pid: 10 + rank,
+        step: i,
+        samples: 10,
+        wait_s: 0,
+        compute_s: rank === 0 ? 0.1 : 0.2,
+        warmup: i < 2,
+        source: "attach",
+      });
+  return entries;
+}
+
+describe("a run of ranks, summarised as one job", () => {
+  it("counts rank 0's optimizer steps once and sums the ranks' own samples/s, each rank's figures beside", () => {
+    const m = readTimeline(ranks(10)).measured;
+    expect(m.steps).toBe(10);
+    expect(m.steady_steps).toBe(8);
+    expect(m.samples_per_s).toBeCloseTo(100 + 50, 9);
+    expect(m.samples).toBe(160);
+    expect(m.ranks.map((r) => [r.rank, r.pid, r.steps, r.steady_steps])).toEqual([
+      [0, 10, 10, 8],
+      [1, 11, 10, 8],
+    ]);
+    expect(m.ranks[0]?.samples_per_s).toBeCloseTo(100, 9);
+    expect(m.ranks[1]?.samples_per_s).toBeCloseTo(50, 9);
+  });
+
+  it("leaves a single process (or one rank) as it was", () => {
+    const m = readTimeline(ranks(10, 1)).measured;
+    expect(m.ranks).toEqual([]);
+    expect(m.steps).toBe(10);
+    expect(m.samples_per_s).toBeCloseTo(100, 9);
+  });
+});
