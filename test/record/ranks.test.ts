@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readTimeline } from "../../src/record/timeline.ts";
+import { readTimeline } from "../../src/record/timeline/index.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
 
 // Two data-parallel ranks (torchrun): rank 0 at 100 samples/s, rank 1 at 50, 10 steps each.
