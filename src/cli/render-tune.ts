@@ -68,6 +68,7 @@ export function renderTrialLine(index: number, planned: number, knobs: string, r
       startup,
       result.dataWaitShare != null && result.dataWaitShare >= 0.05 ? `waits for data ${(result.dataWaitShare * 100).toFixed(0)} %` : null,
       result.gpuUtilMean != null ? `GPU ${result.gpuUtilMean.toFixed(0)} %` : null,
+      result.samplesFromKnob === true ? "samples counted from the batch_size knob: the job reports none" : null,
     ].filter((part): part is string => part !== null);
     const recovered = result.oomRecoveries > 0 ? `, ${result.oomRecoveries} OOM split(s): did not fit as given` : "";
     return `${head} ${rateText(result.samplesPerSecond)} samples/s (${how.join("; ")})${peak}${recovered}`;

@@ -67,6 +67,8 @@ export interface TrialResult {
   firstStepS?: number | null;
   /** the precision the job reported running, when it said */
   precision?: string | null;
+  /** the job reported no sample count: samples are the batch_size knob × the batches of each step */
+  samplesFromKnob?: boolean;
   /** mean CPU of the job's process tree, in cores (1 = one core busy), and the machine's cores */
   cpuCores?: number | null;
   cpus?: number | null;
