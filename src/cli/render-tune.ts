@@ -100,6 +100,8 @@ function failureLabel(kind: string): string {
       return "stopped early, clearly slower";
     case "crash":
       return "crashed (not out of memory)";
+    case "data":
+      return "no step";
     default:
       return kind.replace("_", " ");
   }
@@ -113,7 +115,7 @@ function pad(text: string, width: number): string {
 function endCell(trial: TuneRecord["trials"][number]): string {
   if (trial.end === "ok") return trial.oom_recoveries > 0 ? "ok (split)" : trial.stopped_by ? `ok, ${trial.stopped_by}` : "ok";
   const kind = trial.failure?.kind;
-  return kind === "memory" ? "out of memory" : kind === "crash" ? "crashed" : trial.end.replace("_", " ");
+  return kind === "memory" ? "out of memory" : kind === "crash" ? "crashed" : kind === "data" ? "batch > data" : trial.end.replace("_", " ");
 }
 
 /**

@@ -31,6 +31,8 @@ export interface TrialEvidence {
   /** mean CPU of the job's processes in cores, and the machine's cores */
   cpuCores?: number | null;
   cpus?: number | null;
+  /** mean share of the whole machine's CPU in use (every process), 0..1 */
+  hostBusy?: number | null;
 }
 
 /** A data-wait share at least this large, with the CPUs idle while waiting, makes the loader I/O-bound. */
@@ -41,8 +43,8 @@ export const IO_BOUND_WAIT = 0.3;
  * waits (files, network, sleeps: more workers than cores help), "cpu" when they are busy (workers
  * help up to the cores), null without a wait worth a loader knob or without a CPU reading. While the
  * loop waits a share w of the time, a CPU-bound fetch keeps at least one core busy for that share; the
- * compute keeps at most all cores busy for the rest: under (1 − w) × cores + w / 2 cores, the fetch
- * cannot be CPU work.
+ * compute keeps at most all cores busy for the rest: under (1 − w) × cores + w / 2 cores (and under
+ * half a core), the fetch cannot be CPU work. Unknown (null) on a host busy with other work.
  *
  * @example
  * ```ts
@@ -50,11 +52,16 @@ export const IO_BOUND_WAIT = 0.3;
  * loaderBound({ dataWait: 0.9, cpuCores: 1.0, cpus: 2 }); // "cpu"
  * ```
  */
-export function loaderBound(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus">): "io" | "cpu" | null {
+export function loaderBound(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "hostBusy">): "io" | "cpu" | null {
   const { dataWait: wait, cpuCores: cores, cpus } = evidence;
   if (wait == null || wait < STARVED_MIN || cores == null || cpus == null || cpus <= 0) return null;
-  return wait >= IO_BOUND_WAIT && cores < (1 - wait) * cpus + wait / 2 ? "io" : "cpu";
+  // a machine busy with other work starves every process: idle-looking cores then prove nothing
+  if (evidence.hostBusy != null && evidence.hostBusy >= HOST_SATURATED) return null;
+  return wait >= IO_BOUND_WAIT && cores < Math.min(0.5, (1 - wait) * cpus + wait / 2) ? "io" : "cpu";
 }
+
+/** A host busier than this share (all cores, every process) cannot tell an idle loader from a starved one. */
+export const HOST_SATURATED = 0.85;
 
 /** A knob with the gain its evidence promises and the evidence, in words. */
 export interface RankedKnob {
@@ -95,6 +102,7 @@ export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number):
     stepS: sorted.length > 0 ? (sorted[Math.floor(sorted.length / 2)] ?? null) : null,
     cpuCores: result.cpuCores ?? null,
     cpus: result.cpus ?? null,
+    hostBusy: result.hostBusy ?? null,
   };
 }
 
@@ -174,7 +182,7 @@ export function rankByEvidence(
  * // ["still waits for data 40 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck"]
  * ```
  */
-export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "gpuUtil">, knobs: Knobs): string[] {
+export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "gpuUtil" | "hostBusy">, knobs: Knobs): string[] {
   const out: string[] = [];
   const wait = evidence.dataWait;
   if (wait !== null && wait >= 0.1) {

@@ -21,6 +21,7 @@ import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline.ts";
 import { rewriteArgv } from "./argv.ts";
+import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
 import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { rateOf, splitWarmup, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";
@@ -50,6 +51,8 @@ export interface TrialOutcome {
   runId: string | null;
   /** knobs the job read through brim.knob, with the defaults it gave */
   knobsRead: Map<string, KnobValue>;
+  /** the DataLoaders the job built (the attach's "loader" events) */
+  loaders: LoaderSeen[];
 }
 
 /** What a trial is told about the others: the best so far and the noise between trials. */
@@ -135,7 +138,17 @@ export async function runTrial(
       const value = asKnobValue(details?.default);
       if (typeof details?.name === "string" && value !== undefined && !knobsRead.has(details.name)) knobsRead.set(details.name, value);
     }
-    return { result: classifyTrial(run, settings, watch.verdict, watch.timedOut, knobs), runId: run.meta.id, knobsRead };
+    const loaders = loadersOf(run.timeline.events);
+    const result = classifyTrial(run, settings, watch.verdict, watch.timedOut, knobs);
+    // a batch larger than the data the loader sees runs no step (drop_last) or fails: say so
+    const data = dataLimit(loaders, typeof knobs.batch_size === "number" ? knobs.batch_size : null);
+    if (data !== null && typeof knobs.batch_size === "number" && knobs.batch_size > data.samples && (result.end === "no_steps" || result.end === "crashed")) {
+      result.failure = {
+        kind: "data",
+        cause: `batch larger than the data: micro-batch ${knobs.batch_size} > the ${data.samples} samples the loader sees${data.sharded ? " on each rank" : ""}`,
+      };
+    }
+    return { result, runId: run.meta.id, knobsRead, loaders };
   } finally {
     for (const file of trialFiles) rmSync(file, { force: true });
   }
@@ -315,6 +328,7 @@ export function classifyTrial(
     samplesFromKnob: steady.length > 0 && steadyEntries.every((step) => !finite(step.samples)) && steady.some((step) => step.samples !== null),
     cpuCores: finite(run.timeline.measured.tree_cpu_percent_mean) ? run.timeline.measured.tree_cpu_percent_mean / 100 : null,
     cpus: run.meta.device.host.cpus,
+    hostBusy: finite(run.timeline.measured.host_cpu_percent_mean) ? run.timeline.measured.host_cpu_percent_mean / 100 : null,
     accumulation: medianOf(steadyEntries.map((s) => s.accumulation)),
     microBatch: medianOf(steadyEntries.map((s) => s.micro_batch)),
     failure: null,
