@@ -198,8 +198,10 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
     );
   }
   const budget = record.budget ? ` of ${record.budget.max_trials}` : "";
+  const confirming = record.trials.filter((trial) => trial.purpose.startsWith("confirm ")).length;
+  const searched = record.trials.length - confirming;
   out.push(
-    `cap ${formatBytes(record.cap_bytes)} ${record.cap_scope === "gpu" ? "GPU" : "RAM"} · ${record.trials.length}${budget} trials · stopped: ${record.stop_reason ?? "?"} · tune ${record.id}`,
+    `cap ${formatBytes(record.cap_bytes)} ${record.cap_scope === "gpu" ? "GPU" : "RAM"} · ${searched}${budget} trials${confirming > 0 ? ` + ${confirming} to confirm` : ""} · stopped: ${record.stop_reason ?? "?"} · tune ${record.id}`,
   );
   return `${out.map((text) => (text.length > avail + 1 && !text.startsWith("─") ? wrap(text, avail) : text)).join("\n")}\n`;
 }
