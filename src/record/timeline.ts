@@ -657,7 +657,7 @@ class ProcessFold {
     this.steps++;
     this.last = s;
     this.kept.add(s);
-    if (s.warmup) return;
+    if (isWarmupStep(s)) return;
     this.steady++;
     const seconds = stepSeconds(s);
     if (seconds === null) return;
@@ -1020,6 +1020,20 @@ export async function loadTimelineSpread(
 }
 
 /**
+ * Whether a step is warm-up, left out of every steady-state number: the one rule, shared with the
+ * tuner's trial window (src/tune/window.ts). The reporter flags warm-up steps (the SDK and the
+ * attach flag the first `BRIM_WARMUP` steps; progress lines are flagged by the runner).
+ *
+ * @example
+ * ```ts
+ * isWarmupStep({ warmup: true }); // true
+ * ```
+ */
+export function isWarmupStep(step: { warmup: boolean }): boolean {
+  return step.warmup;
+}
+
+/**
  * The steady steps of the main process kept in the timeline's list (thinned on a long run: count
  * them with `measured.steady_steps`).
  *
@@ -1029,7 +1043,7 @@ export async function loadTimelineSpread(
  * ```
  */
 export function steadySteps(tl: Timeline): StepEntry[] {
-  return tl.steps.filter((s) => s.pid === tl.mainPid && !s.warmup);
+  return tl.steps.filter((s) => s.pid === tl.mainPid && !isWarmupStep(s));
 }
 
 /**
