@@ -29,10 +29,15 @@ describe("knob bindings", () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "conf.yaml"), "a: 1\n");
     writeFileSync(join(dir, "other.toml"), "a = 1\n");
-    const found = configFilesInCommand(["python", "train.py", "--config", "conf.yaml", "--extra=other.toml", "missing.yaml"], dir);
+    const found = configFilesInCommand(
+      ["python", "train.py", "--config", "conf.yaml", "--extra=other.toml", "missing.yaml", "-c", "conf.yaml", "config_path=conf.yaml"],
+      dir,
+    );
     expect(found.map((entry) => [entry.index, entry.arg])).toEqual([
       [3, "conf.yaml"],
       [4, "other.toml"],
+      [7, "conf.yaml"],
+      [8, "conf.yaml"],
     ]);
   });
 
