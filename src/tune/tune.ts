@@ -280,7 +280,12 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   const maxMicroBatch = data === null ? options.maxMicroBatch : Math.min(options.maxMicroBatch ?? Infinity, data.samples);
   const space = buildSpace(
     baseline,
-    { ...options, maxMicroBatch, observedAccumulation: first.result.accumulation ?? undefined },
+    {
+      ...options,
+      maxMicroBatch,
+      observedAccumulation: first.result.accumulation ?? undefined,
+      precisionSwitch: bindings.some((b) => b.via === "argv" && b.form === "switch" && b.knob === "precision"),
+    },
     [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})],
     context,
     note,

@@ -119,6 +119,12 @@ describe("knob bindings", () => {
     expect(workers.others.map((other) => other.knob)).toEqual(["num_workers", "persistent_workers"]);
   });
 
+  it("a precision given as a --bf16/--fp16 switch is tried only as what a switch can say", () => {
+    const h100 = { backend: "nvml" as const, bf16: true, tensorCores: true, cpus: 16 };
+    const space = buildSpace({ batch_size: 8, precision: "bf16-mixed" }, { precisionSwitch: true }, ["batch_size", "precision"], h100, () => {});
+    expect(space.others).toEqual([{ knob: "precision", values: ["fp32", "fp16-mixed", "bf16-mixed"] }]);
+  });
+
   it("holds the configured effective batch when accumulation is above 1, unless told otherwise", () => {
     const context = { backend: "cpu" as const, bf16: false, tensorCores: false, cpus: 2 };
     const notes: string[] = [];
