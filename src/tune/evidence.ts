@@ -36,7 +36,7 @@ export interface TrialEvidence {
 }
 
 /** A data-wait share at least this large, with the CPUs idle while waiting, makes the loader I/O-bound. */
-export const IO_BOUND_WAIT = 0.3;
+export const IO_BOUND_WAIT = 0.5;
 
 /**
  * What bounds a loader the loop waits for: "io" when the job's processes leave the CPUs idle while it
@@ -44,7 +44,7 @@ export const IO_BOUND_WAIT = 0.3;
  * help up to the cores), null without a wait worth a loader knob or without a CPU reading. While the
  * loop waits a share w of the time, a CPU-bound fetch keeps at least one core busy for that share; the
  * compute keeps at most all cores busy for the rest: under (1 − w) × cores + w / 2 cores (and under
- * half a core), the fetch cannot be CPU work. Unknown (null) on a host busy with other work.
+ * half a core; a quarter on a host busy with other work), the fetch cannot be CPU work.
  *
  * @example
  * ```ts
@@ -55,12 +55,16 @@ export const IO_BOUND_WAIT = 0.3;
 export function loaderBound(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "hostBusy">): "io" | "cpu" | null {
   const { dataWait: wait, cpuCores: cores, cpus } = evidence;
   if (wait == null || wait < STARVED_MIN || cores == null || cpus == null || cpus <= 0) return null;
-  // a machine busy with other work starves every process: idle-looking cores then prove nothing
-  if (evidence.hostBusy != null && evidence.hostBusy >= HOST_SATURATED) return null;
-  return wait >= IO_BOUND_WAIT && cores < Math.min(0.5, (1 - wait) * cpus + wait / 2) ? "io" : "cpu";
+  // a machine busy with other work starves every process: the job's cores must then be far under
+  // what a starved CPU-bound fetch would still get
+  const most = evidence.hostBusy != null && evidence.hostBusy >= HOST_SATURATED ? 0.25 : 0.5;
+  const idle = cores < Math.min(most, (1 - wait) * cpus + wait / 2);
+  if (!idle) return "cpu";
+  // idle while waiting a little: not worth calling either way
+  return wait >= IO_BOUND_WAIT ? "io" : null;
 }
 
-/** A host busier than this share (all cores, every process) cannot tell an idle loader from a starved one. */
+/** A host busier than this share (all cores, every process) starves every process: the I/O-bound bar is lower. */
 export const HOST_SATURATED = 0.85;
 
 /** A knob with the gain its evidence promises and the evidence, in words. */
@@ -178,8 +182,8 @@ export function rankByEvidence(
  *
  * @example
  * ```ts
- * stillLimits({ dataWait: 0.4, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 });
- * // ["still waits for data 40 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck"]
+ * stillLimits({ dataWait: 0.6, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 });
+ * // ["still waits for data 60 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck"]
  * ```
  */
 export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "gpuUtil" | "hostBusy">, knobs: Knobs): string[] {

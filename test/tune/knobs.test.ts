@@ -85,10 +85,12 @@ describe("knob bindings", () => {
     expect(loaderBound({ dataWait: 0.9, cpuCores: 1.0, cpus: 2 })).toBe("cpu");
     expect(loaderBound({ dataWait: 0.02, cpuCores: 0.05, cpus: 2 })).toBeNull();
     expect(loaderBound({ dataWait: 0.9, cpuCores: null, cpus: 2 })).toBeNull();
-    // every core busy with other work: an idle-looking loader proves nothing
-    expect(loaderBound({ dataWait: 0.98, cpuCores: 0.05, cpus: 2, hostBusy: 0.95 })).toBeNull();
-    expect(stillLimits({ dataWait: 0.4, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 })).toEqual([
-      "still waits for data 40 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck",
+    // every core busy with other work: the job's cores must be far under a starved fetch's share
+    expect(loaderBound({ dataWait: 0.98, cpuCores: 0.05, cpus: 2, hostBusy: 0.95 })).toBe("io");
+    expect(loaderBound({ dataWait: 0.98, cpuCores: 0.3, cpus: 2, hostBusy: 0.95 })).toBe("cpu");
+    expect(loaderBound({ dataWait: 0.49, cpuCores: 0.4, cpus: 2 })).toBeNull();
+    expect(stillLimits({ dataWait: 0.6, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 })).toEqual([
+      "still waits for data 60 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck",
     ]);
     expect(stillLimits({ dataWait: 0.01, cpuCores: 1, cpus: 2, gpuUtil: null }, {})).toEqual([]);
     const h100 = candidateValues(
