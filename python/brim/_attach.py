@@ -8,6 +8,8 @@ else: torch is never imported by brim. When the job imports torch, brim wraps:
   super().step(), an LR scheduler's or accelerate's wrapper count once): one step each;
 - `Tensor.backward`, only while the job has created no optimizer (hand-written SGD): one step each;
 - the DataLoader iterator's `__next__`: the data wait (see _timing) and samples per batch;
+- `DataLoader.__init__`: one "loader" event per place in the job's code that builds one (file:line,
+  its real batch size, workers, pinning, and the samples the data set and this rank's sampler hold);
 - `torch.autocast.__enter__`: the precision in force;
 - `torch.cuda._lazy_init` when a GPU cap is set: the allocator limit before the first allocation.
 
@@ -270,6 +272,65 @@ def _patch_loader(torch: Any) -> None:
     iterator.__next__ = next_with_brim
 
 
+_LOADERS_SEEN = set()  # type: set
+_SKIP_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),)
+
+
+def _caller_site(torch: Any) -> Optional[str]:
+    """file:line of the job's code that built the object: the first frame outside torch and brim."""
+    skip = _SKIP_DIRS + (os.path.dirname(os.path.abspath(torch.__file__)),)
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if not name.startswith(skip) and not name.startswith("<"):
+            return "%s:%d" % (name, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+def _loader_details(loader: Any) -> Dict[str, Any]:
+    """What a DataLoader really got: its batch size, workers, pinning, and the data it sees (the whole
+    data set, and the samples of this rank when a sampler shards it, e.g. DistributedSampler)."""
+    details = {
+        "batch_size": getattr(loader, "batch_size", None),
+        "num_workers": getattr(loader, "num_workers", None),
+        "pin_memory": getattr(loader, "pin_memory", None),
+        "drop_last": getattr(loader, "drop_last", None),
+    }  # type: Dict[str, Any]
+    try:
+        details["dataset_len"] = len(loader.dataset)
+    except Exception:
+        details["dataset_len"] = None
+    sampler = getattr(loader, "sampler", None)
+    try:
+        details["samples_per_rank"] = int(sampler.num_samples) if hasattr(sampler, "num_replicas") else len(sampler)
+    except Exception:
+        details["samples_per_rank"] = details["dataset_len"]
+    return details
+
+
+def _patch_loader_init(torch: Any) -> None:
+    loader = torch.utils.data.DataLoader
+    if getattr(loader.__init__, "_brim_attach", False):
+        return
+    original = loader.__init__
+
+    @functools.wraps(original)
+    def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        try:
+            where = _caller_site(torch)
+            if where in _LOADERS_SEEN:
+                return
+            _LOADERS_SEEN.add(where)
+            _state.event("loader", message="a DataLoader was built", where=where, **_loader_details(self))
+        except Exception:
+            pass
+
+    init_with_brim._brim_attach = True  # type: ignore[attr-defined]
+    loader.__init__ = init_with_brim
+
+
 def _patch_autocast(torch: Any) -> None:
     autocast = getattr(torch, "autocast", None)
     if autocast is None or getattr(autocast.__enter__, "_brim_attach", False):
@@ -330,7 +391,7 @@ def _patch_cap(torch: Any) -> None:
 
 def patch_torch(torch: Any) -> None:
     """Put brim's wrappers on an imported torch (1.13 or 2.x). Each part fails alone."""
-    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_autocast):
+    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast):
         try:
             patch(torch)
         except Exception as e:

@@ -68,6 +68,7 @@ export function renderTrialLine(index: number, planned: number, knobs: string, r
       startup,
       result.dataWaitShare != null && result.dataWaitShare >= 0.05 ? `waits for data ${(result.dataWaitShare * 100).toFixed(0)} %` : null,
       result.gpuUtilMean != null ? `GPU ${result.gpuUtilMean.toFixed(0)} %` : null,
+      result.samplesFromKnob === true ? "samples counted from the batch_size knob: the job reports none" : null,
     ].filter((part): part is string => part !== null);
     const recovered = result.oomRecoveries > 0 ? `, ${result.oomRecoveries} OOM split(s): did not fit as given` : "";
     return `${head} ${rateText(result.samplesPerSecond)} samples/s (${how.join("; ")})${peak}${recovered}`;
@@ -99,6 +100,8 @@ function failureLabel(kind: string): string {
       return "stopped early, clearly slower";
     case "crash":
       return "crashed (not out of memory)";
+    case "data":
+      return "no step";
     default:
       return kind.replace("_", " ");
   }
@@ -112,7 +115,7 @@ function pad(text: string, width: number): string {
 function endCell(trial: TuneRecord["trials"][number]): string {
   if (trial.end === "ok") return trial.oom_recoveries > 0 ? "ok (split)" : trial.stopped_by ? `ok, ${trial.stopped_by}` : "ok";
   const kind = trial.failure?.kind;
-  return kind === "memory" ? "out of memory" : kind === "crash" ? "crashed" : trial.end.replace("_", " ");
+  return kind === "memory" ? "out of memory" : kind === "crash" ? "crashed" : kind === "data" ? "batch > data" : trial.end.replace("_", " ");
 }
 
 /**
@@ -195,8 +198,10 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
     );
   }
   const budget = record.budget ? ` of ${record.budget.max_trials}` : "";
+  const confirming = record.trials.filter((trial) => trial.purpose.startsWith("confirm ")).length;
+  const searched = record.trials.length - confirming;
   out.push(
-    `cap ${formatBytes(record.cap_bytes)} ${record.cap_scope === "gpu" ? "GPU" : "RAM"} · ${record.trials.length}${budget} trials · stopped: ${record.stop_reason ?? "?"} · tune ${record.id}`,
+    `cap ${formatBytes(record.cap_bytes)} ${record.cap_scope === "gpu" ? "GPU" : "RAM"} · ${searched}${budget} trials${confirming > 0 ? ` + ${confirming} to confirm` : ""} · stopped: ${record.stop_reason ?? "?"} · tune ${record.id}`,
   );
   return `${out.map((text) => (text.length > avail + 1 && !text.startsWith("─") ? wrap(text, avail) : text)).join("\n")}\n`;
 }

@@ -31,18 +31,20 @@ export interface TrialEvidence {
   /** mean CPU of the job's processes in cores, and the machine's cores */
   cpuCores?: number | null;
   cpus?: number | null;
+  /** mean share of the whole machine's CPU in use (every process), 0..1 */
+  hostBusy?: number | null;
 }
 
 /** A data-wait share at least this large, with the CPUs idle while waiting, makes the loader I/O-bound. */
-export const IO_BOUND_WAIT = 0.3;
+export const IO_BOUND_WAIT = 0.5;
 
 /**
  * What bounds a loader the loop waits for: "io" when the job's processes leave the CPUs idle while it
  * waits (files, network, sleeps: more workers than cores help), "cpu" when they are busy (workers
  * help up to the cores), null without a wait worth a loader knob or without a CPU reading. While the
  * loop waits a share w of the time, a CPU-bound fetch keeps at least one core busy for that share; the
- * compute keeps at most all cores busy for the rest: under (1 − w) × cores + w / 2 cores, the fetch
- * cannot be CPU work.
+ * compute keeps at most all cores busy for the rest: under (1 − w) × cores + w / 2 cores (and under
+ * half a core; a quarter on a host busy with other work), the fetch cannot be CPU work.
  *
  * @example
  * ```ts
@@ -50,11 +52,20 @@ export const IO_BOUND_WAIT = 0.3;
  * loaderBound({ dataWait: 0.9, cpuCores: 1.0, cpus: 2 }); // "cpu"
  * ```
  */
-export function loaderBound(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus">): "io" | "cpu" | null {
+export function loaderBound(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "hostBusy">): "io" | "cpu" | null {
   const { dataWait: wait, cpuCores: cores, cpus } = evidence;
   if (wait == null || wait < STARVED_MIN || cores == null || cpus == null || cpus <= 0) return null;
-  return wait >= IO_BOUND_WAIT && cores < (1 - wait) * cpus + wait / 2 ? "io" : "cpu";
+  // a machine busy with other work starves every process: the job's cores must then be far under
+  // what a starved CPU-bound fetch would still get
+  const most = evidence.hostBusy != null && evidence.hostBusy >= HOST_SATURATED ? 0.25 : 0.5;
+  const idle = cores < Math.min(most, (1 - wait) * cpus + wait / 2);
+  if (!idle) return "cpu";
+  // idle while waiting a little: not worth calling either way
+  return wait >= IO_BOUND_WAIT ? "io" : null;
 }
+
+/** A host busier than this share (all cores, every process) starves every process: the I/O-bound bar is lower. */
+export const HOST_SATURATED = 0.85;
 
 /** A knob with the gain its evidence promises and the evidence, in words. */
 export interface RankedKnob {
@@ -95,6 +106,7 @@ export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number):
     stepS: sorted.length > 0 ? (sorted[Math.floor(sorted.length / 2)] ?? null) : null,
     cpuCores: result.cpuCores ?? null,
     cpus: result.cpus ?? null,
+    hostBusy: result.hostBusy ?? null,
   };
 }
 
@@ -170,11 +182,11 @@ export function rankByEvidence(
  *
  * @example
  * ```ts
- * stillLimits({ dataWait: 0.4, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 });
- * // ["still waits for data 40 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck"]
+ * stillLimits({ dataWait: 0.6, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 });
+ * // ["still waits for data 60 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck"]
  * ```
  */
-export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "gpuUtil">, knobs: Knobs): string[] {
+export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "gpuUtil" | "hostBusy">, knobs: Knobs): string[] {
   const out: string[] = [];
   const wait = evidence.dataWait;
   if (wait !== null && wait >= 0.1) {

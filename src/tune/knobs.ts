@@ -57,8 +57,8 @@ export function fillTemplate(command: readonly string[], knobs: Knobs): string[]
 }
 
 /**
- * Config files named in the command: arguments (or `--flag=value` values) that are existing
- * .yaml/.yml/.json/.toml files, resolved against `cwd`.
+ * Config files named in the command: arguments (or the values of `--flag=value` and `key=value`,
+ * e.g. `config_path=conf/x.yaml`) that are existing .yaml/.yml/.json/.toml files, resolved against `cwd`.
  *
  * @example
  * ```ts
@@ -69,7 +69,8 @@ export function configFilesInCommand(command: readonly string[], cwd: string): {
   const found: { index: number; path: string; arg: string }[] = [];
   command.forEach((arg, index) => {
     if (index === 0) return;
-    const value = arg.startsWith("--") && arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : arg;
+    // `--config=x.yaml`, and `config_path=x.yaml` / `cfg=x.yaml` overrides name a config too
+    const value = /^(--?)?[A-Za-z_][\w.-]*=/.test(arg) ? arg.slice(arg.indexOf("=") + 1) : arg;
     if (!CONFIG_EXTENSIONS.has(extname(value).toLowerCase())) return;
     const path = resolve(cwd, value);
     if (existsSync(path)) found.push({ index, path, arg: value });

@@ -114,6 +114,11 @@ export function noWinnerAdvice(trials: readonly TuneTrialRecord[], stopReason: s
       reason: `your configuration (trial 0) crashed: ${baseline.failure?.cause ?? "see its output"}`,
       next: "fix the job so that it runs as configured, then tune again",
     };
+  if (kind === "data")
+    return {
+      reason: `your configuration (trial 0) ran no step: ${baseline.failure?.cause ?? "its batch is larger than the data"}`,
+      next: "lower the batch size below the samples the loader sees (per rank under DDP), then tune again",
+    };
   if (kind === "time_limit")
     return { reason: "trial 0 made no two steady steps within the trial time", next: "raise --trial-time (e.g. --trial-time 10m), or lower the work per step" };
   if (kind === "no_steps")

@@ -28,6 +28,8 @@ export interface SpaceOptions {
   knobValues?: Record<string, KnobValue[]>;
   fixed?: string[];
   maxMicroBatch?: number;
+  /** precision reaches the job as a present/absent switch (--bf16/--fp16): only fp32, fp16-mixed and bf16-mixed can be said */
+  precisionSwitch?: boolean;
   /** batches per optimizer step trial 0 reported (the attach counts them): the accumulation in force when no knob sets it */
   observedAccumulation?: number;
 }
@@ -152,7 +154,13 @@ export function buildSpace(
   space.others = [
     ...userLists.map(([knob, values]) => ({ knob, values })),
     ...candidates.filter((candidate) => !userLists.some(([knob]) => knob === candidate.knob)),
-  ];
+  ]
+    .map((entry) =>
+      entry.knob === "precision" && options.precisionSwitch === true
+        ? { ...entry, values: entry.values.filter((v) => v === "fp32" || v === "fp16-mixed" || v === "bf16-mixed") }
+        : entry,
+    )
+    .filter((entry) => entry.values.length > 1);
   return space;
 }
 

@@ -21,6 +21,7 @@ import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline/index.ts";
 import { rewriteArgv } from "./argv.ts";
+import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
 import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { rateOf, splitWarmup, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";
@@ -50,6 +51,8 @@ export interface TrialOutcome {
   runId: string | null;
   /** knobs the job read through brim.knob, with the defaults it gave */
   knobsRead: Map<string, KnobValue>;
+  /** the DataLoaders the job built (the attach's "loader" events) */
+  loaders: LoaderSeen[];
 }
 
 /** What a trial is told about the others: the best so far and the noise between trials. */
@@ -101,7 +104,7 @@ export async function runTrial(
     }
     const argv = settings.bindings.filter((binding): binding is Extract<KnobBinding, { via: "argv" }> => binding.via === "argv");
     const trialCommand = rewriteArgv(fillTemplate(command, knobs), argv, knobs);
-    const watch = new TrialWatch(settings, context);
+    const watch = new TrialWatch(settings, context, knobs);
     const run = await guardRun(
       {
         command: trialCommand,
@@ -135,7 +138,17 @@ export async function runTrial(
       const value = asKnobValue(details?.default);
       if (typeof details?.name === "string" && value !== undefined && !knobsRead.has(details.name)) knobsRead.set(details.name, value);
     }
-    return { result: classifyTrial(run, settings, watch.verdict, watch.timedOut), runId: run.meta.id, knobsRead };
+    const loaders = loadersOf(run.timeline.events);
+    const result = classifyTrial(run, settings, watch.verdict, watch.timedOut, knobs);
+    // a batch larger than the data the loader sees runs no step (drop_last) or fails: say so
+    const data = dataLimit(loaders, typeof knobs.batch_size === "number" ? knobs.batch_size : null);
+    if (data !== null && typeof knobs.batch_size === "number" && knobs.batch_size > data.samples && (result.end === "no_steps" || result.end === "crashed")) {
+      result.failure = {
+        kind: "data",
+        cause: `batch larger than the data: micro-batch ${knobs.batch_size} > the ${data.samples} samples the loader sees${data.sharded ? " on each rank" : ""}`,
+      };
+    }
+    return { result, runId: run.meta.id, knobsRead, loaders };
   } finally {
     for (const file of trialFiles) rmSync(file, { force: true });
   }
@@ -155,7 +168,10 @@ class TrialWatch {
   #limit: NodeJS.Timeout | null = null;
   #backstop: NodeJS.Timeout | null = null;
 
-  constructor(settings: TrialSettings, context: TrialContext) {
+  readonly #knobs: Knobs;
+
+  constructor(settings: TrialSettings, context: TrialContext, knobs: Knobs) {
+    this.#knobs = knobs;
     this.#settings = settings;
     this.#trialContext = context;
     this.#context = { best: context.best, noise: context.noise };
@@ -171,7 +187,9 @@ class TrialWatch {
   message(message: ChannelMessage): void {
     if (message.type !== "step") return;
     const seconds = (typeof message.wait_s === "number" ? message.wait_s : 0) + (typeof message.compute_s === "number" ? message.compute_s : 0);
-    const step: StepTime = { t: message.t, samples: typeof message.samples === "number" ? message.samples : null, seconds, warmup: message.warmup === true };
+    const reported = typeof message.samples === "number" ? message.samples : null;
+    const accumulation = typeof message.accumulation === "number" ? message.accumulation : null;
+    const step: StepTime = { t: message.t, samples: reported ?? samplesFromKnob(this.#knobs, accumulation), seconds, warmup: message.warmup === true };
     this.#steps.set(message.pid, [...(this.#steps.get(message.pid) ?? []), step]);
     this.#check();
   }
@@ -217,6 +235,23 @@ class TrialWatch {
 const finite = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
 
 /**
+ * The samples of a step the job did not count (the attach could not find the batch dimension): the
+ * batch_size knob's value × the batches the step fetched (else the accumulation knob, else 1); null
+ * without a batch_size knob.
+ *
+ * @example
+ * ```ts
+ * samplesFromKnob({ batch_size: 32 }, 4); // 128
+ * ```
+ */
+export function samplesFromKnob(knobs: Knobs, batches: number | null): number | null {
+  const micro = knobs.batch_size;
+  if (typeof micro !== "number") return null;
+  const acc = batches !== null && batches >= 1 ? batches : typeof knobs.accumulation === "number" ? knobs.accumulation : 1;
+  return micro * acc;
+}
+
+/**
  * What a guarded trial run measured, and how it ended in the tuner's terms: a trial brim stopped
  * once measured is `ok` whatever signal ended the process; `slower` when stopped as clearly slower;
  * `time_limit` when it ran out of time before two steady steps.
@@ -231,11 +266,12 @@ export function classifyTrial(
   settings: Pick<TrialSettings, "capScope" | "window" | "timeLimitS">,
   verdict: { stop: WindowStop; detail: string; bound?: number; rate?: number } | null,
   timedOut: boolean,
+  knobs: Knobs = {},
 ): TrialResult {
   const steps = mainSteps(run.timeline);
   const times: StepTime[] = steps.map((step) => ({
     t: step.t,
-    samples: finite(step.samples) ? step.samples : null,
+    samples: finite(step.samples) ? step.samples : samplesFromKnob(knobs, step.accumulation),
     seconds: (finite(step.wait_s) ? step.wait_s : 0) + (finite(step.compute_s) ? step.compute_s : 0),
     warmup: step.warmup === true,
   }));
@@ -289,8 +325,10 @@ export function classifyTrial(
     warmupSteps: warmup,
     firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,
+    samplesFromKnob: steady.length > 0 && steadyEntries.every((step) => !finite(step.samples)) && steady.some((step) => step.samples !== null),
     cpuCores: finite(run.timeline.measured.tree_cpu_percent_mean) ? run.timeline.measured.tree_cpu_percent_mean / 100 : null,
     cpus: run.meta.device.host.cpus,
+    hostBusy: finite(run.timeline.measured.host_cpu_percent_mean) ? run.timeline.measured.host_cpu_percent_mean / 100 : null,
     accumulation: medianOf(steadyEntries.map((s) => s.accumulation)),
     microBatch: medianOf(steadyEntries.map((s) => s.micro_batch)),
     failure: null,

@@ -28,6 +28,7 @@ import { planPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, CONFIRM_PAIRS_MAX, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
 import { accumulationOf, effectiveBatchOf, samplesMismatch } from "./effective.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
+import { codeValues, dataLimit, type LoaderSeen } from "./loaders.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
@@ -187,7 +188,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
     onState: options.onState,
   };
   try {
-    return await runTune(options, deps, { record, bindings, documents, baseline, settings, note, now, tuneStartedAt: now() });
+    return await runTune(options, deps, { record, bindings, documents, baseline, settings, note, now, tuneStartedAt: now(), codeHints: [] });
   } finally {
     // an error or Ctrl-C mid-tune still leaves a finished record of what was measured
     if (record.ended_at === null) {
@@ -207,6 +208,8 @@ interface TuneState {
   note: (line: string) => void;
   now: () => number;
   tuneStartedAt: number;
+  /** values written in the job's code that no knob reaches, with the file:line to change */
+  codeHints: string[];
 }
 
 async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): Promise<TuneResult> {
@@ -227,8 +230,11 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     const rates = measured.filter((m) => m.result.end === "ok" && m.result.oomRecoveries === 0).map((m) => m.result.samplesPerSecond ?? 0);
     return rates.length > 0 ? Math.max(...rates) : null;
   };
-  const trial = async (knobs: Knobs, index: number): Promise<{ result: TrialResult; runId: string | null; knobsRead: Map<string, KnobValue> }> => {
-    if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null, knobsRead: new Map() };
+  const trial = async (
+    knobs: Knobs,
+    index: number,
+  ): Promise<{ result: TrialResult; runId: string | null; knobsRead: Map<string, KnobValue>; loaders: LoaderSeen[] }> => {
+    if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null, knobsRead: new Map(), loaders: [] };
     // a configuration measured before is being re-measured: it runs to the end of its window
     const again = measured.some((m) => canonicalKnobs(m.knobs) === canonicalKnobs(knobs));
     const outcome = await runTrial(
@@ -263,9 +269,23 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     if (baseline[knob] === undefined && (knob in KNOWN_KNOBS || options.knobValues?.[knob] !== undefined)) baseline[knob] = value;
   }
   const context = { ...contextOfDevices(deps.devices), loader: loaderBound(evidenceOf(first.result, baseline, settings.capBytes)) };
+  // values written in the code: the file:line to change, said now and at the end
+  state.codeHints = codeValues(first.loaders, baseline);
+  state.codeHints.forEach(note);
+  const data = dataLimit(first.loaders, typeof baseline[MICRO_BATCH_KNOB] === "number" ? baseline[MICRO_BATCH_KNOB] : null);
+  if (data !== null && baseline[MICRO_BATCH_KNOB] !== undefined)
+    note(
+      `micro-batch at most ${data.samples}: the samples the loader${data.where === null ? "" : ` at ${data.where}`} sees${data.sharded ? " on each rank" : ""}`,
+    );
+  const maxMicroBatch = data === null ? options.maxMicroBatch : Math.min(options.maxMicroBatch ?? Infinity, data.samples);
   const space = buildSpace(
     baseline,
-    { ...options, observedAccumulation: first.result.accumulation ?? undefined },
+    {
+      ...options,
+      maxMicroBatch,
+      observedAccumulation: first.result.accumulation ?? undefined,
+      precisionSwitch: bindings.some((b) => b.via === "argv" && b.form === "switch" && b.knob === "precision"),
+    },
     [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})],
     context,
     note,
@@ -440,6 +460,7 @@ async function finish(
   }
   const ending = record.winner !== null ? trials.find((t) => t.index === record.winner?.index) : trials[0];
   if (ending !== undefined && ending.result.end === "ok") record.limits = stillLimits(evidenceOf(ending.result, ending.knobs, record.cap_bytes), ending.knobs);
+  if (state.codeHints.length > 0) record.limits = [...(record.limits ?? []), ...state.codeHints];
   record.no_winner =
     record.winner === null && stopReason !== "interrupted"
       ? (noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)))

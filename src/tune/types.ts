@@ -20,8 +20,8 @@ export type TrialEnd = "ok" | "gpu_oom" | "host_oom" | "cap_exceeded" | "crashed
 
 /** Why a trial did not give a throughput, in the words the search and the user need. */
 export interface TrialFailure {
-  /** memory: out of memory or an SDK split; cap: over brim's cap; crash: the job failed for another reason; time_limit: slow, not a failure of memory; hung: no step for a long time; slower: stopped early, clearly slower than the best */
-  kind: "memory" | "cap" | "crash" | "time_limit" | "hung" | "slower" | "interrupted" | "no_steps" | "gpu_fault";
+  /** memory: out of memory or an SDK split; cap: over brim's cap; crash: the job failed for another reason; data: a batch larger than the data the loader sees; time_limit: slow, not a failure of memory; hung: no step for a long time; slower: stopped early, clearly slower than the best */
+  kind: "memory" | "cap" | "crash" | "data" | "time_limit" | "hung" | "slower" | "interrupted" | "no_steps" | "gpu_fault";
   /** one line: the error the job printed, or what brim saw */
   cause: string;
 }
@@ -67,9 +67,13 @@ export interface TrialResult {
   firstStepS?: number | null;
   /** the precision the job reported running, when it said */
   precision?: string | null;
+  /** the job reported no sample count: samples are the batch_size knob × the batches of each step */
+  samplesFromKnob?: boolean;
   /** mean CPU of the job's process tree, in cores (1 = one core busy), and the machine's cores */
   cpuCores?: number | null;
   cpus?: number | null;
+  /** mean share of the whole machine's CPU in use, 0..1 */
+  hostBusy?: number | null;
   /** batches per optimizer step the job reported (median over the steady steps), when it said */
   accumulation?: number | null;
   /** samples per batch the job reported (median over the steady steps), when it said */

@@ -1,6 +1,6 @@
 /**
- * How long a trial measures: over a time window rather than a fixed step count. The warm-up is
- * found in the step times (the steps the SDK flags, then leading steps much slower than the rest),
+ * How long a trial measures: over a time window rather than a fixed step count. The warm-up is the
+ * run record's (the steps the reporter flags: the first `--warmup`),
  * the trial stops once its throughput is stable, once the window or the step budget is spent, or
  * as soon as it is clearly slower than the best so far (while a step is still running, the samples
  * it can add bound the throughput from above). Pure: steps and the clock come in, a verdict comes out.
@@ -12,6 +12,7 @@
  * ```
  * @module
  */
+import { isWarmupStep } from "../record/timeline/index.ts";
 
 /** One step of the job's main process as the trial sees it. */
 export interface StepTime {
@@ -80,40 +81,23 @@ export function minimumSeconds(options: WindowOptions, noise: number): number {
 
 /** The default share of the best a trial must fall under to be stopped as clearly slower. */
 export const SLOWER_MARGIN = 0.2;
-/** At most this many steps after the flagged warm-up may be found to be warm-up too. */
-const EXTRA_WARMUP_MAX = 3;
-/** A leading step this many times slower than the median of the steps after it is warm-up. */
-const WARMUP_RATIO = 1.5;
 
 const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
-
 /**
- * Splits steps into warm-up and steady: the first `warmupSteps` and the SDK's flagged ones, then up to
- * three leading steps slower than 1.5 × the median of the steps after them (lazy initialisation,
- * allocator growth, compilation). At least two steps stay steady when there are two.
+ * Splits steps into warm-up and steady by the run record's one rule ({@link isWarmupStep}): the steps
+ * the reporter flagged (the first `--warmup` steps) are warm-up, every other step is steady, so a
+ * trial's throughput and its run's `samples_per_s` count the same steps. `warmupSteps` is kept for
+ * callers; the reporter has already applied it.
  *
  * @example
  * ```ts
- * splitWarmup([{ seconds: 3 }, { seconds: 1.9 }, { seconds: 1 }, { seconds: 1.02 }, { seconds: 0.98 }].map((s, i) => ({ t: i, samples: 8, warmup: false, ...s })), 1).warmup; // 2
+ * splitWarmup([{ t: 1, samples: 8, seconds: 3, warmup: true }, { t: 2, samples: 8, seconds: 1, warmup: false }], 1).warmup; // 1
  * ```
  */
-export function splitWarmup(steps: readonly StepTime[], warmupSteps: number): { warmup: number; steady: StepTime[] } {
-  let start = 0;
-  while (start < steps.length && (start < warmupSteps || steps[start]?.warmup === true)) start++;
-  let extra = 0;
-  while (extra < EXTRA_WARMUP_MAX && steps.length - (start + 1) >= 2) {
-    const rest = steps.slice(start + 1).map((s) => s.seconds);
-    if ((steps[start]?.seconds ?? 0) <= WARMUP_RATIO * median(rest)) break;
-    start++;
-    extra++;
-  }
-  return { warmup: start, steady: steps.slice(start) };
+export function splitWarmup(steps: readonly StepTime[], _warmupSteps: number): { warmup: number; steady: StepTime[] } {
+  const steady = steps.filter((step) => !isWarmupStep(step));
+  return { warmup: steps.length - steady.length, steady };
 }
 
 /**

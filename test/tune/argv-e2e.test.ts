@@ -190,3 +190,32 @@ describe("brim tune on an I/O-bound loader (the built CLI, real DataLoader worke
     expect(result.stdout).toMatch(/still waits for data|samples\/s/);
   });
 });
+
+describe("brim tune on a job that reports no sample count", () => {
+  const python = [process.env.BRIM_TEST_PYTHON, "/work/main/.venv/bin/python", "/usr/bin/python3"].find(
+    (candidate): candidate is string => candidate !== undefined && torchOf(candidate) !== null,
+  );
+  it.skipIf(python === undefined)("counts samples from the batch_size knob (a loop with no DataLoader)", { timeout: 600_000 }, () => {
+    const script = join(root, "no_loader.py");
+    writeFileSync(
+      script,
+      [
+        "import argparse, torch",
+        "p = argparse.ArgumentParser(); p.add_argument('--batch-size', type=int, default=8); args = p.parse_args()",
+        "torch.set_num_threads(1)",
+        "model = torch.nn.Linear(32, 1); opt = torch.optim.SGD(model.parameters(), lr=0.01)",
+        "for step in range(10**6):",
+        "    x = torch.randn(args.batch_size, 32)",
+        "    loss = model(x).pow(2).mean(); opt.zero_grad(); loss.backward(); opt.step()",
+      ].join("\n"),
+    );
+    const store = join(root, "store-no-loader");
+    const result = brim(["tune", "--store", store, "--quiet", "--max-trials", "3", "--", python as string, script, "--batch-size", "8"]);
+    const record = onlyTune(store);
+    expect(record.no_winner?.reason ?? "").not.toMatch(/no trial reported steps with samples/);
+    const ok = record.trials.filter((trial) => trial.end === "ok");
+    expect(ok.length, result.stderr).toBeGreaterThanOrEqual(2);
+    for (const trial of ok) expect(trial.samples_per_step).toBe(trial.knobs.batch_size);
+    expect(result.stderr).toContain("samples counted from the batch_size knob");
+  });
+});

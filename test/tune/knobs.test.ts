@@ -29,10 +29,15 @@ describe("knob bindings", () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "conf.yaml"), "a: 1\n");
     writeFileSync(join(dir, "other.toml"), "a = 1\n");
-    const found = configFilesInCommand(["python", "train.py", "--config", "conf.yaml", "--extra=other.toml", "missing.yaml"], dir);
+    const found = configFilesInCommand(
+      ["python", "train.py", "--config", "conf.yaml", "--extra=other.toml", "missing.yaml", "-c", "conf.yaml", "config_path=conf.yaml"],
+      dir,
+    );
     expect(found.map((entry) => [entry.index, entry.arg])).toEqual([
       [3, "conf.yaml"],
       [4, "other.toml"],
+      [7, "conf.yaml"],
+      [8, "conf.yaml"],
     ]);
   });
 
@@ -80,8 +85,12 @@ describe("knob bindings", () => {
     expect(loaderBound({ dataWait: 0.9, cpuCores: 1.0, cpus: 2 })).toBe("cpu");
     expect(loaderBound({ dataWait: 0.02, cpuCores: 0.05, cpus: 2 })).toBeNull();
     expect(loaderBound({ dataWait: 0.9, cpuCores: null, cpus: 2 })).toBeNull();
-    expect(stillLimits({ dataWait: 0.4, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 })).toEqual([
-      "still waits for data 40 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck",
+    // every core busy with other work: the job's cores must be far under a starved fetch's share
+    expect(loaderBound({ dataWait: 0.98, cpuCores: 0.05, cpus: 2, hostBusy: 0.95 })).toBe("io");
+    expect(loaderBound({ dataWait: 0.98, cpuCores: 0.3, cpus: 2, hostBusy: 0.95 })).toBe("cpu");
+    expect(loaderBound({ dataWait: 0.49, cpuCores: 0.4, cpus: 2 })).toBeNull();
+    expect(stillLimits({ dataWait: 0.6, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 })).toEqual([
+      "still waits for data 60 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck",
     ]);
     expect(stillLimits({ dataWait: 0.01, cpuCores: 1, cpus: 2, gpuUtil: null }, {})).toEqual([]);
     const h100 = candidateValues(
@@ -110,6 +119,12 @@ describe("knob bindings", () => {
       () => {},
     );
     expect(workers.others.map((other) => other.knob)).toEqual(["num_workers", "persistent_workers"]);
+  });
+
+  it("a precision given as a --bf16/--fp16 switch is tried only as what a switch can say", () => {
+    const h100 = { backend: "nvml" as const, bf16: true, tensorCores: true, cpus: 16 };
+    const space = buildSpace({ batch_size: 8, precision: "bf16-mixed" }, { precisionSwitch: true }, ["batch_size", "precision"], h100, () => {});
+    expect(space.others).toEqual([{ knob: "precision", values: ["fp32", "fp16-mixed", "bf16-mixed"] }]);
   });
 
   it("holds the configured effective batch when accumulation is above 1, unless told otherwise", () => {

@@ -3,6 +3,7 @@ import { humanBytes, renderTrialLine, renderTuneTable } from "../../src/cli/rend
 import type { TuneRecord } from "../../src/record/types.ts";
 import { searchKnobs, type Knobs, type TrialResult, type TrialRunner } from "../../src/tune/search.ts";
 import { accumulationOf, effectiveBatchOf } from "../../src/tune/effective.ts";
+import { isWarmupStep } from "../../src/record/timeline/index.ts";
 import { samplesMismatch } from "../../src/tune/tune.ts";
 import { isStable, MIN_STEADY_S, minimumSeconds, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
 import { DEFAULT_ORACLE, FakeClock, SimulatedRunner, stepSeconds } from "./oracle.ts";
@@ -10,7 +11,8 @@ import { DEFAULT_ORACLE, FakeClock, SimulatedRunner, stepSeconds } from "./oracl
 const MiB = 2 ** 20;
 const steps = (seconds: number[], samples = 32, t0 = 100): StepTime[] => {
   let t = t0;
-  return seconds.map((s) => ({ t: (t += s), samples, seconds: s, warmup: false }));
+  // the reporter flags the first step as warm-up (--warmup 1)
+  return seconds.map((s, i) => ({ t: (t += s), samples, seconds: s, warmup: i === 0 }));
 };
 const okResult = (sps: number, extra: Partial<TrialResult> = {}): TrialResult => ({
   end: "ok",
@@ -26,10 +28,12 @@ const okResult = (sps: number, extra: Partial<TrialResult> = {}): TrialResult =>
 describe("the measurement window", () => {
   const options = { warmupSteps: 1, maxSteps: 20, minSteps: 3, windowS: 10, stableWithin: 0.02 };
 
-  it("leaves out the flagged warm-up and slower leading steps", () => {
-    expect(splitWarmup(steps([3, 1.9, 1, 1.01, 0.99, 1]), 1).warmup).toBe(2);
-    expect(splitWarmup(steps([3, 1, 1.01, 0.99]), 1).warmup).toBe(1);
-    expect(splitWarmup(steps([1, 1, 1]), 0).warmup).toBe(0);
+  it("leaves out the flagged warm-up, by the run record's one rule (the same steps as the run's samples/s)", () => {
+    expect(splitWarmup(steps([3, 1.9, 1, 1.01, 0.99, 1]), 1).warmup).toBe(1);
+    expect(splitWarmup(steps([3, 1, 1.01, 0.99]), 1).steady.map((s) => s.seconds)).toEqual([1, 1.01, 0.99]);
+    const unflagged = steps([1, 1, 1]).map((s) => ({ ...s, warmup: false }));
+    expect(splitWarmup(unflagged, 0).warmup).toBe(0);
+    for (const step of steps([3, 1, 2])) expect(splitWarmup([step], 1).warmup === 1).toBe(isWarmupStep(step));
   });
 
   it("stops once stable, not before; noisy steps run to the window", () => {

@@ -49,7 +49,7 @@ describe("brim tune finds loader and precision wins on the oracle job (CPU)", ()
     expect(first?.knobs.num_workers).toBe(1);
     expect(first?.purpose).toMatch(/the loop waits for data \d+ % of step time/);
     expect(record.trials[0]?.data_wait_share ?? 0).toBeGreaterThan(0.3);
-    expect(record.winner?.knobs.num_workers).toBe(1);
+    expect(record.winner?.knobs.num_workers as number).toBeGreaterThanOrEqual(1);
     expect(record.winner?.speedup ?? 0).toBeGreaterThan(1.15);
   });
 

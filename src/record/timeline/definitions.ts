@@ -6,6 +6,7 @@
  */
 import type { LivePeaks, RunSummary } from "../types.ts";
 import type { SampleEntry, StepEntry, Timeline } from "./types.ts";
+import { isWarmupStep } from "./entries.ts";
 
 /**
  * The steady steps of the main process kept in the timeline's list (thinned on a long run: count
@@ -17,7 +18,7 @@ import type { SampleEntry, StepEntry, Timeline } from "./types.ts";
  * ```
  */
 export function steadySteps(tl: Timeline): StepEntry[] {
-  return tl.steps.filter((s) => s.pid === tl.mainPid && !s.warmup);
+  return tl.steps.filter((s) => s.pid === tl.mainPid && !isWarmupStep(s));
 }
 
 /**

@@ -6,7 +6,7 @@
  * @module
  */
 import type { TimelineEntry } from "../types.ts";
-import { eventOf, helloOf, num, sampleOf, stepOf, stepSeconds, str } from "./entries.ts";
+import { eventOf, helloOf, isWarmupStep, num, sampleOf, stepOf, stepSeconds, str } from "./entries.ts";
 import { StreamingMedian } from "../../stats.ts";
 import { EvenThinning, ReadingSums } from "./stats.ts";
 import type { EventEntry, HelloEntry, SampleEntry, StepEntry, StepSource, Timeline, TimelineMeasures, RankMeasures } from "./types.ts";
@@ -51,7 +51,7 @@ class ProcessFold {
     this.steps++;
     this.last = s;
     this.kept.add(s);
-    if (s.warmup) return;
+    if (isWarmupStep(s)) return;
     this.steady++;
     const seconds = stepSeconds(s);
     if (seconds === null) return;
