@@ -28,7 +28,8 @@ describe("a run of ranks, summarised as one job", () => {
     expect(m.steps).toBe(10);
     expect(m.steady_steps).toBe(8);
     expect(m.samples_per_s).toBeCloseTo(100 + 50, 9);
-    expect(m.samples).toBe(160);
+    expect(m.samples).toBe(200);
+    expect(m.steady_samples).toBe(160);
     expect(m.ranks.map((r) => [r.rank, r.pid, r.steps, r.steady_steps])).toEqual([
       [0, 10, 10, 8],
       [1, 11, 10, 8],
