@@ -1,5 +1,6 @@
 import { Option, type Command } from "commander";
 import { parseByteSize } from "../bytes.ts";
+import { tuneState } from "../configs/index.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { ERROR_CODES, UsageError } from "../errors/index.ts";
 import { renderLiveView } from "../guard/view.ts";
@@ -293,7 +294,11 @@ A file that changed since the tune read it is refused unless --force. Applying t
     .action(async (ref: string, options: { force?: boolean; dryRun?: boolean; store?: string; json?: boolean }) => {
       const store = new RunStore(storeRoot(options.store, process.env, process.cwd()));
       const id = await store.resolveTune(ref);
-      const result = await applyTune(await store.readTune(id), { force: options.force === true, dryRun: options.dryRun === true });
+      const result = await applyTune(await store.readTune(id), {
+        force: options.force === true,
+        dryRun: options.dryRun === true,
+        state: await tuneState(store, id),
+      });
       out.stdout(options.json ? `${JSON.stringify(result, null, 2)}\n` : renderApply(result, options.dryRun === true));
     });
 }

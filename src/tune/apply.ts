@@ -1,4 +1,4 @@
-import { applyConfigEdits, type ApplyResult, type ConfigEdit } from "../configs/index.ts";
+import { applyConfigEdits, interruptedMessage, type ApplyResult, type ConfigEdit } from "../configs/index.ts";
 import { BrimError, isBrimError } from "../errors/index.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv, type ArgvKnob } from "./argv.ts";
@@ -28,7 +28,11 @@ export interface ApplyTuneResult {
  * for (const file of result.files) console.log(file.diff);
  * ```
  */
-export async function applyTune(record: TuneRecord, options: { force: boolean; dryRun: boolean }): Promise<ApplyTuneResult> {
+export async function applyTune(
+  record: TuneRecord,
+  options: { force: boolean; dryRun: boolean; state?: "ended" | "running" | "interrupted" | "missing" },
+): Promise<ApplyTuneResult> {
+  if (record.winner === null && options.state === "interrupted") throw new BrimError("E_NO_TRIAL_FIT", interruptedMessage(record));
   // the same reason the tune gave
   if (record.winner === null)
     throw new BrimError(
@@ -36,6 +40,7 @@ export async function applyTune(record: TuneRecord, options: { force: boolean; d
       `tune ${record.id} has no winner: ${record.no_winner?.reason ?? "no trial fitted the cap and finished"}; nothing to apply`,
     );
   const knobs = record.winner.knobs;
+  const before = record.trials.find((trial) => trial.index === 0)?.knobs ?? {};
   const byFile = new Map<string, { sha: string; edits: ConfigEdit[] }>();
   const envKnobs: Record<string, number | string | boolean> = {};
   let templated = false;
@@ -50,11 +55,11 @@ export async function applyTune(record: TuneRecord, options: { force: boolean; d
     } else if (binding.via === "env") envKnobs[binding.knob] = value;
     else if (binding.file !== undefined && binding.key !== undefined) {
       const entry = byFile.get(binding.file) ?? { sha: binding.file_sha256 ?? "", edits: [] };
-      entry.edits.push({ key: binding.key, value });
+      // a key the tune left at its baseline is not written: --force keeps what the user set since
+      entry.edits.push({ key: binding.key, value, baseline: before[binding.knob] });
       byFile.set(binding.file, entry);
     }
   }
-  const before = record.trials.find((trial) => trial.index === 0)?.knobs ?? {};
   for (const [knob, value] of Object.entries(knobs)) {
     if (!record.bindings.some((binding) => binding.knob === knob) && before[knob] !== value) envKnobs[knob] = value;
   }

@@ -11,7 +11,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import type { ConfigDocument } from "../configs/index.ts";
+import { removeStaleTrialCopies, type ConfigDocument } from "../configs/index.ts";
 import type { Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
 import type { LiveState } from "../guard/live.ts";
@@ -133,6 +133,11 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   const now = deps.now ?? ((): number => Date.now() / 1000);
   const note = (line: string): void => options.onNote?.(line);
   const { bindings, documents, notes: bindingNotes } = await resolveBindings(options.command, options.cwd, options.bindings ?? []);
+  // A tune killed before it could clean up left trial copies beside the user's config: gone now.
+  for (const file of new Set(bindings.flatMap((b) => (b.via === "config" ? [b.file] : [])))) {
+    const removed = await removeStaleTrialCopies(file, deps.store);
+    if (removed.length > 0) note(`removed ${removed.length} trial cop${removed.length === 1 ? "y" : "ies"} of ${file} that an interrupted tune left`);
+  }
   bindingNotes.unshift(describeBindings(bindings, documents, options.cwd));
   bindingNotes.forEach(note);
   const cap =
