@@ -8,7 +8,7 @@
 //   node bench/tune-corpus.bench.mjs [--only a,b] [--fast] [--tune-time 150] [--run-only] [--merge] [--out bench/results/tune-corpus.json]
 // --merge keeps the entries of an existing record that this call does not run (each entry says which
 // call measured it: its `measured_by`, an index into `calls`).
-// Pythons: BRIM_BENCH_PYTHON (default /work/main/.venv/bin/python) for entries on the base packages;
+// Pythons: BRIM_BENCH_PYTHON (default the repository's .venv/bin/python, made by bash .ci/venv) for entries on the base packages;
 // BRIM_BENCH_EXTRA_PYTHON (default .venv-corpus/bin/python) for entries that need more, BRIM_BENCH_VISION_PYTHON
 // (default .venv-vision/bin/python: torch 2.14.1 + torchvision 0.29.1) for those that need torchvision (docs/corpus.md).
 // An entry whose python or packages are missing is recorded as skipped, with the reason.
@@ -29,7 +29,7 @@ const out = resolve(option("out", join(repo, "bench", "results", "tune-corpus.js
 const tuneTime = Number(option("tune-time", "150"));
 const runTimeout = Number(option("run-timeout", "150"));
 const PYTHONS = {
-  main: process.env.BRIM_BENCH_PYTHON ?? "/work/main/.venv/bin/python",
+  main: process.env.BRIM_BENCH_PYTHON ?? join(repo, ".venv", "bin", "python"),
   extra: process.env.BRIM_BENCH_EXTRA_PYTHON ?? join(repo, ".venv-corpus", "bin", "python"),
   vision: process.env.BRIM_BENCH_VISION_PYTHON ?? join(repo, ".venv-vision", "bin", "python"),
 };

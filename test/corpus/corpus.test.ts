@@ -2,7 +2,7 @@
 // corpus.json names (sha256), nothing unlisted sits beside them, each prepare step writes its data in a
 // copy of its folder, and `brim run --steps 3` stops the fast subset at exactly 3 steps through the built
 // CLI on the real frameworks. The runs need a Python with PyTorch: BRIM_CORPUS_PYTHON, else
-// BRIM_BENCH_PYTHON, else /work/main/.venv/bin/python; without one they are skipped, saying why.
+// BRIM_BENCH_PYTHON, else the repository's .venv (bash .ci/venv); without one they are skipped, saying why.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -43,7 +43,7 @@ const dirOf = (name: string): Dir => {
   if (d === undefined) throw new Error(`corpus.json names no folder ${name}`);
   return d;
 };
-const PYTHON = process.env.BRIM_CORPUS_PYTHON ?? process.env.BRIM_BENCH_PYTHON ?? "/work/main/.venv/bin/python";
+const PYTHON = process.env.BRIM_CORPUS_PYTHON ?? process.env.BRIM_BENCH_PYTHON ?? join(REPO, ".venv", "bin", "python");
 const hasTorch = existsSync(PYTHON) && spawnSync(PYTHON, ["-c", "import torch"]).status === 0;
 const NO_PYTHON = `skipped: no Python with PyTorch at ${PYTHON} (set BRIM_CORPUS_PYTHON)`;
 const built = existsSync(join(REPO, "dist", "cli", "main.js"));

@@ -18,7 +18,7 @@ function torchOf(python: string): string | null {
   return probe.status === 0 ? probe.stdout.trim() : null;
 }
 
-const PYTHONS = [process.env.BRIM_TEST_PYTHON, "/work/main/.venv/bin/python", "/usr/bin/python3"].filter(
+const PYTHONS = [process.env.BRIM_TEST_PYTHON, join(REPO, ".venv", "bin", "python"), "/usr/bin/python3"].filter(
   (python, index, all): python is string => python !== undefined && all.indexOf(python) === index,
 );
 
@@ -94,7 +94,7 @@ describe("brim tune with nothing to vary", () => {
 });
 
 describe("brim tune on an accelerate job with accumulation (the built CLI, real accelerate)", () => {
-  const python = [process.env.BRIM_TEST_PYTHON, "/work/main/.venv/bin/python"].find(
+  const python = [process.env.BRIM_TEST_PYTHON, join(REPO, ".venv", "bin", "python")].find(
     (candidate): candidate is string =>
       candidate !== undefined && existsSync(candidate) && spawnSync(candidate, ["-c", "import accelerate, torch"]).status === 0,
   );
@@ -154,7 +154,7 @@ describe("brim tune on an accelerate job with accumulation (the built CLI, real 
 });
 
 describe("brim tune on an I/O-bound loader (the built CLI, real DataLoader workers)", () => {
-  const python = [process.env.BRIM_TEST_PYTHON, "/work/main/.venv/bin/python", "/usr/bin/python3"].find(
+  const python = [process.env.BRIM_TEST_PYTHON, join(REPO, ".venv", "bin", "python"), "/usr/bin/python3"].find(
     (candidate): candidate is string => candidate !== undefined && torchOf(candidate) !== null,
   );
   if (python === undefined) console.warn("skipped: no interpreter with PyTorch (set BRIM_TEST_PYTHON)");
@@ -192,7 +192,7 @@ describe("brim tune on an I/O-bound loader (the built CLI, real DataLoader worke
 });
 
 describe("brim tune on a job that reports no sample count", () => {
-  const python = [process.env.BRIM_TEST_PYTHON, "/work/main/.venv/bin/python", "/usr/bin/python3"].find(
+  const python = [process.env.BRIM_TEST_PYTHON, join(REPO, ".venv", "bin", "python"), "/usr/bin/python3"].find(
     (candidate): candidate is string => candidate !== undefined && torchOf(candidate) !== null,
   );
   it.skipIf(python === undefined)("counts samples from the batch_size knob (a loop with no DataLoader)", { timeout: 600_000 }, () => {
