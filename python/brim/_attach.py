@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from . import _env, _state, _tracking
+from . import _env, _loss, _state, _tracking
 from ._samples import BatchDim
 from ._timing import Wait, WaitSum
 
@@ -167,6 +167,7 @@ class _Attach:
             "compute_s": interval if wait is None else None,
             "wait_s": None,
             "at": time.time(),
+            "loss": _loss.take(),
             "fields": fields,
         }
         self.waits = []
@@ -237,6 +238,7 @@ def _patch_backward(torch: Any) -> None:
 
     @functools.wraps(original)
     def backward_with_brim(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _loss.seen(self, args, kwargs)
         if attach.optimizer_created or attach.depth:
             return original(self, *args, **kwargs)
         attach.step_begin()
@@ -330,7 +332,7 @@ def _patch_cap(torch: Any) -> None:
 
 def patch_torch(torch: Any) -> None:
     """Put brim's wrappers on an imported torch (1.13 or 2.x). Each part fails alone."""
-    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_autocast):
+    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_autocast, _loss._patch_scaler):
         try:
             patch(torch)
         except Exception as e:
