@@ -34,6 +34,15 @@ function thin<T>(items: readonly T[]): T[] {
   return out;
 }
 
+/** A colour mixed with 65 % white: raw values under their smoothed line. */
+function faint(hex: string): string {
+  const mix = (i: number): string =>
+    Math.round(parseInt(hex.slice(i, i + 2), 16) * 0.35 + 255 * 0.65)
+      .toString(16)
+      .padStart(2, "0");
+  return `#${mix(1)}${mix(3)}${mix(5)}`;
+}
+
 function numericLoss(loss: number | string | null): number | null {
   const v = typeof loss === "string" ? Number(loss) : loss;
   return v !== null && Number.isFinite(v) ? v : null;
@@ -82,6 +91,20 @@ export function lossScale(points: readonly (readonly [number, number | null])[])
 }
 
 /**
+ * How the loss chart is drawn: the smoothing weight (default `LOSS_SMOOTHING`) and the y scale
+ * (default: `lossScale` of the losses).
+ *
+ * @example
+ * ```ts
+ * const options: LossOptions = { smoothing: 0.9, scale: "linear" };
+ * ```
+ */
+export interface LossOptions {
+  smoothing?: number;
+  scale?: "linear" | "log10";
+}
+
+/**
  * The loss chart: each run's raw losses as faint points and its smoothed line over them, on a log
  * axis when the loss spans decades; null when no run reported a loss.
  *
@@ -90,7 +113,8 @@ export function lossScale(points: readonly (readonly [number, number | null])[])
  * lossChart([{ label: "this run", meta, timeline }])?.y.scale; // "log10" for a loss from 8 to 0.05
  * ```
  */
-export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "step"): ChartSpec | null {
+export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "step", options: LossOptions = {}): ChartSpec | null {
+  const smoothing = options.smoothing ?? LOSS_SMOOTHING;
   const series: Series[] = [];
   const all: [number, number | null][] = [];
   runs.forEach((run, i) => {
@@ -102,12 +126,12 @@ export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "st
       .filter((p) => p[1] !== null);
     if (raw.length === 0) return;
     all.push(...raw);
-    series.push({ name: name("loss"), color, style: "points", points: thin(raw) });
-    series.push({ name: name(`loss, smoothed ${LOSS_SMOOTHING}`), color, points: thin(smoothPoints(raw, LOSS_SMOOTHING)) });
+    series.push({ name: name("loss"), color: faint(color), style: "points", points: thin(raw) });
+    series.push({ name: name("loss, smoothed"), color, points: thin(smoothPoints(raw, smoothing)) });
   });
   if (series.length === 0) return null;
   const x = axis === "step" ? { label: "step", kind: "number" as const, min: 0 } : { label: "time since start", kind: "time" as const, min: 0 };
-  const scale = lossScale(all);
+  const scale = options.scale ?? lossScale(all);
   return {
     id: "loss",
     title: `Loss ${axis === "step" ? "by step" : "over time"}${scale === "log10" ? " (log scale)" : ""}`,
@@ -127,7 +151,7 @@ export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "st
  * progressCharts([{ label: "this run", meta, timeline }], "step").map((c) => c.id); // ["loss", "throughput_steps"]
  * ```
  */
-export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis = "step"): ChartSpec[] {
+export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis = "step", lossOptions: LossOptions = {}): ChartSpec[] {
   const x = axis === "step" ? { label: "step", kind: "number" as const, min: 0 } : { label: "time since start", kind: "time" as const, min: 0 };
   const loss: Series[] = [];
   const rate: Series[] = [];
@@ -154,7 +178,7 @@ export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis 
   });
   const by = axis === "step" ? "by step" : "over time";
   return [
-    lossChart(runs, axis) ?? {
+    lossChart(runs, axis, lossOptions) ?? {
       id: "loss",
       title: `Loss ${by}`,
       x,

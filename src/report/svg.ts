@@ -294,7 +294,7 @@ export function renderChart(spec: ChartSpec): string {
   out.push(`<text x="${MARGIN.left}" y="18" font-size="13" font-weight="600" fill="#111">${escapeXml(spec.title)}</text>`);
   legend(out, series);
   out.push(
-    `<rect class="plot" x="${MARGIN.left}" y="${MARGIN.top}" width="${pw}" height="${ph}" fill="#fafafa" stroke="#d0d0d0" data-x-min="${raw(xDomain[0])}" data-x-max="${raw(xDomain[1])}" data-y-min="${raw(yDomain[0])}" data-y-max="${raw(yDomain[1])}" data-x-scale="${spec.x.scale ?? "linear"}" data-y-scale="${spec.y.scale ?? "linear"}"/>`,
+    `<rect class="plot" x="${MARGIN.left}" y="${MARGIN.top}" width="${pw}" height="${ph}" fill="#fafafa" stroke="#d0d0d0" data-x-min="${raw(xDomain[0])}" data-x-max="${raw(xDomain[1])}" data-y-min="${raw(yDomain[0])}" data-y-max="${raw(yDomain[1])}" data-x-scale="${spec.x.scale ?? "linear"}" data-y-scale="${spec.y.scale ?? "linear"}" data-x-label="${escapeXml(spec.x.label)}"/>`,
   );
   axes(out, spec, plot);
   refLines(out, spec.lines ?? [], plot);

@@ -80,7 +80,7 @@ describe("the loss chart", () => {
     expect(chart?.y.scale).toBe("log10");
     expect(chart?.series.map((s) => [s.name, s.style ?? "line"])).toEqual([
       ["loss", "points"],
-      ["loss, smoothed 0.6", "line"],
+      ["loss, smoothed", "line"],
     ]);
     const svg = renderChart(chart!);
     expect(svg).toContain('data-y-scale="log10"');
@@ -101,7 +101,7 @@ describe("the loss chart", () => {
     const result = await writeReport(store, id, { out, png: false });
     expect(result.files.map((f) => f.path.slice(out.length + 1))).toContain("charts/loss.svg");
     const svg = readFileSync(join(out, "charts/loss.svg"), "utf8");
-    expect(svg).toContain('data-series="loss, smoothed 0.6"');
+    expect(svg).toContain('data-series="loss, smoothed"');
     expect(readFileSync(join(out, "report.md"), "utf8")).toContain("![Loss by step](charts/loss.svg)");
   });
 });
