@@ -116,7 +116,7 @@ def take() -> Optional[Read]:
         buffer = pool.pop() if pool else torch.empty((), dtype=tensor.dtype, pin_memory=True)
         buffer.copy_(tensor.reshape(()), non_blocking=True)
         event = torch.cuda.Event()
-        event.record()
+        event.record(torch.cuda.current_stream(tensor.device))  # the stream the copy went on
         return Read(event=event, buffer=buffer)
     except Exception:
         return None
