@@ -28,7 +28,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from . import _env, _state, _tracking
+from . import _env, _loss, _state, _tracking
 from ._samples import BatchDim
 from ._timing import Wait, WaitSum
 
@@ -169,6 +169,7 @@ class _Attach:
             "compute_s": interval if wait is None else None,
             "wait_s": None,
             "at": time.time(),
+            "loss": _loss.take(),
             "fields": fields,
         }
         self.waits = []
@@ -239,6 +240,7 @@ def _patch_backward(torch: Any) -> None:
 
     @functools.wraps(original)
     def backward_with_brim(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _loss.seen(self, args, kwargs)
         if attach.optimizer_created or attach.depth:
             return original(self, *args, **kwargs)
         attach.step_begin()
@@ -391,7 +393,7 @@ def _patch_cap(torch: Any) -> None:
 
 def patch_torch(torch: Any) -> None:
     """Put brim's wrappers on an imported torch (1.13 or 2.x). Each part fails alone."""
-    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast):
+    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast, _loss._patch_scaler):
         try:
             patch(torch)
         except Exception as e:

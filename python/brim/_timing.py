@@ -148,13 +148,14 @@ class PendingSteps:
     and samples / (wait_s + compute_s) is the rate the job ran at)."""
 
     def __init__(self) -> None:
-        self._queue: Deque[Tuple[Dict[str, Any], Any, Optional[float]]] = deque()
+        self._queue: Deque[Tuple[Dict[str, Any], Any, Optional[float], Any]] = deque()
 
     def __len__(self) -> int:
         return len(self._queue)
 
-    def push(self, fields: Dict[str, Any], wait: Any, interval_s: Optional[float]) -> None:
-        self._queue.append((fields, wait, interval_s))
+    def push(self, fields: Dict[str, Any], wait: Any, interval_s: Optional[float], loss: Any = None) -> None:
+        """loss: a lazy read of the step's loss (brim._loss.Read) that becomes fields["loss"]."""
+        self._queue.append((fields, wait, interval_s, loss))
 
     def clear(self) -> None:
         self._queue.clear()
@@ -163,10 +164,12 @@ class PendingSteps:
         """The steps whose numbers are known, oldest first (all of them with block=True)."""
         out = []
         while self._queue:
-            fields, wait, interval = self._queue[0]
-            if wait is not None and not block and not wait.ready():
+            fields, wait, interval, loss = self._queue[0]
+            if not block and ((wait is not None and not wait.ready()) or (loss is not None and not loss.ready())):
                 break
             self._queue.popleft()
+            if loss is not None:
+                fields["loss"] = loss.value(block=True)
             if wait is not None:
                 w = wait.value(block=True)
                 fields["wait_s"] = w

@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Union
 
-from . import _env, _memory, _state
+from . import _env, _loss, _memory, _state
 from ._samples import BatchDim
 from ._timing import DeviceClock, PendingSteps, Wait
 
@@ -166,7 +166,7 @@ def count_step(samples: Optional[int] = None, wait_s: Optional[float] = None, co
             "warmup": bool(warmup),
             "micro_batch": _int_or_none(micro_batch),
             "accumulation": _int_or_none(accumulation),
-            "loss": _number(loss),
+            "loss": None if isinstance(loss, _loss.Read) else _number(loss),
             "mem": _memory.snapshot(fresh=last),
             "source": source,
         }
@@ -174,7 +174,7 @@ def count_step(samples: Optional[int] = None, wait_s: Optional[float] = None, co
             msg.update(fields)
         if extra:
             msg["extra"] = extra
-        _pending.push(msg, wait, interval_s)
+        _pending.push(msg, wait, interval_s, loss if isinstance(loss, _loss.Read) else None)
         flush()
     if last:
         if st.stop_reason is None:

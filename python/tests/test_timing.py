@@ -111,5 +111,8 @@ def test_no_synchronize_in_the_sdk_step_path():
     import pathlib
 
     root = pathlib.Path(__file__).resolve().parents[1] / "brim"
-    offenders = [str(p) for p in root.rglob("*.py") if "synchronize()" in p.read_text() and p.name != "_timing.py"]
+    # _timing (data waits) and _loss (the loss's copy) wait for the device only with block=True, at
+    # exit or at the step budget (test_loss checks that a step's loss never waits before)
+    allowed = ("_timing.py", "_loss.py")
+    offenders = [str(p) for p in root.rglob("*.py") if "synchronize()" in p.read_text() and p.name not in allowed]
     assert offenders == []

@@ -1,11 +1,11 @@
 import { Option, type Command } from "commander";
-import { constants as osConstants } from "node:os";
+import { hostname, constants as osConstants } from "node:os";
 import type { RunEnd } from "../record/types.ts";
 import { formatBytes, parseByteSize } from "../bytes.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { guardRun, type GuardResult } from "../guard/guard.ts";
-import { formatPrometheus, serveMetrics } from "../guard/prometheus.ts";
+import { formatPrometheus, parseListen, serveMetrics } from "../guard/prometheus.ts";
 import { StatusFooter, formatDuration } from "../guard/view.ts";
 import { progressPattern } from "../record/progress-lines.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
@@ -16,7 +16,10 @@ import type { Output } from "./output.ts";
 export interface RunCommandOptions {
   cap?: number;
   store?: string;
-  prometheus?: number;
+  /** a port on 127.0.0.1, or where to listen (`--prometheus [host:]port`) */
+  prometheus?: number | { host: string; port: number };
+  /** the bearer token scrapes must send; required to listen beyond loopback */
+  prometheusToken?: string;
   /** Seconds the metrics endpoint stays up after the run (0 = close at once). */
   /** Seconds /metrics stays up after the run (default 5; callers other than the CLI may leave it out). */
   prometheusGrace?: number;
@@ -115,14 +118,6 @@ function positiveInteger(name: string, min = 1): (text: string) => number {
   };
 }
 
-function portNumber(name: string): (text: string) => number {
-  return (text) => {
-    const value = Number(text);
-    if (!/^\s*\d+\s*$/.test(text) || value < 1 || value > 65535) throw new UsageError(`${name} must be a port number from 1 to 65535, got '${text}'`);
-    return value;
-  };
-}
-
 function positiveNumber(name: string): (text: string) => number {
   return (text) => {
     const value = Number(text);
@@ -196,9 +191,17 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   let running = true;
   const build = { version: BRIM_VERSION, node: process.version, backend: inventory.backend, ...(inventory.driver != null ? { driver: inventory.driver } : {}) };
   const gpus = inventory.backend === "cpu" ? [] : inventory.gpus.map((gpu) => gpu.index);
+  const listen = typeof options.prometheus === "number" ? { host: "127.0.0.1", port: options.prometheus } : options.prometheus;
+  const context = { gpus, build, gpuInfo: inventory.backend === "cpu" ? [] : inventory.gpus, hostname: hostname() };
+  const token = options.prometheusToken ?? process.env.BRIM_PROMETHEUS_TOKEN ?? null;
   const metrics =
-    options.prometheus !== undefined
-      ? await serveMetrics(options.prometheus, () => (latestState ? formatPrometheus(latestState, { run_id: runId }, { gpus, running, build }) : ""))
+    listen !== undefined
+      ? await serveMetrics(
+          listen.port,
+          () => (latestState ? formatPrometheus(latestState, { run_id: runId }, { ...context, running }) : ""),
+          listen.host,
+          token,
+        )
       : null;
   let ended = false;
   try {
@@ -222,7 +225,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
           runId = id;
           if (!options.json)
             out.stderr(
-              `brim: run ${id} · pid ${pid}${options.cap !== undefined ? ` · cap ${formatBytes(options.cap)} ${inventory.backend === "cpu" ? "RAM" : "GPU"}` : ""}${metrics ? ` · metrics http://127.0.0.1:${options.prometheus}/metrics` : ""}\n`,
+              `brim: run ${id} · pid ${pid}${options.cap !== undefined ? ` · cap ${formatBytes(options.cap)} ${inventory.backend === "cpu" ? "RAM" : "GPU"}` : ""}${metrics && listen ? ` · metrics http://${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${listen.port}/metrics` : ""}\n`,
             );
         },
         // the job's output passes through as it comes (\r progress updates included); on a terminal
@@ -343,7 +346,8 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .passThroughOptions()
     .option("--cap <size>", "memory cap for the whole process tree: GPU memory, or RAM in CPU mode (e.g. 12GiB)", (text) => parseByteSize(text))
     .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")
-    .option("--prometheus <port>", "serve Prometheus metrics on 127.0.0.1:<port>/metrics", portNumber("--prometheus"))
+    .option("--prometheus <[host:]port>", "serve Prometheus metrics on [host:]port/metrics (host 127.0.0.1 unless given)", parseListen)
+    .option("--prometheus-token <token>", "bearer token scrapes must send; required with a host other than loopback (or BRIM_PROMETHEUS_TOKEN)")
     .addOption(
       new Option("--prometheus-grace <seconds>", "keep the metrics endpoint up this long after the run, for the last scrape (0 = no)")
         .default(5)

@@ -53,6 +53,7 @@ export const LIVE_SCRIPT = `
       if (el) el.textContent = tile.value;
     }
     main.setAttribute("data-updates", String(Number(main.getAttribute("data-updates") || "0") + 1));
+    document.dispatchEvent(new Event("brim:charts"));
   });
   source.addEventListener("end", (event) => {
     const end = JSON.parse(event.data);

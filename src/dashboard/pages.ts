@@ -7,10 +7,11 @@
 import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../format.ts";
 import { chartsHtml, doctorHtml, factsHtml, htmlPage, trialsHtml } from "../report/html.ts";
 import type { NumberRow } from "../report/model.ts";
-import { knobDifferences, progressCharts, type ProgressAxis, type ProgressRun } from "../report/progress.ts";
-import { escapeXml as esc, renderChart } from "../report/svg.ts";
+import { knobDifferences, LOSS_SMOOTHING, progressCharts, type ProgressAxis, type ProgressRun } from "../report/progress.ts";
+import { escapeXml as esc, renderChart, type ChartSpec } from "../report/svg.ts";
 import type { Timeline } from "../record/timeline/index.ts";
 import type { RunMeta } from "../record/types.ts";
+import { CHART_SCRIPT } from "./chart-script.ts";
 import { HOME_SCRIPT, LIVE_SCRIPT } from "./client.ts";
 import type { RunListItem, RunView, TuneListItem, TuneView } from "./data.ts";
 
@@ -28,6 +29,9 @@ main { max-width: 1280px; }
 .filter { margin: 6px 0 12px; } .filter input { font: inherit; padding: 4px 8px; width: min(420px, 100%); border: 1px solid #ccc; border-radius: 4px; }
 tr.trial td:first-child { padding-left: 22px; } tr.trial { font-size: 13px; } tr.trial .name { font-family: ui-monospace, monospace; font-size: 12px; }
 tr.filtered-out { display: none; }
+.loss-controls { display: flex; gap: 18px; align-items: center; font-size: 13px; margin: 4px 0 8px; } .loss-controls input[type=range] { width: 180px; vertical-align: middle; }
+[data-hover-tip] { position: absolute; background: rgba(255,255,255,.96); border: 1px solid #bbb; border-radius: 4px; padding: 4px 8px; font-size: 12px; pointer-events: none; font-variant-numeric: tabular-nums; box-shadow: 0 1px 4px rgba(0,0,0,.15); z-index: 10; }
+[data-hover-tip] [data-hover-x] { color: #555; }
 table.runs td:first-child, table.tunes td:first-child, td.num, th.num { white-space: nowrap; }
 table.runs code, table.tunes code { word-break: break-word; font-size: 12px; }
 `;
@@ -123,6 +127,20 @@ function tiles(rows: readonly NumberRow[]): string {
   return `<div class="tiles">${rows.map((t) => `<div class="tile" data-tile="${esc(t.label)}"><div class="label">${esc(t.label)}</div><div class="value">${esc(t.value)}</div></div>`).join("")}</div>`;
 }
 
+/** The loss chart's controls: the smoothing slider (CHART_SCRIPT) and the y scale (links). */
+function lossControls(charts: readonly ChartSpec[], scale: RunPageOptions["lossScale"], query: (next: { y: "auto" | "linear" | "log10" }) => string): string {
+  const loss = charts.find((c) => c.id === "loss");
+  if (loss === undefined || loss.series.every((s) => s.points.length === 0)) return "";
+  const choice = (y: "auto" | "linear" | "log10", text: string): string =>
+    (scale ?? "auto") === y ? `<strong>${text}</strong>` : `<a href="${esc(query({ y }))}" data-loss-scale-link="${y}">${text}</a>`;
+  return [
+    `<div class="loss-controls" data-loss-controls data-loss-scale="${loss.y.scale ?? "linear"}">`,
+    `<label>loss smoothing <input type="range" min="0" max="0.99" step="0.01" value="${LOSS_SMOOTHING}" data-smoothing> <span data-smoothing-value>${LOSS_SMOOTHING.toFixed(2)}</span></label>`,
+    `<span>loss axis: ${choice("auto", "auto")} · ${choice("linear", "linear")} · ${choice("log10", "log")}</span>`,
+    `</div>`,
+  ].join("");
+}
+
 /**
  * How a run page draws its progress charts: the x axis (step by default) and a run to overlay.
  *
@@ -133,6 +151,8 @@ function tiles(rows: readonly NumberRow[]): string {
  */
 export interface RunPageOptions {
   axis?: ProgressAxis;
+  /** the loss chart's y scale; default: log past 1.5 decades (`lossScale`) */
+  lossScale?: "linear" | "log10";
   vs?: { meta: RunMeta; timeline: Timeline } | null;
 }
 
@@ -153,15 +173,19 @@ export function runPage(view: RunView, storeRoot: string, nonce: string, options
     ...(vs === null ? [] : [{ label: `vs ${vs.meta.id}`, meta: vs.meta, timeline: vs.timeline }]),
   ];
   // the live stream redraws the single-run, step-axis charts; an overlay or a time axis stays as loaded
-  const fixed = vs !== null || axis !== "step";
-  const query = (next: { x?: ProgressAxis }): string => {
+  const scale = options.lossScale;
+  const fixed = vs !== null || axis !== "step" || scale !== undefined;
+  const query = (next: { x?: ProgressAxis; y?: "auto" | "linear" | "log10" }): string => {
     const q = new URLSearchParams();
     if ((next.x ?? axis) !== "step") q.set("x", next.x ?? axis);
     if (vs !== null) q.set("vs", vs.meta.id);
+    const y = next.y ?? scale ?? "auto";
+    if (y !== "auto") q.set("y", y === "log10" ? "log" : "linear");
     const text = q.toString();
     return text === "" ? `/runs/${meta.id}` : `/runs/${meta.id}?${text}`;
   };
   const differences = vs === null ? [] : knobDifferences(vs.meta, meta);
+  const charts = progressCharts(progressRuns, axis, scale === undefined ? {} : { scale });
   const progress = [
     `<h2>Training progress</h2>`,
     `<p class="muted" data-axis="${axis}">x axis: ${axis === "step" ? `<strong>step</strong> · <a href="${esc(query({ x: "time" }))}">time</a>` : `<a href="${esc(query({ x: "step" }))}">step</a> · <strong>time</strong>`}${vs !== null ? ` · overlaid with <a href="/runs/${esc(vs.meta.id)}">${esc(vs.meta.id)}</a> (<a href="${esc(`/runs/${meta.id}${axis === "step" ? "" : `?x=${axis}`}`)}">remove</a>)` : ` · compare: add <code>?vs=&lt;run id&gt;</code>`}</p>`,
@@ -170,7 +194,8 @@ export function runPage(view: RunView, storeRoot: string, nonce: string, options
       : differences.length === 0
         ? `<p data-knob-diff>Same knobs, cap and command as ${esc(vs.meta.id)}.</p>`
         : `<table class="facts" data-knob-diff><thead><tr><th>differs</th><th>${esc(vs.meta.id)}</th><th>this run</th></tr></thead><tbody>${differences.map((d) => `<tr><th>${esc(d.name)}</th><td>${esc(d.a)}</td><td>${esc(d.b)}</td></tr>`).join("")}</tbody></table>`,
-    chartsHtml(progressCharts(progressRuns, axis).map((c) => ({ id: c.id, svg: renderChart(c) }))).replace(
+    lossControls(charts, scale, query),
+    chartsHtml(charts.map((c) => ({ id: c.id, svg: renderChart(c) }))).replace(
       /<figure data-chart-box=/g,
       fixed ? "<figure data-static data-chart-box=" : "<figure data-chart-box=",
     ),
@@ -189,7 +214,7 @@ export function runPage(view: RunView, storeRoot: string, nonce: string, options
     factsHtml(model.facts),
     progress,
     `<h2>Charts</h2>`,
-    chartsHtml(model.charts.map((c) => ({ id: c.id, svg: renderChart(c) }))),
+    chartsHtml(model.charts.filter((c) => c.id !== "loss").map((c) => ({ id: c.id, svg: renderChart(c) }))),
     `<h2>Numbers</h2><p class="muted">Steady state: warm-up steps left out.</p>`,
     factsHtml(model.numbers).replace('class="facts"', 'class="facts numbers"'),
     `<h2>Findings</h2>`,
@@ -198,7 +223,7 @@ export function runPage(view: RunView, storeRoot: string, nonce: string, options
     `<p class="muted">Report files: <code>brim report ${esc(meta.id)}</code> · before/after: <code>brim report ${esc(meta.id)} --vs &lt;run&gt;</code></p>`,
     `</main>`,
   ].join("\n");
-  return page(`${model.title} · brim`, body, nonce, view.live ? LIVE_SCRIPT : "");
+  return page(`${model.title} · brim`, body, nonce, view.live ? LIVE_SCRIPT + CHART_SCRIPT : CHART_SCRIPT);
 }
 
 /**

@@ -168,6 +168,12 @@ function securityHeaders(nonce: string): Record<string, string> {
   };
 }
 
+/** `?y=log` / `?y=linear` on a run page: the loss chart's scale (anything else: automatic). */
+function lossScaleParam(url: URL): { lossScale?: "linear" | "log10" } {
+  const y = url.searchParams.get("y");
+  return y === "log" ? { lossScale: "log10" } : y === "linear" ? { lossScale: "linear" } : {};
+}
+
 function json(status: number, value: unknown): Reply {
   return { status, type: "application/json; charset=utf-8", body: JSON.stringify(value, null, 2) };
 }
@@ -243,7 +249,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       return {
         status: 200,
         type: "text/html; charset=utf-8",
-        body: runPage(await runView(store, b), store.root, nonce, { axis: url.searchParams.get("x") === "time" ? "time" : "step", vs }),
+        body: runPage(await runView(store, b), store.root, nonce, { axis: url.searchParams.get("x") === "time" ? "time" : "step", vs, ...lossScaleParam(url) }),
       };
     }
     if (a === "tunes" && segments.length === 2) {

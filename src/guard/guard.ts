@@ -365,6 +365,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
           powerW: powers.length > 0 ? powers.reduce((a, b) => a + b, 0) : null,
           cpuPercent: reading.tree?.cpuPercent ?? null,
           processes: reading.tree?.pids.length ?? null,
+          perGpu: gpus.map((gpu) => ({ index: gpu.index, util: gpu.util, smActivity: gpu.smActivity, powerW: gpu.powerW, usedBytes: gpu.usedBytes })),
         });
         if (gpus.some((gpu) => gpu.lost)) job.markGpuLost();
         if (watcher !== null && used !== null && job.stoppedBy === null) {

@@ -40,6 +40,19 @@ export interface LiveState {
   oomRecoveries: number;
   shrinkRequests: number;
   lastEvent: string | null;
+  /** Unix seconds the job started. */
+  startTimeS?: number;
+  /** The last reading of each GPU of the job, by NVML index. */
+  perGpu?: readonly GpuLiveReading[];
+}
+
+/** One GPU's last reading in the live state. @example const g: GpuLiveReading = { index: 0, util: 97, smActivity: null, powerW: 310, usedBytes: 2 ** 34 }; */
+export interface GpuLiveReading {
+  index: number;
+  util: number | null;
+  smActivity: number | null;
+  powerW: number | null;
+  usedBytes: number | null;
 }
 
 /** The part of a sampler reading the live state uses. */
@@ -54,6 +67,7 @@ export interface LiveReading {
   powerW: number | null;
   cpuPercent: number | null;
   processes: number | null;
+  perGpu?: readonly GpuLiveReading[];
 }
 
 const RECENT_STEPS = 20;
@@ -186,6 +200,7 @@ export class LiveTracker {
     state.powerW = reading.powerW;
     state.cpuPercent = reading.cpuPercent;
     state.processes = reading.processes;
+    if (reading.perGpu !== undefined) state.perGpu = reading.perGpu;
   }
 
   /** Notes a shrink request brim sent. */
@@ -200,6 +215,7 @@ export class LiveTracker {
     return {
       ...this.#state,
       elapsedS: now - this.#startedAt,
+      startTimeS: this.#startedAt,
       steadySamplesPerS: m.samples_per_s,
       throughputSource: m.throughput_source,
       steadyWaitShare: m.data_wait_share,

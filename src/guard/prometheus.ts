@@ -1,3 +1,4 @@
+import { timingSafeEqual } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { BrimError } from "../errors/index.ts";
 import type { LiveState } from "./live.ts";
@@ -8,6 +9,8 @@ interface Metric {
   type: "gauge" | "counter";
   value: number | null;
   labels?: Record<string, string>;
+  /** several series of one metric (one per GPU); replaces value/labels */
+  samples?: { value: number | null; labels: Record<string, string> }[];
 }
 
 function escapeLabel(value: string): string {
@@ -29,6 +32,10 @@ export interface PrometheusContext {
   running?: boolean;
   /** Labels of `brim_build_info`. */
   build?: Record<string, string>;
+  /** The job's GPUs as the inventory names them: per-GPU series carry dcgm-exporter's labels. */
+  gpuInfo?: readonly { index: number; name: string; uuid: string | null }[];
+  /** This machine's name: the `Hostname` label of every series (dcgm-exporter's name). */
+  hostname?: string;
 }
 
 /**
@@ -52,7 +59,22 @@ export function formatPrometheus(state: LiveState, labels: Record<string, string
   const gpu = context.gpus !== undefined && context.gpus.length > 0 ? { gpu: context.gpus.join(",") } : null;
   const scope = { scope: state.capScope };
   const ratio = (percent: number | null): number | null => (percent === null ? null : percent / 100);
+  const host: Record<string, string> = context.hostname !== undefined ? { Hostname: context.hostname } : {};
+  const perGpu = gpu !== null && state.perGpu !== undefined && state.perGpu.length > 0 ? state.perGpu : null;
+  // one series per GPU, labelled as dcgm-exporter labels its own (gpu, UUID, modelName, Hostname)
+  const gpuLabels = (index: number): Record<string, string> => {
+    const info = context.gpuInfo?.find((g) => g.index === index);
+    return { gpu: String(index), ...(info?.uuid ? { UUID: info.uuid } : {}), ...(info ? { modelName: info.name } : {}) };
+  };
+  const each = (read: (g: NonNullable<typeof perGpu>[number]) => number | null): Metric["samples"] =>
+    perGpu?.map((g) => ({ value: read(g), labels: gpuLabels(g.index) }));
   const metrics: Metric[] = [
+    {
+      name: "brim_start_time_seconds",
+      help: "Start time of the job since the Unix epoch in seconds.",
+      type: "gauge",
+      value: state.startTimeS ?? null,
+    },
     {
       name: "brim_build_info",
       help: "brim's version and the runtime it runs on (always 1).",
@@ -87,6 +109,7 @@ export function formatPrometheus(state: LiveState, labels: Record<string, string
       type: "gauge",
       value: gpu ? ratio(state.gpuUtil) : null,
       labels: gpu ?? {},
+      samples: each((g) => ratio(g.util)),
     },
     {
       name: "brim_gpu_sm_activity_ratio",
@@ -94,6 +117,7 @@ export function formatPrometheus(state: LiveState, labels: Record<string, string
       type: "gauge",
       value: gpu ? ratio(state.smActivity) : null,
       labels: gpu ?? {},
+      samples: each((g) => ratio(g.smActivity)),
     },
     {
       name: "brim_gpu_power_watts",
@@ -101,6 +125,14 @@ export function formatPrometheus(state: LiveState, labels: Record<string, string
       type: "gauge",
       value: gpu ? state.powerW : null,
       labels: gpu ?? {},
+      samples: each((g) => g.powerW),
+    },
+    {
+      name: "brim_gpu_memory_used_bytes",
+      help: "GPU memory in use on the GPU, by every process (NVML), per GPU.",
+      type: "gauge",
+      value: null,
+      samples: each((g) => g.usedBytes),
     },
     {
       name: "brim_cpu_cores",
@@ -115,12 +147,12 @@ export function formatPrometheus(state: LiveState, labels: Record<string, string
   ];
   const lines: string[] = [];
   for (const metric of metrics) {
-    if (metric.value === null || !Number.isFinite(metric.value)) continue;
-    lines.push(
-      `# HELP ${metric.name} ${metric.help}`,
-      `# TYPE ${metric.name} ${metric.type}`,
-      `${metric.name}${labelSet({ ...labels, ...metric.labels })} ${metric.value}`,
+    const samples = (metric.samples ?? [{ value: metric.value, labels: metric.labels ?? {} }]).filter(
+      (x): x is { value: number; labels: Record<string, string> } => x.value !== null && Number.isFinite(x.value),
     );
+    if (samples.length === 0) continue;
+    lines.push(`# HELP ${metric.name} ${metric.help}`, `# TYPE ${metric.name} ${metric.type}`);
+    for (const x of samples) lines.push(`${metric.name}${labelSet({ ...labels, ...host, ...x.labels })} ${x.value}`);
   }
   return `${lines.join("\n")}\n`;
 }
@@ -135,7 +167,37 @@ function hostOf(header: string | undefined): string | null {
 }
 
 /**
- * Serves `/metrics` on 127.0.0.1 for Prometheus to scrape.
+ * Where `--prometheus` listens: `9400` (127.0.0.1), `0.0.0.0:9400`, `[::]:9400`, `node7:9400`.
+ *
+ * @example
+ * ```ts
+ * parseListen("0.0.0.0:9400"); // { host: "0.0.0.0", port: 9400 }
+ * ```
+ */
+export function parseListen(text: string): { host: string; port: number } {
+  const m = /^(?:(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):)?(\d+)$/.exec(text.trim());
+  const port = Number(m?.[2]);
+  if (m === null || port < 1 || port > 65535)
+    throw new BrimError("E_USAGE", `--prometheus ${text}: give [host:]port, e.g. 9400 (127.0.0.1 only) or 0.0.0.0:9400, a port from 1 to 65535`);
+  return { host: (m[1] ?? "127.0.0.1").replace(/^\[(.*)\]$/, "$1"), port };
+}
+
+/**
+ * Whether `host` listens on this machine only.
+ *
+ * @example
+ * ```ts
+ * isLoopbackListen("0.0.0.0"); // false
+ * ```
+ */
+export function isLoopbackListen(host: string): boolean {
+  return isLoopbackHost(host.toLowerCase());
+}
+
+/**
+ * Serves `/metrics` for Prometheus to scrape: on 127.0.0.1 by default (loopback names only, against
+ * DNS rebinding); on any other address only with a token, which every scrape must send as
+ * `Authorization: Bearer <token>` (Prometheus: `authorization: { credentials: <token> }`).
  *
  * @example
  * ```ts
@@ -144,10 +206,25 @@ function hostOf(header: string | undefined): string | null {
  * await new Promise((r) => server.close(r));
  * ```
  */
-export async function serveMetrics(port: number, body: () => string, host = "127.0.0.1"): Promise<Server> {
+export async function serveMetrics(port: number, body: () => string, host = "127.0.0.1", token: string | null = null): Promise<Server> {
   if (!Number.isSafeInteger(port) || port < 1 || port > 65535) throw new BrimError("E_USAGE", `--prometheus ${port}: a port is a whole number from 1 to 65535`);
-  const loopback = isLoopbackHost(host);
+  const loopback = isLoopbackListen(host);
+  if (!loopback && (token === null || token.length < 16))
+    throw new BrimError(
+      "E_USAGE",
+      `--prometheus ${host}:${port} is reachable from other machines: give --prometheus-token <token> (16 characters or more; or BRIM_PROMETHEUS_TOKEN) and send it as the scrape's bearer token`,
+    );
+  const expected = token === null ? null : Buffer.from(`Bearer ${token}`);
   const server = createServer((request, response) => {
+    if (expected !== null) {
+      const given = Buffer.from(request.headers.authorization ?? "");
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        response
+          .writeHead(401, { "content-type": "text/plain", "www-authenticate": "Bearer" })
+          .end("brim's metrics need the bearer token of --prometheus-token\n");
+        return;
+      }
+    }
     // A web page the user opens cannot read the metrics through DNS rebinding: loopback names only.
     if (loopback && !isLoopbackHost(hostOf(request.headers.host))) {
       response.writeHead(403, { "content-type": "text/plain" }).end(`brim's metrics answer to 127.0.0.1:${port} and localhost:${port} only\n`);

@@ -13,6 +13,7 @@ import type { RecordedRun } from "../record/load.ts";
 import { isGpuRun } from "../record/timeline/index.ts";
 import type { RunMeta, TuneRecord, TuneTrialRecord } from "../record/types.ts";
 import { runCharts, trialPoints, tuneMemoryChart, tuneThroughputChart, type TrialPoint } from "./charts.ts";
+import { lossChart } from "./progress.ts";
 import type { ChartSpec } from "./svg.ts";
 
 export type { RecordedRun } from "../record/load.ts";
@@ -36,7 +37,7 @@ export interface NumberRow {
  * @example
  * ```ts
  * const model: RunReportModel = runReport(await loadRun(store, id));
- * model.charts.length; // 4
+ * model.charts.length; // 4, and 5 when the run has a loss
  * ```
  */
 export interface RunReportModel {
@@ -187,7 +188,7 @@ export function runReport(run: RecordedRun, vs?: RecordedRun): RunReportModel {
     facts: runFacts(run.meta, m),
     numbers: measureRows(m, isGpuRun(run.meta)),
     doctor,
-    charts: runCharts(run.meta, tl, m),
+    charts: [...runCharts(run.meta, tl, m), ...[lossChart([{ label: "this run", meta: run.meta, timeline: tl }])].filter((c) => c !== null)],
     comparison: vs === undefined ? null : compareRuns(comparedRun(vs, `before (${vs.meta.id})`), comparedRun(run, `after (${run.meta.id})`)),
   };
 }

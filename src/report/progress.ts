@@ -34,9 +34,112 @@ function thin<T>(items: readonly T[]): T[] {
   return out;
 }
 
+/** A colour mixed with 65 % white: raw values under their smoothed line. */
+function faint(hex: string): string {
+  const mix = (i: number): string =>
+    Math.round(parseInt(hex.slice(i, i + 2), 16) * 0.35 + 255 * 0.65)
+      .toString(16)
+      .padStart(2, "0");
+  return `#${mix(1)}${mix(3)}${mix(5)}`;
+}
+
 function numericLoss(loss: number | string | null): number | null {
   const v = typeof loss === "string" ? Number(loss) : loss;
   return v !== null && Number.isFinite(v) ? v : null;
+}
+
+/** The smoothing of the loss line: TensorBoard's default weight, and the same de-biased moving average. */
+export const LOSS_SMOOTHING = 0.6;
+/** Above this many decades between the smallest and largest loss, the loss axis is logarithmic. */
+export const LOG_DECADES = 1.5;
+
+/**
+ * An exponential moving average that starts unbiased (TensorBoard's scalar smoothing): `weight` 0
+ * is the raw series, 0.99 nearly flat. Points with `y: null` are passed over.
+ *
+ * @example
+ * ```ts
+ * smoothPoints([[0, 10], [1, 0]], 0.5); // [[0, 10], [1, 3.33…]]
+ * ```
+ */
+export function smoothPoints(points: readonly (readonly [number, number | null])[], weight: number): [number, number][] {
+  const out: [number, number][] = [];
+  let last = 0;
+  let n = 0;
+  for (const [x, y] of points) {
+    if (y === null || !Number.isFinite(y)) continue;
+    last = last * weight + (1 - weight) * y;
+    n++;
+    out.push([x, weight > 0 ? last / (1 - weight ** n) : y]);
+  }
+  return out;
+}
+
+/**
+ * Whether a loss axis should be logarithmic: every value positive and more than `LOG_DECADES`
+ * decades between the smallest and the largest.
+ *
+ * @example
+ * ```ts
+ * lossScale([[0, 8], [100, 0.05]]); // "log10"
+ * ```
+ */
+export function lossScale(points: readonly (readonly [number, number | null])[]): "linear" | "log10" {
+  const ys = points.map((p) => p[1]).filter((y): y is number => y !== null && Number.isFinite(y));
+  if (ys.length < 2 || ys.some((y) => y <= 0)) return "linear";
+  return Math.log10(Math.max(...ys) / Math.min(...ys)) > LOG_DECADES ? "log10" : "linear";
+}
+
+/**
+ * How the loss chart is drawn: the smoothing weight (default `LOSS_SMOOTHING`) and the y scale
+ * (default: `lossScale` of the losses).
+ *
+ * @example
+ * ```ts
+ * const options: LossOptions = { smoothing: 0.9, scale: "linear" };
+ * ```
+ */
+export interface LossOptions {
+  smoothing?: number;
+  scale?: "linear" | "log10";
+}
+
+/**
+ * The loss chart: each run's raw losses as faint points and its smoothed line over them, on a log
+ * axis when the loss spans decades; null when no run reported a loss.
+ *
+ * @example
+ * ```ts
+ * lossChart([{ label: "this run", meta, timeline }])?.y.scale; // "log10" for a loss from 8 to 0.05
+ * ```
+ */
+export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "step", options: LossOptions = {}): ChartSpec | null {
+  const smoothing = options.smoothing ?? LOSS_SMOOTHING;
+  const series: Series[] = [];
+  const all: [number, number | null][] = [];
+  runs.forEach((run, i) => {
+    const t0 = timeOrigin(run.meta, run.timeline);
+    const color = COLORS[i % COLORS.length] as string;
+    const name = (what: string): string => (runs.length > 1 ? `${run.label}: ${what}` : what);
+    const raw = mainSteps(run.timeline)
+      .map((s): [number, number | null] => [axis === "step" ? s.step : s.t - t0, numericLoss(s.loss)])
+      .filter((p) => p[1] !== null);
+    if (raw.length === 0) return;
+    all.push(...raw);
+    series.push({ name: name("loss"), color: faint(color), style: "points", points: thin(raw) });
+    series.push({ name: name("loss, smoothed"), color, points: thin(smoothPoints(raw, smoothing)) });
+  });
+  if (series.length === 0) return null;
+  const x = axis === "step" ? { label: "step", kind: "number" as const, min: 0 } : { label: "time since start", kind: "time" as const, min: 0 };
+  const scale = options.scale ?? lossScale(all);
+  return {
+    id: "loss",
+    title: `Loss ${axis === "step" ? "by step" : "over time"}${scale === "log10" ? " (log scale)" : ""}`,
+    x,
+    y: { label: "loss", kind: "number", scale },
+    series,
+    empty: "no loss reported",
+  };
 }
 
 /**
@@ -48,7 +151,7 @@ function numericLoss(loss: number | string | null): number | null {
  * progressCharts([{ label: "this run", meta, timeline }], "step").map((c) => c.id); // ["loss", "throughput_steps"]
  * ```
  */
-export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis = "step"): ChartSpec[] {
+export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis = "step", lossOptions: LossOptions = {}): ChartSpec[] {
   const x = axis === "step" ? { label: "step", kind: "number" as const, min: 0 } : { label: "time since start", kind: "time" as const, min: 0 };
   const loss: Series[] = [];
   const rate: Series[] = [];
@@ -59,7 +162,7 @@ export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis 
     const at = (s: (typeof steps)[number]): number => (axis === "step" ? s.step : s.t - t0);
     const color = COLORS[i % COLORS.length] as string;
     const name = (what: string): string => (runs.length > 1 ? `${run.label}: ${what}` : what);
-    loss.push({ name: name("loss"), color, points: thin(steps.filter((s) => numericLoss(s.loss) !== null).map((s) => [at(s), numericLoss(s.loss)])) });
+    loss.push({ name: name("loss"), color, points: [] });
     rate.push({
       name: name("samples/s"),
       color,
@@ -75,13 +178,13 @@ export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis 
   });
   const by = axis === "step" ? "by step" : "over time";
   return [
-    {
+    lossChart(runs, axis, lossOptions) ?? {
       id: "loss",
       title: `Loss ${by}`,
       x,
       y: { label: "loss", kind: "number" },
       series: loss,
-      empty: "no loss reported (brim.track(..).log(loss=...) or a framework callback)",
+      empty: "no loss reported (none went backward as a scalar tensor, and none was logged through the SDK)",
     },
     {
       id: "throughput_steps",

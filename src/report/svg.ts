@@ -70,8 +70,8 @@ export interface Axis {
   kind?: AxisKind;
   min?: number;
   max?: number;
-  /** `log2` for micro-batches (powers of two sit evenly) */
-  scale?: "linear" | "log2";
+  /** `log2` for micro-batches (powers of two sit evenly), `log10` for a loss spanning decades */
+  scale?: "linear" | "log2" | "log10";
 }
 
 /**
@@ -202,11 +202,12 @@ export function niceTicks(min: number, max: number, kind: AxisKind, count = 5): 
   return { min: lo, max: hi, ticks };
 }
 
-function log2Ticks(min: number, max: number): { min: number; max: number; ticks: number[] } {
-  const lo = 2 ** Math.floor(Math.log2(Math.max(min, 1e-9)));
-  const hi = 2 ** Math.ceil(Math.log2(Math.max(max, lo * 2)));
+function logTicks(min: number, max: number, base: number): { min: number; max: number; ticks: number[] } {
+  const log = (v: number): number => Math.log(v) / Math.log(base);
+  const lo = base ** Math.floor(log(Math.max(min, 1e-9)) + 1e-9);
+  const hi = base ** Math.ceil(log(Math.max(max, lo * base)) - 1e-9);
   const ticks: number[] = [];
-  for (let v = lo; v <= hi; v *= 2) ticks.push(v);
+  for (let v = lo; v <= hi * (1 + 1e-9); v *= base) ticks.push(v);
   return { min: lo, max: hi, ticks };
 }
 
@@ -293,7 +294,7 @@ export function renderChart(spec: ChartSpec): string {
   out.push(`<text x="${MARGIN.left}" y="18" font-size="13" font-weight="600" fill="#111">${escapeXml(spec.title)}</text>`);
   legend(out, series);
   out.push(
-    `<rect class="plot" x="${MARGIN.left}" y="${MARGIN.top}" width="${pw}" height="${ph}" fill="#fafafa" stroke="#d0d0d0" data-x-min="${raw(xDomain[0])}" data-x-max="${raw(xDomain[1])}" data-y-min="${raw(yDomain[0])}" data-y-max="${raw(yDomain[1])}" data-x-scale="${spec.x.scale ?? "linear"}" data-y-scale="${spec.y.scale ?? "linear"}"/>`,
+    `<rect class="plot" x="${MARGIN.left}" y="${MARGIN.top}" width="${pw}" height="${ph}" fill="#fafafa" stroke="#d0d0d0" data-x-min="${raw(xDomain[0])}" data-x-max="${raw(xDomain[1])}" data-y-min="${raw(yDomain[0])}" data-y-max="${raw(yDomain[1])}" data-x-scale="${spec.x.scale ?? "linear"}" data-y-scale="${spec.y.scale ?? "linear"}" data-x-label="${escapeXml(spec.x.label)}"/>`,
   );
   axes(out, spec, plot);
   refLines(out, spec.lines ?? [], plot);
@@ -353,12 +354,13 @@ function plotOf(spec: ChartSpec, series: readonly DrawnSeries[]): Plot {
   };
   const [x0, x1] = extent(xs, spec.x);
   const [y0, y1] = extent(ys, spec.y);
-  const xt = spec.x.scale === "log2" ? log2Ticks(x0, x1) : niceTicks(x0, x1, spec.x.kind ?? "number", 6);
-  const yt = spec.y.scale === "log2" ? log2Ticks(y0, y1) : niceTicks(y0, y1, spec.y.kind ?? "number", 5);
+  const base = (scale: Axis["scale"]): number => (scale === "log2" ? 2 : scale === "log10" ? 10 : 0);
+  const xt = base(spec.x.scale) ? logTicks(x0, x1, base(spec.x.scale)) : niceTicks(x0, x1, spec.x.kind ?? "number", 6);
+  const yt = base(spec.y.scale) ? logTicks(y0, y1, base(spec.y.scale)) : niceTicks(y0, y1, spec.y.kind ?? "number", 5);
   const xDomain: [number, number] = spec.x.max !== undefined && spec.x.min !== undefined ? [spec.x.min, spec.x.max] : [xt.min, xt.max];
   const yDomain: [number, number] = spec.y.max !== undefined && spec.y.min !== undefined ? [spec.y.min, spec.y.max] : [yt.min, yt.max];
   const along = (v: number, [a, b]: [number, number], scale: Axis["scale"]): number =>
-    scale === "log2" ? (Math.log2(Math.max(v, 1e-12)) - Math.log2(a)) / (Math.log2(b) - Math.log2(a) || 1) : (v - a) / (b - a || 1);
+    base(scale) ? (Math.log(Math.max(v, 1e-12)) - Math.log(a)) / (Math.log(b) - Math.log(a) || 1) : (v - a) / (b - a || 1);
   return {
     width,
     height,

@@ -53,6 +53,8 @@ export interface SyntheticOptions {
   kind?: "run" | "trial";
   tuneId?: string | null;
   end?: { cause: "ok" | "gpu_oom" | "host_oom" | "crashed"; exit_code: number | null; message: string };
+  /** the loss at a step index (default 2.3 - i / 100) */
+  loss?: (i: number) => number | null;
 }
 
 const MAIN = 4242;
@@ -107,7 +109,7 @@ export function syntheticRun(o: SyntheticOptions = {}): { meta: RunMeta; timelin
       warmup: i < warmup,
       micro_batch: batch,
       accumulation: o.accumulation ?? 1,
-      loss: 2.3 - i * 0.01,
+      loss: o.loss ? o.loss(i) : 2.3 - i * 0.01,
       mem:
         gpu === null
           ? { device: "cpu", allocated: null, reserved: null, peak: null, peak_reserved: null, rss: o.rss ?? 2 * GIB, peak_rss: o.rss ?? 2 * GIB }

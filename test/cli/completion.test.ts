@@ -29,7 +29,7 @@ describe("brim completion", () => {
     expect(complete(stdout, ["brim", ""])).toEqual(expect.arrayContaining(COMMANDS));
     expect(complete(stdout, ["brim", "tu"])).toEqual(["tune"]);
     expect(complete(stdout, ["brim", "run", "--ca"])).toEqual(["--cap"]);
-    expect(complete(stdout, ["brim", "run", "--prom"])).toEqual(["--prometheus", "--prometheus-grace"]);
+    expect(complete(stdout, ["brim", "run", "--prom"])).toEqual(["--prometheus", "--prometheus-token", "--prometheus-grace"]);
     expect(complete(stdout, ["brim", "report", "--"])).toEqual(expect.arrayContaining(["--vs", "--no-png", "--help"]));
     // after -- the words are the job's: brim offers nothing of its own
     expect(complete(stdout, ["brim", "run", "--", "python", "--ca"])).toEqual([]);

@@ -117,10 +117,12 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(`${dash.url}runs/${plainRun}`);
     const loss = page.locator('svg[data-chart="loss"]');
-    await expect(loss.locator("g.series").count()).resolves.toBe(1);
+    await expect(loss.locator("g.series").count()).resolves.toBe(2); // the raw losses and the smoothed line
     await expect(page.locator('[data-axis="step"]').count()).resolves.toBe(1);
-    const lossValues = (await loss.locator("g.series polyline").first().getAttribute("data-y"))?.split(" ").map(Number) ?? [];
-    const lossSteps = (await loss.locator("g.series polyline").first().getAttribute("data-x"))?.split(" ").map(Number) ?? [];
+    const raw = loss.locator('g.series[data-series="loss"] circle');
+    const dots = await raw.all();
+    const lossValues = (await Promise.all(dots.map((d) => d.getAttribute("data-y")))).map(Number);
+    const lossSteps = (await Promise.all(dots.map((d) => d.getAttribute("data-x")))).map(Number);
     expect(lossValues.length).toBe(30);
     expect(lossSteps[0]).toBeLessThan(lossSteps[lossSteps.length - 1] as number);
     expect(lossValues[0]).toBeGreaterThan(lossValues[lossValues.length - 1] as number);
@@ -133,9 +135,10 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
     await page.goto(`${dash.url}runs/${plainRun}?vs=${other}`);
     for (const id of ["loss", "throughput_steps"]) {
       const chart = page.locator(`svg[data-chart="${id}"]`);
-      await expect(chart.locator("g.series").count()).resolves.toBe(2);
+      const names = id === "loss" ? ["loss", "loss, smoothed"] : ["samples/s"];
+      await expect(chart.locator("g.series").count()).resolves.toBe(2 * names.length);
       const legend = await Promise.all((await chart.locator("g.legend-item").all()).map((l) => l.getAttribute("data-series")));
-      expect(legend).toEqual([`${plainRun}: ${id === "loss" ? "loss" : "samples/s"}`, `vs ${other}: ${id === "loss" ? "loss" : "samples/s"}`]);
+      expect(legend).toEqual([...names.map((n) => `${plainRun}: ${n}`), ...names.map((n) => `vs ${other}: ${n}`)]);
       const box = await chart.boundingBox();
       expect(box?.width).toBeGreaterThan(1100);
     }

@@ -142,11 +142,15 @@ describe("brim dashboard routes", () => {
   });
 
   it("shows a run: charts, numbers, findings, and where live updates resume", async () => {
-    const html = await (await fetch(`${dash.url}runs/${doneId}`)).text();
+    const donePage = await fetch(`${dash.url}runs/${doneId}`);
+    const html = await donePage.text();
     expect(html).toMatch(/<main data-run="[^"]+" data-live="false" data-offset="\d+">/);
     expect((html.match(/<svg /g) ?? []).length).toBe(6); // the four run charts, loss and throughput by step
     expect(html).toContain('data-finding="data_starved"');
-    expect(html).not.toContain("<script");
+    // a finished run's page has only the charts' script (smoothing, hover), under the page's nonce, and no stream
+    const doneNonce = /script-src 'nonce-([^']+)'/.exec(donePage.headers.get("content-security-policy") ?? "")?.[1];
+    expect(html.match(/<script[^>]*>/g)).toEqual([`<script nonce="${doneNonce}">`]);
+    expect(html).not.toContain("EventSource");
     const livePage = await fetch(`${dash.url}runs/${liveId}`);
     const liveHtml = await livePage.text();
     const nonce = /script-src 'nonce-([^']+)'/.exec(livePage.headers.get("content-security-policy") ?? "")?.[1];

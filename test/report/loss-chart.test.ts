@@ -1,0 +1,107 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readTimeline } from "../../src/record/timeline/index.ts";
+import { RunStore } from "../../src/record/store.ts";
+import { lossChart, lossScale, smoothPoints } from "../../src/report/progress.ts";
+import { renderChart } from "../../src/report/svg.ts";
+import { writeReport } from "../../src/report/write.ts";
+import { syntheticRun, writeSyntheticRun } from "../analyze/synthetic.ts";
+
+// `brim report <run>` draws the loss whenever there is one: raw points, a smoothed line over them,
+// a log axis when the loss spans decades.
+
+function withLoss(loss: (i: number) => number | string | null) {
+  const { meta, timeline } = syntheticRun({ steps: 60 });
+  let i = 0;
+  const entries = timeline.map((e) => (e.kind === "step" ? { ...e, loss: loss(i++) } : e));
+  return { label: "this run", meta, timeline: readTimeline(entries) };
+}
+
+describe("the loss chart", () => {
+  it("smooths like TensorBoard: de-biased, weight 0 is the raw series, nulls passed over", () => {
+    expect(
+      smoothPoints(
+        [
+          [0, 10],
+          [1, 0],
+        ],
+        0.5,
+      ),
+    ).toEqual([
+      [0, 10],
+      [1, 10 / 3],
+    ]);
+    expect(
+      smoothPoints(
+        [
+          [0, 3],
+          [1, null],
+          [2, 5],
+        ],
+        0,
+      ),
+    ).toEqual([
+      [0, 3],
+      [2, 5],
+    ]);
+    const flat = smoothPoints(
+      Array.from({ length: 50 }, (_, i) => [i, 2] as const),
+      0.9,
+    );
+    expect(flat.every(([, y]) => Math.abs(y - 2) < 1e-12)).toBe(true); // no bias toward 0 at the start
+  });
+
+  it("goes logarithmic past 1.5 decades of positive losses only", () => {
+    expect(
+      lossScale([
+        [0, 8],
+        [1, 0.05],
+      ]),
+    ).toBe("log10");
+    expect(
+      lossScale([
+        [0, 2.3],
+        [1, 0.2],
+      ]),
+    ).toBe("linear"); // 1.06 decades
+    expect(
+      lossScale([
+        [0, 8],
+        [1, 0.05],
+        [2, -1],
+      ]),
+    ).toBe("linear");
+  });
+
+  it("draws raw points and the smoothed line; a spike at step 0 puts the axis on log10 with decade ticks", () => {
+    const chart = lossChart([withLoss((i) => (i === 0 ? 50 : 1 / (i + 1)))]);
+    expect(chart?.y.scale).toBe("log10");
+    expect(chart?.series.map((s) => [s.name, s.style ?? "line"])).toEqual([
+      ["loss", "points"],
+      ["loss, smoothed", "line"],
+    ]);
+    const svg = renderChart(chart!);
+    expect(svg).toContain('data-y-scale="log10"');
+    expect(svg).toMatch(/data-y-min="0\.01" data-y-max="100"/);
+  });
+
+  it("is absent with no loss and skips non-finite values", () => {
+    expect(lossChart([withLoss(() => null)])).toBeNull();
+    const chart = lossChart([withLoss((i) => (i === 3 ? "nan" : 2 - i * 0.01))]);
+    expect(chart?.y.scale).toBe("linear");
+    expect(chart?.series[0]?.points.length).toBe(59);
+  });
+
+  it("brim report <run> (no --vs) writes charts/loss.svg", async () => {
+    const store = new RunStore(mkdtempSync(join(tmpdir(), "brim-loss-report-")));
+    const { id } = await writeSyntheticRun(store, {});
+    const out = mkdtempSync(join(tmpdir(), "brim-loss-report-out-"));
+    const result = await writeReport(store, id, { out, png: false });
+    expect(result.files.map((f) => f.path.slice(out.length + 1))).toContain("charts/loss.svg");
+    const svg = readFileSync(join(out, "charts/loss.svg"), "utf8");
+    expect(svg).toContain('data-series="loss, smoothed"');
+    expect(readFileSync(join(out, "report.md"), "utf8")).toContain("![Loss by step](charts/loss.svg)");
+  });
+});
