@@ -29,6 +29,7 @@ import { CONFIRM_PAIRS, CONFIRM_PAIRS_MAX, confirmationOutcome, confirmWinner, t
 import { accumulationOf, effectiveBatchOf, samplesMismatch } from "./effective.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
 import { codeValues, dataLimit, type LoaderSeen } from "./loaders.ts";
+import { knobsKey } from "./strategies/axis.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
 import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
@@ -241,7 +242,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   ): Promise<{ result: TrialResult; runId: string | null; knobsRead: Map<string, KnobValue>; loaders: LoaderSeen[] }> => {
     if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null, knobsRead: new Map(), loaders: [] };
     // a configuration measured before is being re-measured: it runs to the end of its window
-    const again = measured.some((m) => canonicalKnobs(m.knobs) === canonicalKnobs(knobs));
+    const again = measured.some((m) => knobsKey(m.knobs) === knobsKey(knobs));
     const outcome = await runTrial(
       settings,
       knobs,
@@ -369,7 +370,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   const baselineKnobs = outcome.trials[0]?.knobs ?? baseline;
   const winnerKnobs = untrusted === null && outcome.stopReason !== "untrusted" ? outcome.best?.knobs : undefined;
   let confirmation: Confirmation | null = null;
-  if (winnerKnobs !== undefined && canonicalKnobs(winnerKnobs) !== canonicalKnobs(baselineKnobs)) {
+  if (winnerKnobs !== undefined && knobsKey(winnerKnobs) !== knobsKey(baselineKnobs)) {
     // the speedup printed is the one measured interleaved, A/B/A/B, never the search's own
     const firstConfirm = Math.max(...outcome.trials.map((t) => t.index)) + 1;
     let next = firstConfirm;
@@ -377,7 +378,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     const repeats = new Map<string, number[]>();
     for (const t of outcome.trials) {
       if (t.result.end !== "ok" || t.result.samplesPerSecond === null) continue;
-      repeats.set(canonicalKnobs(t.knobs), [...(repeats.get(canonicalKnobs(t.knobs)) ?? []), t.result.samplesPerSecond]);
+      repeats.set(knobsKey(t.knobs), [...(repeats.get(knobsKey(t.knobs)) ?? []), t.result.samplesPerSecond]);
     }
     const within = outcome.trials.map((t) => withinTrialNoise(t.result.stepSeconds)).filter((v): v is number => v !== null);
     note(`confirming the winner: it and your configuration are measured again, interleaved (A/B/A/B), for the speedup and its interval`);
@@ -414,9 +415,9 @@ async function finish(
   const { record } = state;
   const trials = outcome?.trials ?? [];
   // the "before" is the mean of every measurement of the baseline configuration, as the winner's is
-  const baselineKey = canonicalKnobs(trials[0]?.knobs ?? state.baseline);
+  const baselineKey = knobsKey(trials[0]?.knobs ?? state.baseline);
   const baselineRates = trials
-    .filter((t) => canonicalKnobs(t.knobs) === baselineKey && t.result.end === "ok" && t.result.samplesPerSecond !== null)
+    .filter((t) => knobsKey(t.knobs) === baselineKey && t.result.end === "ok" && t.result.samplesPerSecond !== null)
     .map((t) => t.result.samplesPerSecond as number);
   const baselineRate = baselineRates.length > 0 ? baselineRates.reduce((a, b) => a + b, 0) / baselineRates.length : null;
   const trusted = stopReason !== "untrusted" && stopReason !== "nothing_to_tune";
@@ -482,12 +483,8 @@ function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[]
   const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0 && m.result.samplesPerSecond !== null);
   const within = ok.map((m) => withinTrialNoise(m.result.stepSeconds)).filter((v): v is number => v !== null);
   const repeats = new Map<string, number[]>();
-  for (const m of ok) repeats.set(canonicalKnobs(m.knobs), [...(repeats.get(canonicalKnobs(m.knobs)) ?? []), m.result.samplesPerSecond as number]);
+  for (const m of ok) repeats.set(knobsKey(m.knobs), [...(repeats.get(knobsKey(m.knobs)) ?? []), m.result.samplesPerSecond as number]);
   return { best, noise: Math.max(DEFAULT_STABLE_WITHIN, trialNoise(within, [...repeats.values()])) };
-}
-
-function canonicalKnobs(knobs: Knobs): string {
-  return JSON.stringify(Object.entries(knobs).sort(([a], [b]) => a.localeCompare(b)));
 }
 
 function interruptedResult(): TrialResult {
