@@ -154,6 +154,7 @@ interface BudgetRun {
       steps: number;
       steady_steps: number;
       samples: number;
+      steady_samples: number;
       samples_per_s: number | null;
       step_time_s: number | null;
       micro_batch: number | null;
@@ -268,7 +269,7 @@ describe.skipIf(!py.available)(`real frameworks (${py.available ? py.summary : "
       if (c.samplesPerStep === null) {
         note(c, "samples_per_step", null, "not measurable: a JAX job's progress lines print no batch size");
       } else {
-        const perStep = summary.samples / summary.steady_steps / (c.ranks ?? 1);
+        const perStep = summary.steady_samples / summary.steady_steps / (c.ranks ?? 1);
         const ok = summary.micro_batch === c.microBatch && summary.accumulation === c.accumulation && perStep === c.samplesPerStep;
         note(
           c,
