@@ -102,6 +102,9 @@ function readmeJob() {
     trials: record.trials.length,
     winner_knobs: winner,
     winner_speedup: record.winner?.speedup ?? null,
+    // the speedup the tune printed: the winner and the baseline measured again interleaved (A/B/A/B)
+    confirmation: record.confirmation ?? null,
+    no_winner: record.no_winner ?? null,
     stop_reason: record.stop_reason,
     fixed_cost_s: record.trials.map((t) => t.fixed_cost_s ?? null),
     grid: { micro_batches: micro, num_workers: README.gridWorkers, trials: gridRecord.trials.length, wall_s: grid.wall_s, best_samples_per_s: best },
