@@ -160,7 +160,7 @@ describe("the metrics port", () => {
     });
     noteOutcome("--prometheus 99999", 1, code === 2 && !stderr.includes("\n    at ") ? 0 : 1, "test/dashboard/private.test.ts");
     expect(code).toBe(2);
-    expect(stderr).toBe("brim: --prometheus must be a port number from 1 to 65535, got '99999'\n");
+    expect(stderr).toBe("brim: --prometheus 99999: give [host:]port, e.g. 9400 (127.0.0.1 only) or 0.0.0.0:9400, a port from 1 to 65535\n");
     expect(existsSync(join(root, "unused"))).toBe(false);
   });
 });
