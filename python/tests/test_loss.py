@@ -1,6 +1,8 @@
 """The loss of an unmodified job, seen by the attach at backward() and read without waiting."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -12,6 +14,12 @@ from test_attach import PRELUDE, run, steps_of  # noqa: E402
 
 from brim import _loss  # noqa: E402
 from brim._timing import PendingSteps  # noqa: E402
+
+
+def _needs(module: str) -> None:
+    """Skip unless the jobs' interpreter imports ``module`` (other tests put stand-ins in sys.modules)."""
+    if subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode != 0:
+        pytest.skip(f"{module} is not installed for {sys.executable}")
 
 
 @pytest.fixture
@@ -141,7 +149,7 @@ def test_only_cpu_and_cuda_losses_are_read():
 
 
 def test_the_hugging_face_trainer_s_own_logged_loss_with_accumulation(srv):
-    pytest.importorskip("transformers")
+    _needs("transformers")
     out = run("""
 import json, tempfile, torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
@@ -170,7 +178,7 @@ with tempfile.TemporaryDirectory() as out:
 
 
 def test_lightning_s_own_logged_train_loss(srv):
-    pytest.importorskip("lightning")
+    _needs("lightning")
     out = run("""
 import json, torch, lightning as L
 from torch.utils.data import DataLoader, TensorDataset

@@ -80,8 +80,8 @@ describe.skipIf(!HAVE_CHROMIUM)("reports in headless Chromium", () => {
     const id = (await store.runIds())[0] as string;
     const out = mkdtempSync(join(tmpdir(), "brim-report-chromium-"));
     const result = await writeReport(store, id, { out });
-    expect(result.png).toEqual({ written: 4, note: null });
-    for (const name of ["utilization", "memory", "throughput", "data_wait"]) {
+    expect(result.png).toEqual({ written: 5, note: null });
+    for (const name of ["utilization", "memory", "throughput", "data_wait", "loss"]) {
       const png = readFileSync(join(out, "charts", `${name}.png`));
       expect(png.length).toBeGreaterThan(5000);
       expect(pngSize(png)).toEqual({ width: 760 * 2, height: 280 * 2 });
@@ -92,7 +92,7 @@ describe.skipIf(!HAVE_CHROMIUM)("reports in headless Chromium", () => {
     await page.goto(pathToFileURL(join(out, "report.html")).href);
     const charts = await page.evaluate<DrawnChart[]>(READ_CHARTS);
     await page.close();
-    expect(charts.map((c) => c.id)).toEqual(["utilization", "memory", "throughput", "data_wait"]);
+    expect(charts.map((c) => c.id)).toEqual(["utilization", "memory", "throughput", "data_wait", "loss"]);
 
     const { timeline } = await store.readRun(id);
     const tl = readTimeline(timeline);
