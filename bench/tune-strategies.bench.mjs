@@ -114,17 +114,7 @@ function readmeJob() {
   const bounded = gridRecord.trials.filter((t) => t.end === "slower" && key(t.knobs) === key(winner)).map((t) => t.samples_per_s ?? 0);
   const winnerRate = atWinner.length > 0 ? Math.max(...atWinner) : bounded.length > 0 ? Math.max(...bounded) : null;
   return {
-    command: `node bin/brim.js tune ${README.args.join(" ")} -- /usr/bin/python3 examples/nbeats/train.py --config examples/nbeats/config.yaml`,
-    wall_s: first.wall_s,
-    within_3_minutes: first.wall_s <= 180,
-    trials: record.trials.length,
-    winner_knobs: winner,
-    winner_speedup: record.winner?.speedup ?? null,
-    // the speedup the tune printed: the winner and the baseline measured again interleaved (A/B/A/B)
-    confirmation: record.confirmation ?? null,
-    no_winner: record.no_winner ?? null,
-    stop_reason: record.stop_reason,
-    fixed_cost_s: record.trials.map((t) => t.fixed_cost_s ?? null),
+    ...timed,
     grid: { micro_batches: micro, num_workers: README.gridWorkers, trials: gridRecord.trials.length, wall_s: grid.wall_s, best_samples_per_s: best },
     winner_in_grid_samples_per_s: winnerRate,
     winner_share_of_grid_best: best && winnerRate ? Number((winnerRate / best).toFixed(3)) : null,
