@@ -493,7 +493,7 @@ export class Job {
         // progress bars redraw with \r: each update is read as it comes, not when the line ends
         const segments = (segment + chunk).split(/[\r\n]/);
         segment = segments.pop() ?? "";
-        for (const text of segments) this.#progressSegment(text);
+        for (const text of segments) this.#progressSegment(text, stream);
         const lines = (partial + chunk).split("\n");
         // a \r progress bar never ends its line: keep only what it shows now
         partial = compactPartial(lines.pop() ?? "");
@@ -517,11 +517,11 @@ export class Job {
   }
 
   /** The last resort: steps measured from the job's progress lines while no step comes over the channel. */
-  #progressSegment(text: string): void {
+  #progressSegment(text: string, stream: 1 | 2): void {
     if (this.#channelSteps > 0 || text.length > 4096) return;
     const rate = parseProgressLine(text, this.#pattern);
     if (rate === null) return;
-    const steps = this.#progress.push(rate, Date.now() / 1000);
+    const steps = this.#progress.push(rate, Date.now() / 1000, stream);
     if (steps.length === 0) return;
     const counted = this.#progress.total - steps.filter((s) => s.steps > 0).length;
     steps.forEach((step, i) => {

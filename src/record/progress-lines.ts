@@ -9,6 +9,8 @@ export interface ProgressRate {
   step?: number;
   /** The total the counter runs to, when shown. */
   total?: number;
+  /** Which counter the line shows (its form and label, digits masked): a tqdm bar of "Epoch #:" is not the bar of "Map:". */
+  counter?: string;
 }
 
 const NUMBER = String.raw`(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)`;
@@ -32,12 +34,32 @@ function positive(text: string | undefined): number | undefined {
   return Number.isFinite(value) && value > 0 ? value : undefined;
 }
 
-function counter(segment: string): { step?: number; total?: number } {
-  const match = TQDM_COUNTER.exec(segment) ?? RICH_COUNTER.exec(segment) ?? BATCH_COUNTER.exec(segment) ?? STEP_WORD.exec(segment);
-  if (!match) return {};
-  const step = Number(match[1]);
-  const total = match[2] !== undefined && match[2] !== "?" ? Number(match[2]) : undefined;
-  return { step, ...(total !== undefined ? { total } : {}) };
+const STEP_UNITS = new Set(["it", "its", "batch", "batches", "step", "steps"]);
+// the unit a tqdm bar counts in, from its rate: "[00:01<00:00, 5432.10 examples/s]"
+const TQDM_UNIT = /\[[^\]]*?(?:\?|\d(?:\.\d+)?)\s?([A-Za-z_]+)\/s\b/;
+const COUNTER_FORMS: readonly [string, RegExp][] = [
+  ["bar", TQDM_COUNTER],
+  ["rich", RICH_COUNTER],
+  ["batches", BATCH_COUNTER],
+  ["word", STEP_WORD],
+];
+
+function counter(segment: string): { step?: number; total?: number; counter?: string } {
+  for (const [form, re] of COUNTER_FORMS) {
+    const match = re.exec(segment);
+    if (!match) continue;
+    // a bar that counts examples or tokens ("Map: 7501/7501 [..., 5432 examples/s]") counts no training steps
+    const unit = form === "bar" ? TQDM_UNIT.exec(segment.slice(match.index))?.[1] : undefined;
+    if (unit !== undefined && !STEP_UNITS.has(unit.toLowerCase())) return {};
+    const step = Number(match[1]);
+    const total = match[2] !== undefined && match[2] !== "?" ? Number(match[2]) : undefined;
+    const label = (segment.slice(0, match.index).split("|")[0] ?? "")
+      .replace(/\d+(?:\.\d+)?%/g, "")
+      .replace(/\d+/g, "#")
+      .trim();
+    return { step, ...(total !== undefined ? { total } : {}), counter: `${form}:${label}` };
+  }
+  return {};
 }
 
 function fromPattern(segment: string, pattern: RegExp): ProgressRate | null {
@@ -141,6 +163,8 @@ export interface ProgressStep {
 
 /** A line can stand for more steps than this only if its counter is not a step counter (samples, tokens). */
 const MAX_STEPS_PER_LINE = 100_000;
+/** A counter silent this long hands the count to another that goes on. */
+const LEAD_QUIET_S = 10;
 
 /**
  * Turns successive rate lines into one entry per training step they show, so that a consumer that
@@ -163,39 +187,55 @@ const MAX_STEPS_PER_LINE = 100_000;
  */
 export class ProgressSteps {
   #lastT: number | null = null;
-  #lastStep: number | null = null;
+  #counters = new Map<string, { step: number; t: number }>();
+  #lead: string | null = null;
   #carry = 0;
   #index = 0;
   /** Training steps counted so far. */
   total = 0;
 
-  push(rate: ProgressRate, t: number): ProgressStep[] {
+  /** `stream` tells the job's stdout (1) from its stderr (2): a counter is followed within its own stream. */
+  push(rate: ProgressRate, t: number, stream = 0): ProgressStep[] {
     const previousT = this.#lastT;
-    const previousStep = this.#lastStep;
     this.#lastT = t;
-    // a counter a little behind the last one is another line's view of the same moment (stdout and
-    // stderr arrive out of order); far behind, it is a new epoch
-    const newEpoch = rate.step !== undefined && previousStep !== null && rate.step < previousStep && rate.step <= previousStep / 2;
-    if (rate.step !== undefined && (previousStep === null || rate.step >= previousStep || newEpoch)) this.#lastStep = rate.step;
-    if (previousT === null) {
-      // the steps done before the first line: timed by the rate it prints, else untimed
-      if (rate.step === undefined || rate.step <= 0) return [];
-      return this.#steps(Math.min(rate.step, MAX_STEPS_PER_LINE), rate, t, rate.stepsPerSec !== undefined ? 1 / rate.stepsPerSec : null);
-    }
+    if (rate.step !== undefined) return this.#counted(rate, rate.step, t, `${stream}|${rate.counter ?? ""}`, previousT === null);
+    const lead = this.#lead === null ? undefined : this.#counters.get(this.#lead);
+    // the counter being followed counts the steps; a rate beside it would count them twice
+    if (lead !== undefined && t - lead.t < LEAD_QUIET_S) return [];
+    if (previousT === null) return [];
     const dt = Math.max(0, t - previousT);
-    let steps: number;
-    if (rate.step !== undefined && previousStep !== null) steps = rate.step >= previousStep ? rate.step - previousStep : newEpoch ? rate.step : 0;
-    else if (rate.stepsPerSec !== undefined) {
-      this.#carry += rate.stepsPerSec * dt;
-      steps = Math.floor(this.#carry);
-      this.#carry -= steps;
-    } else {
+    if (rate.stepsPerSec === undefined) {
       if (rate.samplesPerSec === undefined || !(dt > 0)) return [];
       return [{ t, step: this.#index, samples: rate.samplesPerSec * dt, wait_s: null, compute_s: dt, steps: 0, source: "progress" }];
     }
-    steps = Math.min(steps, MAX_STEPS_PER_LINE);
+    this.#carry += rate.stepsPerSec * dt;
+    const steps = Math.floor(this.#carry);
+    this.#carry -= steps;
+    return steps > 0 ? this.#steps(Math.min(steps, MAX_STEPS_PER_LINE), rate, t, 1 / rate.stepsPerSec) : [];
+  }
+
+  #counted(rate: ProgressRate, step: number, t: number, key: string, first: boolean): ProgressStep[] {
+    const previous = this.#counters.get(key);
+    // a counter a little behind its last value is an older view of the same moment; far behind, a new epoch
+    const newEpoch = previous !== undefined && step < previous.step && step <= previous.step / 2;
+    if (previous === undefined || step >= previous.step || newEpoch) this.#counters.set(key, { step, t });
+    const lead = this.#lead === null ? undefined : this.#counters.get(this.#lead);
+    // several counters in one job (a bar and a printed step, the loading bar before training, the
+    // validation bar): one is followed, and another takes over only once it has gone quiet
+    if (this.#lead !== key) {
+      if (lead !== undefined && t - lead.t < LEAD_QUIET_S) return [];
+      this.#lead = key;
+    }
+    const perStep = rate.stepsPerSec !== undefined ? 1 / rate.stepsPerSec : null;
+    if (previous === undefined) {
+      // the steps done before the first line: timed by the rate it prints, else untimed
+      if (!first) return [];
+      return step > 0 ? this.#steps(Math.min(step, MAX_STEPS_PER_LINE), rate, t, perStep) : [];
+    }
+    const steps = Math.min(step >= previous.step ? step - previous.step : newEpoch ? step : 0, MAX_STEPS_PER_LINE);
     if (steps <= 0) return [];
-    return this.#steps(steps, rate, t, rate.stepsPerSec !== undefined ? 1 / rate.stepsPerSec : dt > 0 ? dt / steps : null);
+    const dt = Math.max(0, t - previous.t);
+    return this.#steps(steps, rate, t, perStep ?? (dt > 0 ? dt / steps : null));
   }
 
   #steps(steps: number, rate: ProgressRate, t: number, perStep: number | null): ProgressStep[] {

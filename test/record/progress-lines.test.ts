@@ -3,7 +3,13 @@ import { parseProgressLine, progressPattern, ProgressSteps } from "../../src/rec
 
 describe("parseProgressLine", () => {
   it("reads tqdm bars: it/s, s/it, the counter, and the last of several \\r updates", () => {
-    expect(parseProgressLine(" 45%|████▌     | 45/100 [00:02<00:02, 19.80it/s]")).toEqual({ kind: "rate", stepsPerSec: 19.8, step: 45, total: 100 });
+    expect(parseProgressLine(" 45%|████▌     | 45/100 [00:02<00:02, 19.80it/s]")).toEqual({
+      kind: "rate",
+      stepsPerSec: 19.8,
+      step: 45,
+      total: 100,
+      counter: "bar:",
+    });
     expect(parseProgressLine("  3%|▎         | 3/100 [00:06<03:14,  2.00s/it]")).toMatchObject({ stepsPerSec: 0.5, step: 3 });
     expect(
       parseProgressLine("a: 1/10 [00:00<?, ?it/s]\rb:  20%|##  | 2/10 [00:01<00:04, 2.00it/s]\rc:  30%|### | 3/10 [00:01<00:03, 2.50it/s]\r"),
@@ -14,7 +20,17 @@ describe("parseProgressLine", () => {
       samplesPerSec: 601.5,
       step: 32,
       total: 32,
+      counter: "bar:Epoch #:",
     });
+  });
+
+  it("a bar counting examples (datasets' map) shows no step counter; each counter is named by its form and label", () => {
+    const map = parseProgressLine("Running tokenizer on dataset: 100%|██████████| 7501/7501 [00:01<00:00, 5432.10 examples/s]");
+    expect(map).toMatchObject({ samplesPerSec: 5432.1 });
+    expect(map?.step).toBeUndefined();
+    expect(parseProgressLine("Epoch 12:  25%|██▌       | 8/32 [00:00<00:00, 74.51it/s]")?.counter).toBe("bar:Epoch #:");
+    expect(parseProgressLine("Validation DataLoader 0:  40%|████      | 4/10 [00:00<00:00, 74.51it/s]")?.counter).toBe("bar:Validation DataLoader #:");
+    expect(parseProgressLine("step 10 samples/s 2794.4")?.counter).toBe("word:");
   });
 
   it("reads Lightning's bars (tqdm and rich) and the Hugging Face Trainer's bar and summary", () => {
@@ -102,6 +118,26 @@ describe("ProgressSteps", () => {
     expect(meter.push({ kind: "rate", stepsPerSec: 4 }, 12.1)).toHaveLength(0);
     expect(meter.push({ kind: "rate", stepsPerSec: 4 }, 12.3)).toHaveLength(1);
     expect(meter.total).toBe(9);
+  });
+
+  it("follows one counter: a bar beside a printed step counts once, and a late bar's reset is not an epoch", () => {
+    // tqdm_loop.py on stderr and its own "step N" prints on stdout; the bar's 0/32 arrives after "step 5"
+    const meter = new ProgressSteps();
+    meter.push({ kind: "rate", samplesPerSec: 2000, step: 5, counter: "word:" }, 1.0, 1);
+    expect(meter.push({ kind: "rate", samplesPerSec: 2000, step: 0, total: 32, counter: "bar:Epoch #:" }, 1.01, 2)).toEqual([]);
+    expect(meter.push({ kind: "rate", stepsPerSec: 74.5, step: 8, total: 32, counter: "bar:Epoch #:" }, 1.05, 2)).toEqual([]);
+    expect(meter.push({ kind: "rate", samplesPerSec: 2800, step: 10, counter: "word:" }, 1.1, 1)).toHaveLength(5);
+    expect(meter.push({ kind: "rate", stepsPerSec: 70 }, 1.2, 2)).toEqual([]);
+    expect(meter.total).toBe(10);
+  });
+
+  it("a counter that went quiet hands over: the loading bar before training, then the training bar", () => {
+    const meter = new ProgressSteps();
+    expect(meter.push({ kind: "rate", stepsPerSec: 1.5, step: 2, total: 2, counter: "bar:Loading checkpoint shards:" }, 0, 2)).toHaveLength(2);
+    expect(meter.push({ kind: "rate", stepsPerSec: 20, step: 5, total: 100, counter: "bar:" }, 5, 2)).toEqual([]);
+    expect(meter.push({ kind: "rate", stepsPerSec: 20, step: 60, total: 100, counter: "bar:" }, 12, 2)).toHaveLength(55);
+    expect(meter.push({ kind: "rate", stepsPerSec: 20, step: 70, total: 100, counter: "bar:" }, 12.5, 2)).toHaveLength(10);
+    expect(meter.total).toBe(67);
   });
 
   it("samples/s alone spans the time since the previous line and counts no step", () => {
