@@ -3,7 +3,7 @@ import { parseByteSize } from "../bytes.ts";
 import { tuneState } from "../configs/index.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { ERROR_CODES, UsageError } from "../errors/index.ts";
-import { renderLiveView } from "../guard/view.ts";
+import { renderLiveView } from "../metrics/index.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { applyTune, type ApplyTuneResult } from "../tune/apply.ts";
 import { parseBinding, type KnobBinding } from "../tune/knobs.ts";

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.ts";
 import { startDashboard } from "../../src/dashboard/server.ts";
 import { tokenPath } from "../../src/dashboard/token.ts";
-import { serveMetrics } from "../../src/guard/prometheus.ts";
+import { serveMetrics } from "../../src/metrics/prometheus.ts";
 import { RunStore } from "../../src/record/store.ts";
 import { noteOutcome } from "../helpers/outcomes.ts";
 

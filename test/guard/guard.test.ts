@@ -6,8 +6,8 @@ import { openDevices } from "../../src/devices/index.ts";
 import { CapWatcher } from "../../src/guard/cap.ts";
 import { guardRun } from "../../src/guard/guard.ts";
 import { LiveTracker } from "../../src/guard/live.ts";
-import { formatPrometheus } from "../../src/guard/prometheus.ts";
-import { renderLiveView, StatusFooter } from "../../src/guard/view.ts";
+import { formatPrometheus } from "../../src/metrics/prometheus.ts";
+import { renderLiveView, StatusFooter } from "../../src/metrics/view.ts";
 import { RunStore } from "../../src/record/store.ts";
 import type { RunMeta } from "../../src/record/types.ts";
 

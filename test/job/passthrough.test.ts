@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import type * as NodePty from "@lydell/node-pty";
 import { afterAll, describe, expect, it } from "vitest";
 import type { LiveState } from "../../src/guard/live.ts";
-import { StatusFooter } from "../../src/guard/view.ts";
+import { StatusFooter } from "../../src/metrics/view.ts";
 import { compactPartial, settleLine } from "../../src/job/output-text.ts";
 import { Job } from "../../src/job/runner.ts";
 import { renderScreen } from "../helpers/screen.ts";

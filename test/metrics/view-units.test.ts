@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { formatBytes } from "../../src/bytes.ts";
 import type { LiveState } from "../../src/guard/live.ts";
-import { renderLiveView, renderStatusLine } from "../../src/guard/view.ts";
+import { renderLiveView, renderStatusLine } from "../../src/metrics/view.ts";
 
 const base: LiveState = {
   elapsedS: 75,

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { LiveState } from "../../src/guard/live.ts";
-import { formatPrometheus } from "../../src/guard/prometheus.ts";
+import { formatPrometheus } from "../../src/metrics/prometheus.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";

@@ -1,6 +1,6 @@
 import { formatBytes } from "../bytes.ts";
 import { compactPartial, settleLine } from "../job/output-text.ts";
-import type { LiveState } from "./live.ts";
+import type { LiveState } from "../guard/live.ts";
 
 /**
  * `1h02m`, `4m05s`, `12s`.

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { BrimError } from "../errors/index.ts";
-import type { LiveState } from "./live.ts";
+import type { LiveState } from "../guard/live.ts";
 
 interface Metric {
   name: string;

@@ -8,7 +8,7 @@ import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { LiveTracker } from "../../src/guard/live.ts";
-import { formatPrometheus, parseListen, serveMetrics } from "../../src/guard/prometheus.ts";
+import { formatPrometheus, parseListen, serveMetrics } from "../../src/metrics/prometheus.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
