@@ -5,10 +5,11 @@ import { formatBytes, parseByteSize } from "../bytes.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { guardRun, type GuardResult } from "../guard/guard.ts";
-import { formatDuration, formatPrometheus, parseListen, serveMetrics, StatusFooter } from "../metrics/index.ts";
+import { clusterLabels, formatDuration, formatPrometheus, parseListen, serveMetrics, StatusFooter } from "../metrics/index.ts";
 import { progressPattern } from "../record/progress-lines.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { BRIM_VERSION } from "../version.ts";
+import { labelOptions, recordLabels } from "./labels.ts";
 import type { Output } from "./output.ts";
 
 /** Options of `brim run` as the command line gives them. */
@@ -37,6 +38,10 @@ export interface RunCommandOptions {
   /** false with --no-attach. */
   attach?: boolean;
   progressPattern?: string;
+  /** --name: kept in run.json, and the `job` label of the metrics */
+  name?: string;
+  /** --tag key=value, repeatable */
+  tag?: Record<string, string>;
 }
 
 /** What `brim run` returns: the guarded run and the exit status to give (the job's). */
@@ -160,7 +165,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   }
   const inventory = devices.inventory();
   const root = storeRoot(options.store, process.env, process.cwd());
-  const store = new RunStore(root);
+  const store = new RunStore(root, undefined, recordLabels(options));
   if (inventory.note !== null && !options.json) out.stderr(`brim: ${inventory.note}\n`);
   const firstGpu = inventory.gpus[0];
   if (options.cap !== undefined && inventory.backend !== "cpu" && firstGpu !== undefined && options.cap > firstGpu.totalBytes) {
@@ -188,19 +193,21 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   let latestState: Parameters<typeof formatPrometheus>[0] | null = null;
   let runId = "";
   let running = true;
-  const build = { version: BRIM_VERSION, node: process.version, backend: inventory.backend, ...(inventory.driver != null ? { driver: inventory.driver } : {}) };
+  const build = {
+    version: BRIM_VERSION,
+    nodejs: process.version,
+    backend: inventory.backend,
+    ...(inventory.driver != null ? { driver: inventory.driver } : {}),
+  };
   const gpus = inventory.backend === "cpu" ? [] : inventory.gpus.map((gpu) => gpu.index);
   const listen = typeof options.prometheus === "number" ? { host: "127.0.0.1", port: options.prometheus } : options.prometheus;
   const context = { gpus, build, gpuInfo: inventory.backend === "cpu" ? [] : inventory.gpus, hostname: hostname() };
+  // job/node/rank from the launcher's environment: one Prometheus sums a job over its nodes
+  const seriesLabels = (): Record<string, string> => ({ run_id: runId, ...clusterLabels(process.env, options.name) });
   const token = options.prometheusToken ?? process.env.BRIM_PROMETHEUS_TOKEN ?? null;
   const metrics =
     listen !== undefined
-      ? await serveMetrics(
-          listen.port,
-          () => (latestState ? formatPrometheus(latestState, { run_id: runId }, { ...context, running }) : ""),
-          listen.host,
-          token,
-        )
+      ? await serveMetrics(listen.port, () => (latestState ? formatPrometheus(latestState, seriesLabels(), { ...context, running }) : ""), listen.host, token)
       : null;
   let ended = false;
   try {
@@ -333,8 +340,7 @@ export function renderRunSummary(run: RunCommandResult): string {
  * ```
  */
 export function registerRun(program: Command, out: Output, setExitCode: (code: number) => void): void {
-  program
-    .command("run")
+  labelOptions(program.command("run"))
     .summary("run a training job under brim's guard: live view, memory cap, OOM recovery, a recorded timeline")
     .description(
       "Runs <command> in its own process group with brim's SDK channel, shows a live view (step, samples/s, memory against the cap, " +

@@ -9,6 +9,7 @@ import { applyTune, type ApplyTuneResult } from "../tune/apply.ts";
 import { parseBinding, type KnobBinding } from "../tune/knobs.ts";
 import type { KnobValue } from "../tune/types.ts";
 import { tune, TUNE_STRATEGIES, type TuneResult, type TuneStrategy } from "../tune/tune.ts";
+import { labelOptions, recordLabels } from "./labels.ts";
 import type { Output } from "./output.ts";
 import { knobDelta, progressBar, renderApply, renderTrialLine, renderTuneTable } from "./render-tune.ts";
 import { jobSwitches, parseScalar } from "./run.ts";
@@ -34,6 +35,9 @@ export interface TuneCommandOptions {
   store?: string;
   json?: boolean;
   quiet?: boolean;
+  /** --name / --tag: kept in tune.json and in the run.json of each trial */
+  name?: string;
+  tag?: Record<string, string>;
 }
 
 /**
@@ -93,7 +97,7 @@ export interface TuneCommandResult {
  */
 export async function tuneCommand(command: string[], options: TuneCommandOptions, out: Output, devices: Devices = openDevices()): Promise<TuneCommandResult> {
   const cwd = process.cwd();
-  const store = new RunStore(storeRoot(options.store, process.env, cwd));
+  const store = new RunStore(storeRoot(options.store, process.env, cwd), undefined, recordLabels(options));
   const bindings: KnobBinding[] = options.bind.map((text) => parseBinding(text, cwd));
   const inventory = devices.inventory();
   const talk = !options.json;
@@ -185,8 +189,7 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
  * ```
  */
 export function registerTune(program: Command, out: Output, setExitCode: (code: number) => void = () => {}): void {
-  program
-    .command("tune")
+  labelOptions(program.command("tune"))
     .summary("find the fastest micro-batch, accumulation, precision and loader settings that fit, on short real trials")
     .description(
       "Runs <command> on short trials (a few warm-up steps, then measured steps) with different knob values and picks the " +

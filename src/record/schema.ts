@@ -21,6 +21,10 @@ type Known<T> = T extends readonly (infer U)[]
 const n = z.number();
 const nn = z.number().nullable();
 const knobs = z.record(z.string(), z.union([z.number(), z.string(), z.boolean()]));
+/** `--name`: what the user calls a run or a tune (ids are timestamps); absent when not given. */
+const recordName = z.string().optional();
+/** `--tag key=value`, repeatable: what the user files a run or a tune under; absent when none. */
+const recordTags = z.record(z.string(), z.string()).optional();
 
 const endCauseSchema = z.enum(["ok", "gpu_oom", "host_oom", "gpu_fault", "hung", "crashed", "interrupted", "cap_exceeded", "store_failed", "supervisor_lost"]);
 
@@ -90,6 +94,8 @@ export const runSchema = z.looseObject({
   ended_at: z.string().nullable(),
   end: runEndSchema.nullable(),
   summary: summarySchema.nullable(),
+  name: recordName,
+  tags: recordTags,
   /** Set by brim's watchdog when brim was lost and the job ran on unguarded (--keep-on-supervisor-loss). */
   unguarded_since: z.string().optional(),
 });
@@ -149,6 +155,8 @@ export const tuneSchema = z.looseObject({
   cap_bytes: n,
   cap_scope: z.enum(["gpu", "ram"]),
   effective_batch: nn.default(null),
+  name: recordName,
+  tags: recordTags,
   started_at: z.string(),
   ended_at: z.string().nullable(),
   trials: z.array(trialSchema),

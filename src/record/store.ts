@@ -100,6 +100,9 @@ async function readJson(path: string, what: string): Promise<unknown> {
   }
 }
 
+/** What the user calls and files a record under (`--name`, `--tag`): stamped on every run and tune a store writes. */
+export type RecordLabels = Pick<RunMeta, "name" | "tags">;
+
 /** What a new run records before the job starts; the rest of {@link RunMeta} is filled in by the store. */
 export type NewRun = Omit<RunMeta, "schema" | "id" | "started_at" | "ended_at" | "end" | "summary">;
 
@@ -116,11 +119,16 @@ export type NewRun = Omit<RunMeta, "schema" | "id" | "started_at" | "ended_at" |
 export class RunStore {
   readonly root: string;
   #io: StoreIo;
+  #labels: RecordLabels;
 
-  /** `io` replaces the writers' file calls (tests inject a full disk through it). */
-  constructor(root: string, io: StoreIo = realStoreIo) {
+  /**
+   * `io` replaces the writers' file calls (tests inject a full disk through it); `labels` (`--name`,
+   * `--tag`) go into every run.json and tune.json this store writes, a tune's trials included.
+   */
+  constructor(root: string, io: StoreIo = realStoreIo, labels: RecordLabels = {}) {
     this.root = root;
     this.#io = io;
+    this.#labels = Object.fromEntries(Object.entries(labels).filter(([, v]) => v !== undefined && !(typeof v === "object" && Object.keys(v).length === 0)));
   }
 
   /** The folder of a run; the id is checked first. */
@@ -149,7 +157,7 @@ export class RunStore {
         { cause: error },
       );
     }
-    const meta: RunMeta = { schema: "brim.run/v1", id, ...run, started_at: startedAt.toISOString(), ended_at: null, end: null, summary: null };
+    const meta: RunMeta = { schema: "brim.run/v1", id, ...run, ...this.#labels, started_at: startedAt.toISOString(), ended_at: null, end: null, summary: null };
     try {
       await writeJsonAtomic(join(dir, "run.json"), meta);
       await writeFile(join(dir, RESERVE_NAME), Buffer.alloc(RESERVE_BYTES), { mode: PRIVATE_FILE });
@@ -200,7 +208,7 @@ export class RunStore {
     } catch (error) {
       throw new BrimError("E_IO", `cannot create the tune folder ${dir}: ${ioCause(await whyNotWritable(dir, error))}`, { cause: error });
     }
-    await writeJsonAtomic(join(dir, "tune.json"), tune);
+    await writeJsonAtomic(join(dir, "tune.json"), { ...tune, ...this.#labels });
   }
 
   /** A tune record. */
@@ -210,16 +218,32 @@ export class RunStore {
   }
 
   /**
-   * Resolves what a user typed to a run id: a full id, `latest`, or a unique prefix of an id.
+   * Resolves what a user typed to a run id: a full id, `latest`, a unique prefix of an id, or a
+   * `--name` (the newest run of that name).
    * `E_NOT_FOUND` names what was asked and what exists.
    */
   async resolveRun(ref: string): Promise<string> {
-    return resolveRef(ref, await this.runIds(), "run", this.root);
+    const ids = await this.runIds();
+    return (await this.#byName(ref, ids, (id) => this.readRunMeta(id))) ?? resolveRef(ref, ids, "run", this.root);
   }
 
   /** Like {@link RunStore.resolveRun}, for tunes. */
   async resolveTune(ref: string): Promise<string> {
-    return resolveRef(ref, await this.tuneIds(), "tune", this.root);
+    const ids = await this.tuneIds();
+    return (await this.#byName(ref, ids, (id) => this.readTune(id))) ?? resolveRef(ref, ids, "tune", this.root);
+  }
+
+  // A --name picks the newest record of that name (before an id's prefix); records are read only for a reference that is no id.
+  async #byName(ref: string, ids: string[], read: (id: string) => Promise<{ name?: string | undefined }>): Promise<string | null> {
+    if (ref === "latest" || ref === "last" || isRecordId(ref)) return null;
+    for (const id of [...ids].reverse()) {
+      const name = await read(id).then(
+        (record) => record.name,
+        () => undefined,
+      );
+      if (name === ref) return id;
+    }
+    return null;
   }
 }
 

@@ -66,8 +66,10 @@ async function scrape(port: number): Promise<string | null> {
 
 describe("Prometheus exposition", () => {
   it("uses base units, 0-1 ratios, _total counters, build info and a gpu label", () => {
-    const { samples, types } = parse(formatPrometheus(state, { run_id: "r1" }, { gpus: [0, 1], running: true, build: { version: "0.1.0", node: "v20.20.2" } }));
-    expect(samples.get('brim_build_info{run_id="r1",version="0.1.0",node="v20.20.2"}')).toBe(1);
+    const { samples, types } = parse(
+      formatPrometheus(state, { run_id: "r1" }, { gpus: [0, 1], running: true, build: { version: "0.1.0", nodejs: "v20.20.2" } }),
+    );
+    expect(samples.get('brim_build_info{run_id="r1",version="0.1.0",nodejs="v20.20.2"}')).toBe(1);
     expect(samples.get('brim_job_running{run_id="r1"}')).toBe(1);
     expect(samples.get('brim_gpu_utilization_ratio{run_id="r1",gpu="0,1"}')).toBeCloseTo(0.97, 10);
     expect(samples.get('brim_gpu_sm_activity_ratio{run_id="r1",gpu="0,1"}')).toBeCloseTo(0.61, 10);
@@ -130,7 +132,7 @@ describe("Prometheus exposition", () => {
     const get = (name: string): number | undefined => [...samples.entries()].find(([k]) => k.startsWith(`${name}{`))?.[1];
     expect(get("brim_job_running")).toBe(0);
     expect(get("brim_steps_total")).toBe(40);
-    expect([...samples.keys()].find((k) => k.startsWith("brim_build_info{"))).toMatch(/version="\d+\.\d+\.\d+",node="v\d+/);
+    expect([...samples.keys()].find((k) => k.startsWith("brim_build_info{"))).toMatch(/version="\d+\.\d+\.\d+",nodejs="v\d+/);
     expect(await exited).toBe(0);
     expect(Date.now() - endedAt).toBeGreaterThan(2000);
     expect(await scrape(port)).toBeNull();
