@@ -1,13 +1,15 @@
 // A real Prometheus (Debian's package, the binary .ci/setup takes out of it) scrapes two `brim run
 // --prometheus` on different ports — two "nodes" of one job, told apart by GROUP_RANK as torchrun gives
 // it — and a PromQL sum over the job equals the sum of the samples/s each brim serves. Without the
-// binary the test says why it skips; in CI (BRIM_REQUIRE_FRAMEWORKS=1) a missing binary fails.
+// binary the test says why it skips; in CI (BRIM_REQUIRE_FRAMEWORKS=1) a missing binary fails. Every
+// query of the Grafana dashboard runs on it, and its first panel shows that sum.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { dashboardExprs, withVariables } from "./grafana-exprs.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
@@ -71,11 +73,15 @@ interface PromSample {
   value: [number, string];
 }
 
-async function query(port: number, promql: string, time: number): Promise<PromSample[]> {
+async function ask(port: number, promql: string, time: number): Promise<{ status: string; error?: string; data?: { result: PromSample[] } }> {
   const url = `http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(promql)}&time=${time}`;
-  const answer = (await fetch(url)
+  return (await fetch(url)
     .then((r) => r.json())
-    .catch(() => ({ status: "down" }))) as { status: string; data?: { result: PromSample[] } };
+    .catch(() => ({ status: "down" }))) as { status: string; error?: string; data?: { result: PromSample[] } };
+}
+
+async function query(port: number, promql: string, time: number): Promise<PromSample[]> {
+  const answer = await ask(port, promql, time);
   return answer.status === "success" ? (answer.data?.result ?? []) : [];
 }
 
@@ -160,6 +166,14 @@ describe("a real Prometheus scrapes brim", () => {
       const [sum] = await query(promPort, `sum by (job) (${selector})`, at);
       expect(sum?.metric).toEqual({ job: JOB });
       expect(Number(sum?.value[1])).toBeCloseTo((own[0] as number) + (own[1] as number), 9);
+
+      // every query of the Grafana dashboard (docs/grafana/brim.json) is PromQL this Prometheus runs
+      for (const { where, expr } of dashboardExprs()) {
+        const answer = await ask(promPort, withVariables(expr, JOB), at);
+        expect(answer.status, `${where}: ${expr}: ${answer.error ?? ""}`).toBe("success");
+      }
+      const [total] = await query(promPort, withVariables(dashboardExprs()[0]?.expr ?? "", JOB), at);
+      expect(Number(total?.value[1])).toBeCloseTo((own[0] as number) + (own[1] as number), 9);
 
       for (const stop of stops) writeFileSync(stop, "");
       for (const exit of exits) {
