@@ -8,6 +8,7 @@ import { registerTune } from "./tune.ts";
 import { registerDoctor } from "./doctor.ts";
 import { registerReport } from "./report.ts";
 import { registerDashboard } from "./dashboard.ts";
+import { registerRuns } from "./runs.ts";
 import { registerCompletion } from "./completion.ts";
 import { BRIM_VERSION as version } from "../version.ts";
 
@@ -41,6 +42,7 @@ export async function main(argv: readonly string[], out: Output = processOutput)
   registerTune(program, out, setExitCode);
   registerDoctor(program, out);
   registerReport(program, out);
+  registerRuns(program, out);
   registerDashboard(program, out);
   registerCompletion(program, out);
   for (const command of program.commands) command.exitOverride();

@@ -50,6 +50,10 @@ export const PAGE_READ_BYTES = 16 * 2 ** 20;
  */
 export interface RunListItem {
   id: string;
+  /** --name, when given */
+  name?: string;
+  /** --tag key=value */
+  tags: Record<string, string>;
   kind: "run" | "trial";
   tune_id: string | null;
   /** the knob values the run was given (a trial's name on the home page) */
@@ -78,6 +82,8 @@ export interface RunListItem {
  */
 export interface TuneListItem {
   id: string;
+  name?: string;
+  tags: Record<string, string>;
   command: string;
   started_at: string;
   running: boolean;
@@ -176,6 +182,7 @@ export async function listRuns(store: RunStore, limit = 500, now = Date.now()): 
       // Listed with a mark, not hidden: the user learns the record is there and what is wrong with it.
       items.push({
         id,
+        tags: {},
         kind: "run",
         tune_id: null,
         knobs: {},
@@ -224,6 +231,8 @@ export async function listRuns(store: RunStore, limit = 500, now = Date.now()): 
     }
     items.push({
       id,
+      ...(meta.name !== undefined ? { name: meta.name } : {}),
+      tags: meta.tags ?? {},
       kind: meta.kind,
       tune_id: meta.tune_id,
       knobs: meta.knobs,
@@ -240,6 +249,19 @@ export async function listRuns(store: RunStore, limit = 500, now = Date.now()): 
     });
   }
   return items;
+}
+
+/**
+ * Whether a listed run or tune has the name and every tag asked for (`brim runs --name --tag`).
+ *
+ * @example
+ * ```ts
+ * (await listRuns(store)).filter((r) => hasLabels(r, { tags: { model: "resnet50" } }));
+ * ```
+ */
+export function hasLabels(item: { name?: string; tags: Record<string, string> }, wanted: { name?: string; tags?: Record<string, string> }): boolean {
+  if (wanted.name !== undefined && item.name !== wanted.name) return false;
+  return Object.entries(wanted.tags ?? {}).every(([key, value]) => item.tags[key] === value);
 }
 
 /**
@@ -260,6 +282,7 @@ export async function listTunes(store: RunStore, limit = 200): Promise<TuneListI
       if (!(error instanceof BrimError)) throw error;
       items.push({
         id,
+        tags: {},
         command: "",
         started_at: startedAtOfId(id),
         running: false,
@@ -273,6 +296,8 @@ export async function listTunes(store: RunStore, limit = 200): Promise<TuneListI
     }
     items.push({
       id,
+      ...(tune.name !== undefined ? { name: tune.name } : {}),
+      tags: tune.tags ?? {},
       command: tune.command.join(" "),
       started_at: tune.started_at,
       running: tune.ended_at === null,
