@@ -293,7 +293,15 @@ export function renderRunSummary(run: RunCommandResult): string {
   lines.push(`  throughput   ${throughput}`);
   if (ranks.length > 0)
     lines.push(
-      `  ranks        ${ranks.map((r) => `rank ${r.rank} ${r.samples_per_s !== null ? `${r.samples_per_s.toPrecision(4)} samples/s` : "?"} (${r.steps} steps)`).join(" · ")}`,
+      `  ranks        ${ranks
+        .map((r) => {
+          const rate = r.samples_per_s !== null ? `${r.samples_per_s.toPrecision(4)} samples/s` : "?";
+          const time = r.step_time_s !== null ? `, ${(r.step_time_s * 1000).toPrecision(3)} ms/step` : "";
+          const wait = r.data_wait_share !== null ? `, data wait ${(r.data_wait_share * 100).toFixed(1)}%` : "";
+          const mem = r.peak_allocated_bytes !== null ? `, peak ${(r.peak_allocated_bytes / 2 ** 20).toFixed(0)} MiB` : "";
+          return `rank ${r.rank} ${rate} (${r.steps} steps${time}${wait}${mem})`;
+        })
+        .join(" · ")}`,
     );
   if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
   const pss = summary.peak_tree_pss_bytes ?? null;
