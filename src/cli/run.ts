@@ -7,7 +7,7 @@ import { UsageError } from "../errors/index.ts";
 import { guardRun, type GuardResult } from "../guard/guard.ts";
 import { formatPrometheus, parseListen, serveMetrics } from "../guard/prometheus.ts";
 import { StatusFooter, formatDuration } from "../guard/view.ts";
-import { progressPattern } from "../record/progress-lines.ts";
+import { progressPattern } from "../job/progress-lines.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { BRIM_VERSION } from "../version.ts";
 import type { Output } from "./output.ts";
@@ -25,6 +25,8 @@ export interface RunCommandOptions {
   prometheusGrace?: number;
   hz: number;
   hungAfter: number;
+  /** --hang-after: with 2+ ranks, seconds with no step on any rank (0 = --hung-after); callers other than the CLI may leave it out. */
+  hangAfter?: number;
   grace: number;
   steps?: number;
   warmup: number;
@@ -217,6 +219,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         hz: options.hz,
         env: jobSwitches(options),
         hungAfterS: options.hungAfter > 0 ? options.hungAfter : null,
+        rankHangAfterS: options.hangAfter !== undefined && options.hangAfter > 0 ? options.hangAfter : null,
         killGraceS: options.grace,
         forwardSignals: true,
         keepOnSupervisorLoss: options.keepOnSupervisorLoss === true,
@@ -366,6 +369,14 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
       new Option("--hung-after <seconds>", "stop and classify the job as hung after this long without a step (0 = never)")
         .default(900)
         .argParser(positiveInteger("--hung-after", 0)),
+    )
+    .addOption(
+      new Option(
+        "--hang-after <seconds>",
+        "with 2+ ranks (torchrun, accelerate): after this long with no step on any rank, dump every rank's stacks and end the ranks; below NCCL's 10-minute watchdog (0 = --hung-after)",
+      )
+        .default(300)
+        .argParser(positiveInteger("--hang-after", 0)),
     )
     .addOption(new Option("--grace <seconds>", "seconds between SIGTERM and SIGKILL when stopping the job").default(10).argParser(positiveNumber("--grace")))
     .option("--steps <n>", "step budget: the job ends after n optimizer steps (attach or SDK; progress lines as the last resort)", positiveInteger("--steps"))
