@@ -300,9 +300,10 @@ export function renderRunSummary(run: RunCommandResult): string {
         .map((r) => {
           const rate = r.samples_per_s !== null ? `${r.samples_per_s.toPrecision(4)} samples/s` : "?";
           const time = r.step_time_s !== null ? `, ${(r.step_time_s * 1000).toPrecision(3)} ms/step` : "";
+          const own = r.own_time_s !== null ? `, own work ${(r.own_time_s * 1000).toPrecision(3)} ms` : "";
           const wait = r.data_wait_share !== null ? `, data wait ${(r.data_wait_share * 100).toFixed(1)}%` : "";
           const mem = r.peak_allocated_bytes !== null ? `, peak ${(r.peak_allocated_bytes / 2 ** 20).toFixed(0)} MiB` : "";
-          return `rank ${r.rank} ${rate} (${r.steps} steps${time}${wait}${mem})`;
+          return `rank ${r.rank} ${rate} (${r.steps} steps${time}${own}${wait}${mem})`;
         })
         .join(" · ")}`,
     );

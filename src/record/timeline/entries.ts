@@ -145,6 +145,7 @@ export function stepOf(e: TimelineEntry): StepEntry | null {
     source,
     precision: str(e.precision),
     trigger: str(e.trigger),
+    backward_s: nonNegative(num(e.backward_s)),
   };
 }
 

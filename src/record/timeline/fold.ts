@@ -40,6 +40,7 @@ class ProcessFold {
   readonly stepTime = new StreamingMedian();
   readonly waitTime = new StreamingMedian();
   readonly computeTime = new StreamingMedian();
+  readonly ownTime = new StreamingMedian();
   readonly sources: Record<StepSource, number> = { sdk: 0, attach: 0, progress: 0 };
   windowStart: number | null = null;
   windowEnd: number | null = null;
@@ -64,6 +65,7 @@ class ProcessFold {
     this.stepTime.add(seconds);
     this.waitTime.add(s.wait_s ?? 0);
     this.computeTime.add(s.compute_s ?? 0);
+    if (s.backward_s != null) this.ownTime.add(Math.max(0, seconds - (s.wait_s ?? 0) - s.backward_s));
     this.sources[s.source]++;
     const start = s.t - seconds;
     if (this.windowStart === null || start < this.windowStart) this.windowStart = start;
@@ -325,6 +327,7 @@ export class TimelineFold {
         step_time_s: medians ? p.stepTime.median() : null,
         wait_time_s: medians ? p.waitTime.median() : null,
         compute_time_s: medians ? p.computeTime.median() : null,
+        own_time_s: medians ? p.ownTime.median() : null,
         data_wait_share: p.busy > 0 ? p.wait / p.busy : null,
         peak_allocated_bytes: p.peakAllocated,
       });

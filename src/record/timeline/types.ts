@@ -103,6 +103,8 @@ export interface StepEntry {
   precision: string | null;
   /** what the attach layer counted as the step ("optimizer", "backward", …; docs/attach.md), null from the SDK */
   trigger: string | null;
+  /** attach: host seconds inside backward() in the step, where DDP's all-reduce waits for the slowest rank; absent when unknown */
+  backward_s?: number | null;
 }
 
 /**
@@ -187,6 +189,11 @@ export interface RankMeasures {
   step_time_s: number | null;
   wait_time_s: number | null;
   compute_time_s: number | null;
+  /**
+   * median host seconds of its own work in a step: the step less data wait and backward() (where
+   * DDP's all-reduce waits for the slowest rank); null when brim did not time backward
+   */
+  own_time_s: number | null;
   /** Σ data wait ÷ Σ step time over its steady steps */
   data_wait_share: number | null;
   /** the framework's peak allocated bytes this rank reported (GPU; null on CPU) */
