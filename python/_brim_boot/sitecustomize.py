@@ -55,6 +55,32 @@ def _attach() -> None:
                          % (type(e).__name__, e))
 
 
+_stack_files = []
+
+
+def _stack_dump() -> None:
+    """When the job stalls (every rank quiet: a collective one rank never joined), brim sends SIGUSR1
+    to each stepping process: faulthandler then writes the Python stacks of all its threads to
+    BRIM_STACKS_DIR/stacks-<pid>.txt, from C, even while the main thread is blocked in a collective.
+    Only where SIGUSR1 is free (a job's own handler is left alone); brim signals only a process whose
+    handler it sees in /proc, and removes the files nobody wrote to."""
+    folder = os.environ.get("BRIM_STACKS_DIR")
+    if not folder or not os.path.isdir(folder):
+        return
+    try:
+        import faulthandler
+        import signal
+
+        if not hasattr(signal, "SIGUSR1") or signal.getsignal(signal.SIGUSR1) not in (signal.SIG_DFL, None):
+            return
+        f = open(os.path.join(folder, "stacks-%d.txt" % os.getpid()), "w")
+        faulthandler.register(signal.SIGUSR1, file=f, all_threads=True, chain=False)
+        _stack_files.append(f)
+    except Exception:
+        pass
+
+
 _run_shadowed_sitecustomize()
 _line_buffered()
+_stack_dump()
 _attach()

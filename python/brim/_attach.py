@@ -77,6 +77,7 @@ class _Attach:
         self.window_opt: Optional[int] = None  # the optimizer that stepped since the last fetch
         self.loader_seen = False
         self.precision: Optional[str] = None
+        self.backward_s = 0.0  # host time inside backward() since the last step (DDP's all-reduce waits there)
         self.exiting = False
 
     # -- points where the job's own code runs through brim ------------------------------------
@@ -158,7 +159,10 @@ class _Attach:
         self.t_last = now
         wait = WaitSum(self.waits) if self.waits else None
         precision = self.precision if self.precision is not None or optimizer is None else _param_precision(optimizer)
-        fields = {"trigger": trigger, "precision": precision}
+        fields: Dict[str, Any] = {"trigger": trigger, "precision": precision}
+        if trigger == "optimizer" and self.backward_s > 0:
+            fields["backward_s"] = self.backward_s
+        self.backward_s = 0.0
         self.deferred = {
             "samples": self.samples if self.batches else None,
             "micro_batch": self.micro_batch if self.batches else None,
@@ -241,8 +245,14 @@ def _patch_backward(torch: Any) -> None:
     @functools.wraps(original)
     def backward_with_brim(self: Any, *args: Any, **kwargs: Any) -> Any:
         _loss.seen(self, args, kwargs)
-        if attach.optimizer_created or attach.depth:
+        if attach.depth:
             return original(self, *args, **kwargs)
+        if attach.optimizer_created:
+            t0 = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                attach.backward_s += time.perf_counter() - t0
         attach.step_begin()
         attach.depth += 1
         try:

@@ -207,3 +207,14 @@ export const SLOW_STEP_RATIO = 10;
  * ```
  */
 export const SLOW_STEP_MIN_EXTRA_S = 0.05;
+/**
+ * A rank is a straggler when its own work (the step less data wait and backward, where DDP's
+ * all-reduce waits for the slowest rank), or its data wait, exceeds the other ranks' median by this
+ * share of the median step time: every rank then waits that long for it at each all-reduce.
+ *
+ * @example
+ * ```ts
+ * const straggler = own - othersOwn >= STRAGGLER_STEP_SHARE * stepS;
+ * ```
+ */
+export const STRAGGLER_STEP_SHARE = 0.15;

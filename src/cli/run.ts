@@ -6,7 +6,7 @@ import { openDevices, type Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { guardRun, type GuardResult } from "../guard/guard.ts";
 import { clusterLabels, formatDuration, formatPrometheus, parseListen, serveMetrics, StatusFooter } from "../metrics/index.ts";
-import { progressPattern } from "../record/progress-lines.ts";
+import { progressPattern } from "../job/progress-lines.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { BRIM_VERSION } from "../version.ts";
 import { labelOptions, recordLabels } from "./labels.ts";
@@ -25,6 +25,8 @@ export interface RunCommandOptions {
   prometheusGrace?: number;
   hz: number;
   hungAfter: number;
+  /** --hang-after: with 2+ ranks, seconds with no step on any rank (0 = --hung-after); callers other than the CLI may leave it out. */
+  hangAfter?: number;
   grace: number;
   steps?: number;
   warmup: number;
@@ -223,6 +225,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         hz: options.hz,
         env: jobSwitches(options),
         hungAfterS: options.hungAfter > 0 ? options.hungAfter : null,
+        rankHangAfterS: options.hangAfter !== undefined && options.hangAfter > 0 ? options.hangAfter : null,
         killGraceS: options.grace,
         forwardSignals: true,
         keepOnSupervisorLoss: options.keepOnSupervisorLoss === true,
@@ -299,7 +302,16 @@ export function renderRunSummary(run: RunCommandResult): string {
   lines.push(`  throughput   ${throughput}`);
   if (ranks.length > 0)
     lines.push(
-      `  ranks        ${ranks.map((r) => `rank ${r.rank} ${r.samples_per_s !== null ? `${r.samples_per_s.toPrecision(4)} samples/s` : "?"} (${r.steps} steps)`).join(" · ")}`,
+      `  ranks        ${ranks
+        .map((r) => {
+          const rate = r.samples_per_s !== null ? `${r.samples_per_s.toPrecision(4)} samples/s` : "?";
+          const time = r.step_time_s !== null ? `, ${(r.step_time_s * 1000).toPrecision(3)} ms/step` : "";
+          const own = r.own_time_s !== null ? `, own work ${(r.own_time_s * 1000).toPrecision(3)} ms` : "";
+          const wait = r.data_wait_share !== null ? `, data wait ${(r.data_wait_share * 100).toFixed(1)}%` : "";
+          const mem = r.peak_allocated_bytes !== null ? `, peak ${(r.peak_allocated_bytes / 2 ** 20).toFixed(0)} MiB` : "";
+          return `rank ${r.rank} ${rate} (${r.steps} steps${time}${own}${wait}${mem})`;
+        })
+        .join(" · ")}`,
     );
   if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
   const pss = summary.peak_tree_pss_bytes ?? null;
@@ -363,6 +375,14 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
       new Option("--hung-after <seconds>", "stop and classify the job as hung after this long without a step (0 = never)")
         .default(900)
         .argParser(positiveInteger("--hung-after", 0)),
+    )
+    .addOption(
+      new Option(
+        "--hang-after <seconds>",
+        "with 2+ ranks (torchrun, accelerate): after this long with no step on any rank, dump every rank's stacks and end the ranks; below NCCL's 10-minute watchdog (0 = --hung-after)",
+      )
+        .default(300)
+        .argParser(positiveInteger("--hang-after", 0)),
     )
     .addOption(new Option("--grace <seconds>", "seconds between SIGTERM and SIGKILL when stopping the job").default(10).argParser(positiveNumber("--grace")))
     .option("--steps <n>", "step budget: the job ends after n optimizer steps (attach or SDK; progress lines as the last resort)", positiveInteger("--steps"))

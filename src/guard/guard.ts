@@ -37,6 +37,8 @@ export interface GuardOptions {
   warmupSteps?: number | null;
   hz?: number;
   hungAfterS?: number | null;
+  /** With two or more ranks: seconds with no step on any rank before brim dumps their stacks and ends them (default `hungAfterS`). */
+  rankHangAfterS?: number | null;
   killGraceS?: number;
   env?: Record<string, string>;
   /** Seconds after which brim asks the job to stop (SDK), then stops it 5 s later; for tune trials. */
@@ -263,6 +265,8 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       gpuCapBytes: capScope === "gpu" ? options.capBytes : null,
       gpuTotalBytes: firstGpu?.totalBytes ?? null,
       hungAfterS: options.hungAfterS,
+      rankHangAfterS: options.rankHangAfterS,
+      stacksDir: join(writer.dir, "stacks"),
       killGraceS: options.killGraceS,
       env: options.env,
       pty: options.pty,

@@ -139,6 +139,7 @@ export class LiveTracker {
         pid: message.pid,
         role: typeof message.role === "string" ? message.role : null,
         rank: finite(message.rank) ? message.rank : null,
+        local_rank: finite(message.local_rank) ? message.local_rank : null,
         framework: null,
         versions: {},
       });

@@ -75,7 +75,9 @@ export function classifyEnd(evidence: EndEvidence): RunEnd {
   if (evidence.stoppedBy === "hung") {
     return end(
       "hung",
-      `${evidence.stopDetail ?? "no training step for too long"}; brim stopped it. Look at the end of output.log for where it was stuck, or raise --hung-after`,
+      /ranks stalled/.test(evidence.stopDetail ?? "")
+        ? `${evidence.stopDetail}; brim ended the ranks. Every rank's stacks are in the run's stacks/ folder (brim doctor names where each was); raise --hang-after if a step can take this long`
+        : `${evidence.stopDetail ?? "no training step for too long"}; brim stopped it. Look at the end of output.log for where it was stuck, or raise --hung-after`,
     );
   }
   if (evidence.stoppedBy === "store_failed") {

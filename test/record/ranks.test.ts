@@ -38,6 +38,27 @@ describe("a run of ranks, summarised as one job", () => {
     expect(m.ranks[1]?.samples_per_s).toBeCloseTo(50, 9);
   });
 
+  it("gives each rank its own step time, data wait, compute and peak memory", () => {
+    const entries = ranks(10).map((e) =>
+      e.kind === "step" ? { ...e, wait_s: e.pid === 11 ? 0.05 : 0, compute_s: e.pid === 11 ? 0.15 : 0.1, mem: { peak: e.pid === 11 ? 2e9 : 1e9 } } : e,
+    );
+    entries.splice(
+      1,
+      2,
+      { t: 0.1, kind: "hello", pid: 10, role: "main", rank: 0, local_rank: 0 },
+      { t: 0.1, kind: "hello", pid: 11, role: "main", rank: 1, local_rank: 1 },
+    );
+    const [r0, r1] = readTimeline(entries).measured.ranks;
+    expect([r0?.local_rank, r1?.local_rank]).toEqual([0, 1]);
+    expect(r0?.step_time_s).toBeCloseTo(0.1, 9);
+    expect(r1?.step_time_s).toBeCloseTo(0.2, 9);
+    expect(r1?.wait_time_s).toBeCloseTo(0.05, 9);
+    expect(r1?.compute_time_s).toBeCloseTo(0.15, 9);
+    expect(r0?.data_wait_share).toBe(0);
+    expect(r1?.data_wait_share).toBeCloseTo(0.25, 9);
+    expect([r0?.peak_allocated_bytes, r1?.peak_allocated_bytes]).toEqual([1e9, 2e9]);
+  });
+
   it("leaves a single process (or one rank) as it was", () => {
     const m = readTimeline(ranks(10, 1)).measured;
     expect(m.ranks).toEqual([]);

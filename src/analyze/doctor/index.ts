@@ -23,6 +23,7 @@ import { gpuContexts } from "./gpu-contexts.ts";
 import { utilizationGap } from "./utilization-gap.ts";
 import { cpuRun } from "./cpu-run.ts";
 import { slowSteps } from "./slow-steps.ts";
+import { ranksCheck } from "./ranks.ts";
 
 export * from "./types.ts";
 
@@ -46,6 +47,7 @@ export const CHECK_FUNCTIONS: readonly { id: CheckId; run: (ctx: Ctx) => CheckRe
   { id: "gpu_contexts", run: gpuContexts },
   { id: "utilization_gap", run: utilizationGap },
   { id: "slow_steps", run: slowSteps },
+  { id: "ranks", run: ranksCheck },
   { id: "cpu_run", run: cpuRun },
 ];
 

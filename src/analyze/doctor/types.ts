@@ -27,6 +27,7 @@ export const CHECKS = [
   "gpu_contexts",
   "utilization_gap",
   "slow_steps",
+  "ranks",
   "cpu_run",
 ] as const;
 

@@ -145,6 +145,7 @@ export function stepOf(e: TimelineEntry): StepEntry | null {
     source,
     precision: str(e.precision),
     trigger: str(e.trigger),
+    backward_s: nonNegative(num(e.backward_s)),
   };
 }
 
@@ -161,7 +162,7 @@ export function helloOf(e: TimelineEntry): HelloEntry | null {
   if (pid === null) return null;
   const versions: Record<string, string> = {};
   for (const [k, v] of Object.entries(obj(e.versions) ?? {})) if (typeof v === "string") versions[k] = v;
-  return { t: e.t, pid, role: str(e.role), rank: num(e.rank), framework: str(e.framework), versions };
+  return { t: e.t, pid, role: str(e.role), rank: num(e.rank), local_rank: num(e.local_rank), framework: str(e.framework), versions };
 }
 
 /**

@@ -36,9 +36,11 @@ class ProcessFold {
   steadySamples = 0;
   wait = 0;
   busy = 0;
+  peakAllocated: number | null = null;
   readonly stepTime = new StreamingMedian();
   readonly waitTime = new StreamingMedian();
   readonly computeTime = new StreamingMedian();
+  readonly ownTime = new StreamingMedian();
   readonly sources: Record<StepSource, number> = { sdk: 0, attach: 0, progress: 0 };
   windowStart: number | null = null;
   windowEnd: number | null = null;
@@ -51,6 +53,8 @@ class ProcessFold {
     this.steps++;
     this.last = s;
     this.kept.add(s);
+    const peak = s.mem?.peak ?? null;
+    if (peak !== null && (this.peakAllocated === null || peak > this.peakAllocated)) this.peakAllocated = peak;
     if (isWarmupStep(s)) return;
     this.steady++;
     const seconds = stepSeconds(s);
@@ -61,6 +65,7 @@ class ProcessFold {
     this.stepTime.add(seconds);
     this.waitTime.add(s.wait_s ?? 0);
     this.computeTime.add(s.compute_s ?? 0);
+    if (s.backward_s != null) this.ownTime.add(Math.max(0, seconds - (s.wait_s ?? 0) - s.backward_s));
     this.sources[s.source]++;
     const start = s.t - seconds;
     if (this.windowStart === null || start < this.windowStart) this.windowStart = start;
@@ -277,7 +282,7 @@ export class TimelineFold {
     const samplesPerS = main !== undefined && main.busy > 0 && main.steadySamples > 0 ? main.steadySamples / main.busy : null;
     // Ranks step in lockstep: the job's steps are rank 0's, and its throughput the sum of the
     // data-parallel ranks' own rates (each over its own steady steps).
-    const ranks = this.#ranks();
+    const ranks = this.#ranks(medians);
     const global = ranks.length > 0 && ranks.every((r) => r.samples_per_s !== null);
     return {
       steps: ranks.length > 0 ? (main?.steps ?? this.#steps) : this.#steps,
@@ -307,17 +312,24 @@ export class TimelineFold {
     };
   }
 
-  #ranks(): RankMeasures[] {
+  #ranks(medians = true): RankMeasures[] {
     const seen = new Map<number, RankMeasures>();
     for (const h of this.#hellos) {
       const p = this.#processes.get(h.pid);
       if (h.rank === null || p === undefined || seen.has(h.rank)) continue;
       seen.set(h.rank, {
         rank: h.rank,
+        local_rank: h.local_rank,
         pid: h.pid,
         steps: p.steps,
         steady_steps: p.steady,
         samples_per_s: p.busy > 0 && p.steadySamples > 0 ? p.steadySamples / p.busy : null,
+        step_time_s: medians ? p.stepTime.median() : null,
+        wait_time_s: medians ? p.waitTime.median() : null,
+        compute_time_s: medians ? p.computeTime.median() : null,
+        own_time_s: medians ? p.ownTime.median() : null,
+        data_wait_share: p.busy > 0 ? p.wait / p.busy : null,
+        peak_allocated_bytes: p.peakAllocated,
       });
     }
     return seen.size >= 2 ? [...seen.values()].sort((a, b) => a.rank - b.rank) : [];

@@ -103,6 +103,8 @@ export interface StepEntry {
   precision: string | null;
   /** what the attach layer counted as the step ("optimizer", "backward", …; docs/attach.md), null from the SDK */
   trigger: string | null;
+  /** attach: host seconds inside backward() in the step, where DDP's all-reduce waits for the slowest rank; absent when unknown */
+  backward_s?: number | null;
 }
 
 /**
@@ -135,6 +137,8 @@ export interface HelloEntry {
   pid: number;
   role: string | null;
   rank: number | null;
+  /** the rank on its node (env LOCAL_RANK) */
+  local_rank: number | null;
   framework: string | null;
   versions: Record<string, string>;
 }
@@ -165,13 +169,35 @@ export interface TimelineMeasures extends Omit<RunSummary, "duration_s" | "energ
   ranks: RankMeasures[];
 }
 
-/** One rank's figures: its optimizer steps and its own samples/s over its steady steps. */
+/**
+ * One rank's figures: its optimizer steps, its own samples/s over its steady steps, and the medians
+ * of its steady steps' wall time, data wait and compute (a straggler shows in its compute; under DDP
+ * every rank's step time follows the slowest).
+ *
+ * @example
+ * ```ts
+ * readTimeline(entries).measured.ranks.map((r: RankMeasures) => r.compute_time_s);
+ * ```
+ */
 export interface RankMeasures {
   rank: number;
+  local_rank: number | null;
   pid: number;
   steps: number;
   steady_steps: number;
   samples_per_s: number | null;
+  step_time_s: number | null;
+  wait_time_s: number | null;
+  compute_time_s: number | null;
+  /**
+   * median host seconds of its own work in a step: the step less data wait and backward() (where
+   * DDP's all-reduce waits for the slowest rank); null when brim did not time backward
+   */
+  own_time_s: number | null;
+  /** Σ data wait ÷ Σ step time over its steady steps */
+  data_wait_share: number | null;
+  /** the framework's peak allocated bytes this rank reported (GPU; null on CPU) */
+  peak_allocated_bytes: number | null;
 }
 
 /**

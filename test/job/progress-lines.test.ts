@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseProgressLine, progressPattern, ProgressSteps } from "../../src/record/progress-lines.ts";
+import { parseProgressLine, progressPattern, ProgressSteps } from "../../src/job/progress-lines.ts";
 
 describe("parseProgressLine", () => {
   it("reads tqdm bars: it/s, s/it, the counter, and the last of several \\r updates", () => {

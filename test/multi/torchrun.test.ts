@@ -1,0 +1,139 @@
+// brim on real launchers with 2 CPU ranks (gloo): torchrun and accelerate launch start the ranks,
+// brim attaches to each through the inherited sitecustomize. One job (test/jobs/ddp_ranks.py) made
+// to straggle (rank 1 sleeps before backward) or to hang (rank 1 sleeps before an all-reduce).
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const BRIM = join(REPO, "bin", "brim.js");
+const JOBS = join(REPO, "test", "jobs");
+const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
+const probe = spawnSync(PYTHON, ["-c", "import torch, torch.distributed.run, accelerate; assert int(torch.__version__.split('.')[0]) >= 2"], {
+  encoding: "utf8",
+});
+const usable = probe.status === 0;
+const ACCELERATE = join(dirname(PYTHON), "accelerate");
+const ACCELERATE_LAUNCH = existsSync(ACCELERATE)
+  ? [ACCELERATE, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+  : [
+      PYTHON,
+      "-m",
+      "accelerate.commands.launch",
+      "--multi_gpu",
+      "--num_processes",
+      "2",
+      "--num_machines",
+      "1",
+      "--mixed_precision",
+      "no",
+      "--dynamo_backend",
+      "no",
+    ];
+const TORCHRUN = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"];
+// a loaded 2-core CI host starts two ranks slowly: room beyond vitest's 60 s
+const SLOW = 150_000;
+const root = mkdtempSync(join(tmpdir(), "brim-multi-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+interface Rank {
+  rank: number;
+  pid: number;
+  steps: number;
+  samples_per_s: number | null;
+  step_time_s: number | null;
+  own_time_s: number | null;
+  wait_time_s: number | null;
+}
+interface Meta {
+  id: string;
+  end: { cause: string; message: string; exit_code: number | null };
+  summary: { steps: number; samples_per_s: number | null };
+  ranks?: Rank[];
+}
+
+function brim(tag: string, args: string[], command: string[]): { status: number | null; meta: Meta; store: string; stderr: string } {
+  const store = join(root, tag);
+  const r = spawnSync(process.execPath, [BRIM, "run", "--json", "--store", store, ...args, "--", ...command], {
+    cwd: JOBS,
+    encoding: "utf8",
+    timeout: 180_000,
+  });
+  expect(r.stdout, r.stderr.slice(-3000)).toMatch(/^\{/);
+  return { status: r.status, meta: JSON.parse(r.stdout) as Meta, store, stderr: r.stderr };
+}
+
+function doctor(store: string, id: string): { findings: { id: string; title: string; summary: string }[] } {
+  const r = spawnSync(process.execPath, [BRIM, "doctor", "--json", "--store", store, id], { encoding: "utf8" });
+  return JSON.parse(r.stdout) as { findings: { id: string; title: string; summary: string }[] };
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !["Z", "X"].includes(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0] ?? "");
+  } catch {
+    return false;
+  }
+};
+
+describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `skipped: ${probe.stderr.trim().split("\n").pop()}`})`, () => {
+  // accelerate launch drives torch.distributed.run: the same ranks and environment as torchrun's
+  it(
+    "accelerate launch: the step budget stops every rank at N, samples/s is the ranks' sum, per-rank figures show the straggler",
+    () => {
+      const { status, meta, store } = brim(
+        "straggler",
+        ["--steps", "20", "--warmup", "3"],
+        [...ACCELERATE_LAUNCH, "ddp_ranks.py", "--slow-rank", "1", "--slow-ms", "30", "--max-steps", "1000"],
+      );
+      expect(status, meta.end.message).toBe(0);
+      expect(meta.summary.steps).toBe(20);
+      const ranks = meta.ranks ?? [];
+      expect(ranks.map((r) => [r.rank, r.steps])).toEqual([
+        [0, 20],
+        [1, 20],
+      ]);
+      expect(meta.summary.samples_per_s).toBeCloseTo(
+        ranks.reduce((n, r) => n + (r.samples_per_s ?? 0), 0),
+        6,
+      );
+      for (const r of ranks) expect(r.step_time_s).toBeGreaterThan(0.03);
+      // rank 1's 30 ms sleep is its own work; rank 0 waits for it inside backward (the all-reduce)
+      const [r0, r1] = ranks as [Rank, Rank];
+      expect((r1.own_time_s ?? 0) - (r0.own_time_s ?? 0), JSON.stringify(ranks)).toBeGreaterThan(0.02);
+      const f = doctor(store, meta.id).findings.find((x) => x.id === "ranks");
+      expect(f?.title).toBe("Straggler: rank 1 is slower; the others wait for it");
+    },
+    SLOW,
+  );
+
+  it(
+    "torchrun: a rank that never joins the all-reduce: all ranks stalled, every rank's stacks, the ranks ended",
+    () => {
+      const { status, meta, store } = brim(
+        "hang",
+        ["--hang-after", "4", "--grace", "2"],
+        [...TORCHRUN, "ddp_ranks.py", "--stall-rank", "1", "--stall-at", "5", "--max-steps", "1000"],
+      );
+      expect(meta.end.cause, meta.end.message).toBe("hung");
+      expect(status).not.toBe(0);
+      expect(meta.end.message).toMatch(/^all 2 ranks stalled: no training step on any rank for \d+ s \(limit 4 s\); rank 0 at step 5, rank 1 at step 5/);
+      const dir = join(store, "runs", meta.id, "stacks");
+      const pids = (meta.ranks ?? []).map((r) => r.pid);
+      expect(pids).toHaveLength(2);
+      expect(readdirSync(dir).sort()).toEqual(pids.map((pid) => `stacks-${pid}.txt`).sort());
+      const stacks = pids.map((pid) => readFileSync(join(dir, `stacks-${pid}.txt`), "utf8"));
+      expect(stacks[1]).toMatch(/File ".*ddp_ranks\.py", line \d+ in <module>/);
+      expect(stacks[0]).toMatch(/backward/);
+      for (const pid of pids) expect(alive(pid), `rank pid ${pid} left running`).toBe(false);
+      const f = doctor(store, meta.id).findings.find((x) => x.id === "ranks");
+      expect(f?.title).toBe("Collective hang: all ranks stalled");
+      expect(f?.summary).toMatch(/Rank 1 was elsewhere \(File ".*ddp_ranks\.py"/);
+    },
+    SLOW,
+  );
+});
