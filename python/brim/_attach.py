@@ -452,6 +452,9 @@ def install() -> bool:
         patch_torch(torch)
     else:
         sys.meta_path.insert(0, _TorchFinder())
+    from . import _jax_attach
+
+    _jax_attach.install()
     return True
 
 

@@ -24,7 +24,7 @@ import { rewriteArgv } from "./argv.ts";
 import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
 import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
-import { rateOf, splitWarmup, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";
+import { rateOf, splitWarmup, steadyMask, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";
 
 /** Everything every trial of one tune shares. */
 export interface TrialSettings {
@@ -189,7 +189,13 @@ class TrialWatch {
     const seconds = (typeof message.wait_s === "number" ? message.wait_s : 0) + (typeof message.compute_s === "number" ? message.compute_s : 0);
     const reported = typeof message.samples === "number" ? message.samples : null;
     const accumulation = typeof message.accumulation === "number" ? message.accumulation : null;
-    const step: StepTime = { t: message.t, samples: reported ?? samplesFromKnob(this.#knobs, accumulation), seconds, warmup: message.warmup === true };
+    const step: StepTime = {
+      t: message.t,
+      samples: reported ?? samplesFromKnob(this.#knobs, accumulation),
+      seconds,
+      warmup: message.warmup === true,
+      batches: accumulation,
+    };
     this.#steps.set(message.pid, [...(this.#steps.get(message.pid) ?? []), step]);
     this.#check();
   }
@@ -274,9 +280,11 @@ export function classifyTrial(
     samples: finite(step.samples) ? step.samples : samplesFromKnob(knobs, step.accumulation),
     seconds: (finite(step.wait_s) ? step.wait_s : 0) + (finite(step.compute_s) ? step.compute_s : 0),
     warmup: step.warmup === true,
+    batches: finite(step.accumulation) ? step.accumulation : null,
   }));
   const { warmup, steady } = splitWarmup(times, settings.window.warmupSteps);
-  const steadyEntries = steps.slice(warmup);
+  const mask = steadyMask(times);
+  const steadyEntries = steps.filter((_, i) => mask[i]);
   const summary = run.summary;
   const recorded = run.meta.end?.cause ?? "crashed";
   // a trial whose guard or store failed counts as crashed for the search

@@ -23,6 +23,8 @@ export interface StepTime {
   seconds: number;
   /** the SDK flagged it as warm-up */
   warmup: boolean;
+  /** batches the step fetched (the attach's count between two optimizer steps), when reported */
+  batches?: number | null;
 }
 
 /** The measurement window of a trial. */
@@ -85,19 +87,56 @@ export const SLOWER_MARGIN = 0.2;
 const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
 
 /**
- * Splits steps into warm-up and steady by the run record's one rule ({@link isWarmupStep}): the steps
- * the reporter flagged (the first `--warmup` steps) are warm-up, every other step is steady, so a
- * trial's throughput and its run's `samples_per_s` count the same steps. `warmupSteps` is kept for
- * callers; the reporter has already applied it.
+ * A step that fetched more than this many times the batches of the leanest step of the trial is out
+ * of line: an evaluation pass between two optimizer steps (its own DataLoader, counted in the step by
+ * the attach), not a training step. It is left out of the trial's measurement.
+ */
+export const OUT_OF_LINE_BATCHES = 2;
+
+/**
+ * Which steps are out of line ({@link OUT_OF_LINE_BATCHES}): judged against the fewest batches any
+ * step of the trial fetched, warm-up included; no step is when no step reports its batches.
+ *
+ * @example
+ * ```ts
+ * outOfLine([{ batches: 1 }, { batches: 101 }, { batches: 1 }]); // [false, true, false]
+ * ```
+ */
+export function outOfLine(steps: readonly { batches?: number | null }[]): boolean[] {
+  let fewest: number | null = null;
+  for (const s of steps) if (typeof s.batches === "number" && s.batches >= 1 && (fewest === null || s.batches < fewest)) fewest = s.batches;
+  return steps.map((s) => fewest !== null && typeof s.batches === "number" && s.batches > OUT_OF_LINE_BATCHES * fewest);
+}
+
+/**
+ * Which steps a trial measures: not warm-up by the run record's one rule ({@link isWarmupStep}: the
+ * steps the reporter flagged, the first `--warmup`), so a trial's throughput and its run's
+ * `samples_per_s` count the same steps, and not {@link outOfLine} (an evaluation pass inside a step).
+ *
+ * @example
+ * ```ts
+ * steadyMask([{ warmup: true, batches: 1 }, { warmup: false, batches: 101 }, { warmup: false, batches: 1 }]); // [false, false, true]
+ * ```
+ */
+export function steadyMask(steps: readonly { warmup: boolean; batches?: number | null }[]): boolean[] {
+  const odd = outOfLine(steps);
+  return steps.map((step, i) => !isWarmupStep(step) && odd[i] !== true);
+}
+
+/**
+ * Splits steps into warm-up, out-of-line ({@link outOfLine}) and steady (see {@link steadyMask}).
+ * `warmupSteps` is kept for callers; the reporter has already applied it.
  *
  * @example
  * ```ts
  * splitWarmup([{ t: 1, samples: 8, seconds: 3, warmup: true }, { t: 2, samples: 8, seconds: 1, warmup: false }], 1).warmup; // 1
  * ```
  */
-export function splitWarmup(steps: readonly StepTime[], _warmupSteps: number): { warmup: number; steady: StepTime[] } {
-  const steady = steps.filter((step) => !isWarmupStep(step));
-  return { warmup: steps.length - steady.length, steady };
+export function splitWarmup(steps: readonly StepTime[], _warmupSteps: number): { warmup: number; outOfLine: number; steady: StepTime[] } {
+  const mask = steadyMask(steps);
+  const steady = steps.filter((_, i) => mask[i]);
+  const warmup = steps.filter((step) => isWarmupStep(step)).length;
+  return { warmup, outOfLine: steps.length - steady.length - warmup, steady };
 }
 
 /**

@@ -135,3 +135,28 @@ describe.skipIf(!hasTorch || !built)(
     );
   },
 );
+
+const hasJax = hasTorch && spawnSync(PYTHON, ["-c", "import jax"]).status === 0;
+describe.skipIf(!hasJax || !built)(`JAX steps through the attach (${hasJax ? PYTHON : "skipped: no jax beside torch"})`, () => {
+  it("jax-mnist-fromscratch, unchanged: brim counts the jitted update's steps (128 samples each) and stops it at exactly 12", () => {
+    const entry = corpus.entries.find((e) => e.name === "jax-mnist-fromscratch") as Entry;
+    const work = prepared(entry);
+    const store = join(work, ".brim");
+    const r = spawnSync(
+      process.execPath,
+      [join(REPO, "bin", "brim.js"), "run", "--quiet", "--store", store, "--steps", "12", "--warmup", "2", "--", PYTHON, ...entry.command],
+      { cwd: work, encoding: "utf8", timeout: 240_000, env: { ...process.env, NO_COLOR: "1" } },
+    );
+    expect(r.status, r.stderr.slice(-1200)).toBe(0);
+    const [id = "(no run)"] = readdirSync(join(store, "runs"));
+    const meta = JSON.parse(readFileSync(join(store, "runs", id, "run.json"), "utf8")) as { summary: { steps: number } | null };
+    expect(meta.summary?.steps).toBe(12);
+    const steps = readFileSync(join(store, "runs", id, "timeline.ndjson"), "utf8")
+      .split("\n")
+      .filter((l) => l.includes('"kind":"step"'))
+      .map((l) => JSON.parse(l) as { samples: number | null; source?: string });
+    expect(steps).toHaveLength(12);
+    // the attach counted them (not the printed lines), each one batch of 128
+    for (const s of steps) expect([s.source, s.samples]).toEqual(["attach", 128]);
+  }, 300_000);
+});

@@ -5,7 +5,7 @@ import { searchKnobs, type Knobs, type TrialResult, type TrialRunner } from "../
 import { accumulationOf, effectiveBatchOf } from "../../src/tune/effective.ts";
 import { isWarmupStep } from "../../src/record/timeline/index.ts";
 import { samplesMismatch } from "../../src/tune/tune.ts";
-import { isStable, MIN_STEADY_S, minimumSeconds, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
+import { isStable, MIN_STEADY_S, minimumSeconds, outOfLine, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
 import { DEFAULT_ORACLE, FakeClock, SimulatedRunner, stepSeconds } from "./oracle.ts";
 
 const MiB = 2 ** 20;
@@ -34,6 +34,27 @@ describe("the measurement window", () => {
     const unflagged = steps([1, 1, 1]).map((s) => ({ ...s, warmup: false }));
     expect(splitWarmup(unflagged, 0).warmup).toBe(0);
     for (const step of steps([3, 1, 2])) expect(splitWarmup([step], 1).warmup === 1).toBe(isWarmupStep(step));
+  });
+
+  it("leaves out a step that fetched far more batches than the others (an evaluation loader between two optimizer steps)", () => {
+    // minGPT's adder: after step 0 the job evaluates 100 batches of 100 through its own DataLoader, and
+    // the attach counts them in step 1 (101 batches, 10064 samples, 29 s): not a training step
+    const withEval = steps([0.1, 29, ...Array<number>(40).fill(0.025)], 64).map((s, i) => ({
+      ...s,
+      samples: i === 1 ? 10064 : 64,
+      batches: i === 1 ? 101 : 1,
+    }));
+    const split = splitWarmup(withEval, 1);
+    expect(split.warmup).toBe(1);
+    expect(split.outOfLine).toBe(1);
+    expect(split.steady.every((s) => s.samples === 64)).toBe(true);
+    expect(outOfLine([{ batches: 4 }, { batches: 4 }, { batches: 8 }, { batches: 9 }])).toEqual([false, false, false, true]);
+    expect(outOfLine([{ batches: null }, {}])).toEqual([false, false]);
+    // the 29 s step alone is no window: the trial keeps measuring the training steps after it
+    const early = withEval.slice(0, 2);
+    expect(windowVerdict(early, (early[1] as StepTime).t, options, { best: null, noise: 0.01 })).toBeNull();
+    const v = windowVerdict(withEval, (withEval.at(-1) as StepTime).t, options, { best: null, noise: 0.01 });
+    expect(v?.stop).toMatch(/stable|steps/);
   });
 
   it("stops once stable, not before; noisy steps run to the window", () => {
