@@ -409,6 +409,13 @@ def patch_torch(torch: Any) -> None:
         except Exception as e:
             _env.warn_once("attach-" + patch.__name__, "attach could not wrap %s (%s: %s); brim sees less of this job"
                            % (patch.__name__[len("_patch_"):], type(e).__name__, e))
+    if os.environ.get("BRIM_FOOTPRINT") == "1":  # brim plan's measuring runs only
+        try:
+            from . import _footprint
+
+            _footprint.install(torch)
+        except Exception as e:
+            _env.warn_once("attach-footprint", "brim plan could not count the step's memory (%s: %s)" % (type(e).__name__, e))
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):

@@ -12,6 +12,8 @@ import { fillTemplate, templateKnobs } from "../tune/knobs.ts";
 import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import type { Output } from "./output.ts";
 import { renderPlanComparison, renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
+import { planScriptCommand } from "./plan-script.ts";
+import { renderScriptPlan } from "./render-plan-script.ts";
 
 /** Options of `brim plan` as the command line gives them. */
 export interface PlanCommandOptions {
@@ -34,6 +36,7 @@ export interface PlanCommandOptions {
   steps?: number;
   measureBatch?: number;
   store?: string;
+  timeLimit?: number;
 }
 
 /**
@@ -409,7 +412,16 @@ export function registerPlan(program: Command, out: Output): void {
         out.stdout(options.json === true ? `${JSON.stringify(measured, null, 2)}\n` : renderMeasuredJobPlan(measured));
         return;
       }
-      if (model === undefined) throw new UsageError("brim plan needs a model file: brim plan <model> --gpu <id> (see brim plan --help)");
+      if (model !== undefined && dashes >= 0 && !raw.slice(0, dashes).includes(model)) {
+        if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
+        const planned = await planScriptCommand([model, ...command], { ...options, timeLimitS: options.timeLimit }, out);
+        out.stdout(options.json === true ? `${JSON.stringify(planned, null, 2)}\n` : renderScriptPlan(planned));
+        return;
+      }
+      if (model === undefined)
+        throw new UsageError(
+          "brim plan needs the job's command after -- or a model file: brim plan -- python train.py, brim plan <model> --gpu <id> (see brim plan --help)",
+        );
       if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
       if (options.measure !== true && command.length > 0)
         throw new UsageError(`unexpected arguments ${JSON.stringify(command.join(" "))}: a command after -- goes with --measure`);

@@ -1,0 +1,277 @@
+"""Footprint capture for `brim plan -- <command>`: what an unmodified job's training step holds.
+
+Switched on only by BRIM_FOOTPRINT=1 (brim plan's measuring runs set it), right after the attach has
+wrapped torch. It is a measuring instrument for a few steps, never used in a tuned or guarded run.
+
+What it reports, as "footprint" events on brim's channel (one after each backward, the last wins):
+
+- parameters of every nn.Module alive at the first backward (found once through the garbage
+  collector, so a model the job built anywhere counts): total and trainable elements, by dtype,
+  and their shapes;
+- gradients (bytes of `.grad` after each backward) and optimizer state (bytes of the tensors in
+  `optimizer.state` of every optimizer created), the largest seen;
+- bytes autograd saved for backward during each forward, through a global
+  `torch.autograd.graph.saved_tensors_hooks` whose hooks only count (they return the tensor
+  unchanged): storages are counted once, parameters and the batch itself left out. On a CPU this
+  is exact where an allocator or RSS delta is not: the CPU allocator returns memory to the system
+  and glibc keeps arenas, so RSS follows neither the saved tensors nor their release;
+- the batch the DataLoader gave: its tensors' bytes and samples.
+
+The window of one forward opens at the DataLoader's fetch and closes at the backward.
+"""
+
+import gc
+import os
+from typing import Any, Dict, List, Optional, Set
+
+from . import _state
+
+ENV_FOOTPRINT = "BRIM_FOOTPRINT"
+_MAX_TENSORS = 4000
+# layers whose GPU kernels (cuDNN) take workspaces a CPU run never shows
+_CUDNN_KINDS = ("Conv", "LSTM", "GRU", "RNN", "ConvTranspose")
+
+
+def wanted() -> bool:
+    return os.environ.get(ENV_FOOTPRINT, "").strip() == "1"
+
+
+def _storage(t: Any) -> Optional[tuple]:
+    try:
+        st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+        nbytes = st.nbytes() if callable(getattr(st, "nbytes", None)) else st.size() * t.element_size()
+        return st.data_ptr(), int(nbytes)
+    except Exception:
+        return None
+
+
+def _tensors(x: Any, out: List[Any], depth: int = 0) -> None:
+    if depth > 4 or len(out) > 256:
+        return
+    if hasattr(x, "untyped_storage") or hasattr(x, "storage") and hasattr(x, "element_size"):
+        out.append(x)
+    elif isinstance(x, dict) or hasattr(x, "keys") and hasattr(x, "__getitem__"):
+        try:
+            for k in list(x.keys()):
+                _tensors(x[k], out, depth + 1)
+        except Exception:
+            pass
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _tensors(v, out, depth + 1)
+
+
+class _Capture:
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.window: Dict[int, int] = {}
+        self.batch_ptrs: List[Set[int]] = []
+        self.batch_bytes: Optional[int] = None
+        self.batch_samples: Optional[int] = None
+        self.param_ptrs: Set[int] = set()
+        self.params: Optional[Dict[str, Any]] = None
+        self.optimizers: List[Any] = []
+        self.grad_bytes = 0
+        self.state_bytes = 0
+        self.forwards = 0
+        self.depth = 0
+
+    # -- hooks -------------------------------------------------------------------------------
+    def pack(self, t: Any) -> Any:
+        s = _storage(t)
+        if s is not None and s[0]:
+            self.window[s[0]] = max(s[1], self.window.get(s[0], 0))
+        return t
+
+    def fetched(self, batch: Any) -> None:
+        tensors: List[Any] = []
+        _tensors(batch, tensors)
+        ptrs: Set[int] = set()
+        total = 0
+        samples = None
+        for t in tensors:
+            s = _storage(t)
+            if s is None:
+                continue
+            if s[0] not in ptrs:
+                total += s[1]
+            ptrs.add(s[0])
+            if samples is None and getattr(t, "dim", lambda: 0)() > 0:
+                samples = int(t.shape[0])
+        # Lightning fetches one batch ahead: the one in training is the one before the last
+        self.batch_ptrs = (self.batch_ptrs + [ptrs])[-2:]
+        self.batch_bytes = total
+        self.batch_samples = samples
+        self.window = {}
+
+    def backward_begin(self) -> tuple:
+        if self.params is None:
+            self.params = self._scan_params()
+        skip = set(self.param_ptrs)
+        for ptrs in self.batch_ptrs:
+            skip |= ptrs
+        kept = [n for p, n in self.window.items() if p not in skip]
+        self.window = {}
+        return (sum(kept), max(kept) if kept else 0)
+
+    def backward_end(self, saved: Optional[tuple]) -> None:
+        self.forwards += 1
+        grads = 0
+        seen: Set[int] = set()
+        for p in self._all_params():
+            g = getattr(p, "grad", None)
+            s = _storage(g) if g is not None else None
+            if s is not None and s[0] not in seen:
+                seen.add(s[0])
+                grads += s[1]
+        self.grad_bytes = max(self.grad_bytes, grads)
+        self.state_bytes = max(self.state_bytes, self._state_bytes())
+        details = {
+            "forward": self.forwards,
+            "saved_bytes": saved[0] if saved else None,
+            "largest_saved_bytes": saved[1] if saved else None,
+            "batch_bytes": self.batch_bytes,
+            "batch_samples": self.batch_samples,
+            "grad_bytes": self.grad_bytes,
+            "optimizer_state_bytes": self.state_bytes,
+            "optimizers": sorted({type(o).__name__ for o in self.optimizers}),
+            "autocast": self._autocast(),
+        }
+        if self.forwards == 1 and self.params is not None:
+            details["params"] = self.params
+        _state.event("footprint", message="what one training step holds (brim plan)", **details)
+
+    # -- reading the model -------------------------------------------------------------------
+    def _autocast(self) -> Optional[str]:
+        torch = self.torch
+        try:
+            if torch.is_autocast_enabled():
+                return str(torch.get_autocast_gpu_dtype())
+            if hasattr(torch, "is_autocast_cpu_enabled") and torch.is_autocast_cpu_enabled():
+                return str(torch.get_autocast_cpu_dtype())
+        except Exception:
+            pass
+        return None
+
+    def _all_params(self) -> List[Any]:
+        out: List[Any] = []
+        for o in self.optimizers:
+            for group in getattr(o, "param_groups", []):
+                out.extend(group.get("params", []))
+        return out
+
+    def _state_bytes(self) -> int:
+        total = 0
+        seen: Set[int] = set()
+        for o in self.optimizers:
+            for state in list(getattr(o, "state", {}).values()):
+                values = state.values() if isinstance(state, dict) else []
+                for v in values:
+                    s = _storage(v) if hasattr(v, "element_size") else None
+                    if s is not None and s[0] not in seen and getattr(v, "dim", lambda: 0)() > 0:
+                        seen.add(s[0])
+                        total += s[1]
+        return total
+
+    def _scan_params(self) -> Dict[str, Any]:
+        torch = self.torch
+        module_type = torch.nn.Module
+        params: Dict[int, Any] = {}
+        buffers: Dict[int, int] = {}
+        cudnn: Set[str] = set()
+        for obj in gc.get_objects():
+            try:
+                if not isinstance(obj, module_type):
+                    continue
+                kind = type(obj).__name__
+                if type(obj).__module__.startswith("torch.nn") and kind.startswith(_CUDNN_KINDS):
+                    cudnn.add(kind)
+                for name, p in obj.named_parameters(recurse=False):
+                    params.setdefault(id(p), (name, p))
+                for b in obj.buffers(recurse=False):
+                    s = _storage(b)
+                    if s is not None:
+                        buffers[s[0]] = s[1]
+            except Exception:
+                continue
+        for p in self._all_params():
+            params.setdefault(id(p), ("param", p))
+        total = trainable = 0
+        by_dtype: Dict[str, int] = {}
+        shapes: List[Dict[str, Any]] = []
+        for name, p in params.values():
+            s = _storage(p)
+            if s is not None:
+                self.param_ptrs.add(s[0])
+            n = int(p.numel())
+            total += n
+            if p.requires_grad:
+                trainable += n
+            key = str(p.dtype).replace("torch.", "")
+            by_dtype[key] = by_dtype.get(key, 0) + n
+            if len(shapes) < _MAX_TENSORS:
+                shapes.append({"name": name, "shape": [int(d) for d in p.shape], "trainable": bool(p.requires_grad)})
+        self.param_ptrs |= set(buffers)
+        return {"total": total, "trainable": trainable, "by_dtype": by_dtype, "buffer_bytes": sum(buffers.values()),
+                "tensors": shapes, "tensors_listed": len(shapes) == len(params), "cudnn_modules": sorted(cudnn)}
+
+
+_capture: List[_Capture] = []
+
+
+def install(torch: Any) -> None:
+    """Start counting in this process (the main one: DataLoader workers run no backward)."""
+    if _capture or not wanted():
+        return
+    cap = _Capture(torch)
+    _capture.append(cap)
+
+    hooks = torch.autograd.graph.saved_tensors_hooks(cap.pack, lambda t: t)
+    hooks.__enter__()
+
+    optimizer = torch.optim.Optimizer
+    original_init = optimizer.__init__
+
+    def init_with_footprint(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        if all(o is not self for o in cap.optimizers):
+            cap.optimizers.append(self)
+
+    optimizer.__init__ = init_with_footprint
+
+    iterator = torch.utils.data.dataloader._BaseDataLoaderIter
+    original_next = iterator.__next__
+
+    def next_with_footprint(self: Any) -> Any:
+        batch = original_next(self)
+        try:
+            cap.fetched(batch)
+        except Exception:
+            pass
+        return batch
+
+    iterator.__next__ = next_with_footprint
+
+    autograd = torch.autograd
+    original_backward = autograd.backward
+
+    def backward_with_footprint(*args: Any, **kwargs: Any) -> Any:
+        if cap.depth:
+            return original_backward(*args, **kwargs)
+        saved = None
+        try:
+            saved = cap.backward_begin()
+        except Exception:
+            pass
+        cap.depth += 1
+        try:
+            out = original_backward(*args, **kwargs)
+        finally:
+            cap.depth -= 1
+        try:
+            cap.backward_end(saved)
+        except Exception:
+            pass
+        return out
+
+    autograd.backward = backward_with_footprint

@@ -1,0 +1,208 @@
+/**
+ * `brim plan [--gpu a,b,c] -- <command>`: runs the job a few steps under the attach at its own
+ * config and at a second micro-batch (the batch knob found as `brim tune` finds it), captures what
+ * its steps held, and plans it for each GPU side by side (src/plan/script.ts).
+ * @module
+ */
+import { rmSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { editConfigText, writeFileAtomic, type ConfigDocument } from "../configs/index.ts";
+import { openDevices, type Devices } from "../devices/index.ts";
+import { BrimError, UsageError } from "../errors/index.ts";
+import { guardRun, type GuardResult } from "../guard/guard.ts";
+import { DEFAULT_SCRIPT_GPUS, planScript, pointFromEvents, type MeasuredPoint, type ScriptPlan } from "../plan/script.ts";
+import { PRECISIONS, type Precision } from "../plan/spec.ts";
+import { newRecordId, RunStore, storeRoot } from "../record/store.ts";
+import {
+  configBaseline,
+  configFilesInCommand,
+  describeBindings,
+  fillTemplate,
+  MICRO_BATCH_KNOB,
+  ACCUMULATION_KNOB,
+  resolveBindings,
+  rewriteArgv,
+  type KnobBinding,
+} from "../tune/tune.ts";
+import type { Output } from "./output.ts";
+
+/** What `brim plan -- <command>` is asked. */
+export interface PlanScriptOptions {
+  gpu?: string | undefined;
+  precision?: Precision | undefined;
+  margin?: number | undefined;
+  steps?: number | undefined;
+  measureBatch?: number | undefined;
+  store?: string | undefined;
+  /** seconds a measuring run may take, start-up included */
+  timeLimitS?: number | undefined;
+  bindings?: KnobBinding[] | undefined;
+  /** knob values set in both measuring runs (e.g. a stage) */
+  knobs?: Record<string, number | string> | undefined;
+  cwd?: string | undefined;
+}
+
+const TAIL_LINES = 15;
+type Knobs = Record<string, number | string | boolean>;
+
+/**
+ * Measures the job (see the module doc) and returns the side-by-side plan.
+ *
+ * @example
+ * ```ts
+ * const p = await planScriptCommand(["python", "train.py", "--config", "config.yaml"], { gpu: "t4,a100-80gb,h100-sxm" }, out);
+ * ```
+ */
+export async function planScriptCommand(command: string[], options: PlanScriptOptions, out: Output, devices?: Devices): Promise<ScriptPlan> {
+  if (command.length === 0) throw new UsageError("brim plan needs a model file or the job's command after --, e.g. brim plan -- python train.py");
+  const gpus = (options.gpu ?? DEFAULT_SCRIPT_GPUS.join(",")).split(",").map((g) => g.trim());
+  if (gpus.some((g) => g === ""))
+    throw new UsageError(`--gpu: an empty name in ${JSON.stringify(options.gpu)}; separate GPU ids with commas, e.g. t4,a100-80gb,h100-sxm`);
+  const cwd = options.cwd ?? process.cwd();
+  const machine = devices ?? openDevices();
+  const store = new RunStore(storeRoot(options.store, process.env, cwd));
+  const { bindings, documents, notes } = await resolveBindings(command, cwd, options.bindings ?? []);
+  out.stderr(`brim: ${describeBindings(bindings, documents, cwd)}\n`);
+  const baseline: Knobs = configBaseline(bindings, documents);
+  const fixed: Knobs = { ...(options.knobs ?? {}) };
+  const batchBound = bindings.some((b) => b.knob === MICRO_BATCH_KNOB);
+  const first: Knobs = { ...fixed };
+  if (options.measureBatch !== undefined) first[MICRO_BATCH_KNOB] = options.measureBatch;
+  else if (baseline[MICRO_BATCH_KNOB] === undefined && bindings.some((b) => b.knob === MICRO_BATCH_KNOB && b.via === "template"))
+    throw new UsageError("the command uses {batch_size} and brim plan has no value for it: give your micro-batch with --measure-batch <n>");
+  const steps = options.steps ?? 3;
+  const session = newRecordId();
+  const a = await measure(command, cwd, bindings, documents, first, steps, session, 0, options, out, machine, store);
+  const points: MeasuredPoint[] = [a.point];
+  const micro = a.point.micro_batch;
+  if (batchBound) {
+    const other = micro >= 2 ? Math.floor(micro / 2) : 2;
+    const b = await measure(command, cwd, bindings, documents, { ...fixed, [MICRO_BATCH_KNOB]: other }, steps, session, 1, options, out, machine, store);
+    if (b.point.micro_batch !== micro) points.push(b.point);
+    else notes.push(`the job ran micro-batch ${micro} both times: the ${MICRO_BATCH_KNOB} knob did not reach its DataLoader`);
+  } else {
+    notes.push(`no ${MICRO_BATCH_KNOB} knob found on the command line or in a config file it names: measured at the job's own micro-batch only`);
+  }
+  const baselineAcc = baseline[ACCUMULATION_KNOB];
+  const accumulation = typeof baselineAcc === "number" && baselineAcc >= 1 ? baselineAcc : (a.result.summary.accumulation ?? 1);
+  const precision = precisionOf(options.precision, baseline.precision, a.point);
+  return planScript(points, a.params, a.optimizers, {
+    command,
+    gpus,
+    yours: { micro_batch: micro, accumulation: Math.max(1, Math.round(accumulation)), precision: precision.value, precision_from: precision.from },
+    margin: options.margin,
+    notes: [...notes, ...a.cudnnNotes],
+  });
+}
+
+function precisionOf(flag: Precision | undefined, configured: number | string | boolean | undefined, point: MeasuredPoint): { value: Precision; from: string } {
+  if (flag !== undefined) return { value: flag, from: "--precision" };
+  if (configured !== undefined) {
+    const text = String(configured).toLowerCase();
+    const value: Precision | undefined = (PRECISIONS as readonly string[]).includes(text)
+      ? (text as Precision)
+      : /bf16.*mixed|^bf16$|bfloat16/.test(text) && !text.includes("true")
+        ? "bf16-mixed"
+        : /16.*mixed|^16$|fp16|float16|half/.test(text)
+          ? "fp16-mixed"
+          : /^(32|fp32|32-true|float32)$/.test(text)
+            ? "fp32"
+            : undefined;
+    if (value !== undefined) return { value, from: `the config's precision: ${String(configured)}` };
+  }
+  if (point.autocast?.includes("bfloat16") === true) return { value: "bf16-mixed", from: "autocast seen in the measuring run" };
+  if (point.autocast?.includes("float16") === true) return { value: "fp16-mixed", from: "autocast seen in the measuring run" };
+  return { value: "fp32", from: "the measuring run (a script that autocasts only on CUDA shows fp32 on a CPU: give --precision)" };
+}
+
+interface Measured {
+  point: MeasuredPoint;
+  params: Parameters<typeof planScript>[1];
+  optimizers: string[];
+  result: GuardResult;
+  cudnnNotes: string[];
+}
+
+async function measure(
+  command: string[],
+  cwd: string,
+  bindings: readonly KnobBinding[],
+  documents: ReadonlyMap<string, ConfigDocument>,
+  knobs: Knobs,
+  steps: number,
+  session: string,
+  index: number,
+  options: PlanScriptOptions,
+  out: Output,
+  devices: Devices,
+  store: RunStore,
+): Promise<Measured> {
+  const copies: string[] = [];
+  try {
+    const filled = [...command];
+    const byFile = new Map<string, { key: string; value: number | string | boolean }[]>();
+    for (const binding of bindings) {
+      const value = knobs[binding.knob];
+      if (binding.via === "config" && value !== undefined) byFile.set(binding.file, [...(byFile.get(binding.file) ?? []), { key: binding.key, value }]);
+    }
+    for (const [file, edits] of byFile) {
+      const document = documents.get(file);
+      const places = configFilesInCommand(command, cwd).filter((entry) => entry.path === file);
+      if (document === undefined || places.length === 0) continue;
+      const copy = join(dirname(file), `.${basename(file)}.brim-plan-${session}-${index}${file.slice(file.lastIndexOf("."))}`);
+      await writeFileAtomic(copy, editConfigText(document, edits).text);
+      copies.push(copy);
+      for (const place of places) filled[place.index] = (filled[place.index] ?? "").replace(place.arg, copy);
+    }
+    const argv = bindings.filter((b): b is Extract<KnobBinding, { via: "argv" }> => b.via === "argv");
+    const final = rewriteArgv(fillTemplate(filled, knobs), argv, knobs);
+    const at = knobs[MICRO_BATCH_KNOB] !== undefined ? `at micro-batch ${String(knobs[MICRO_BATCH_KNOB])}` : "at its own config";
+    out.stderr(`brim: measuring the job ${at} for ${steps} steps: ${final.join(" ")}\n`);
+    const result = await guardRun(
+      {
+        command: final,
+        cwd,
+        capBytes: null,
+        shrink: false,
+        knobs,
+        stepBudget: steps,
+        warmupSteps: 1,
+        hz: 10,
+        env: { BRIM_FOOTPRINT: "1" },
+        hungAfterS: 600,
+        timeLimitS: options.timeLimitS ?? 900,
+        killGraceS: 10,
+        forwardSignals: true,
+      },
+      { devices, store },
+    );
+    const end = result.job.end;
+    if (end.cause !== "ok") {
+      const tail = result.job.tail.slice(-TAIL_LINES);
+      if (tail.length > 0)
+        out.stderr(
+          `brim: the last lines of the measuring run's output (all of it in ${store.root}/runs/${result.meta.id}/output.log):\n${tail.map((l) => `  | ${l}`).join("\n")}\n`,
+        );
+      throw new BrimError(
+        "E_JOB_START",
+        `the measuring run ${result.meta.id} ${at} did not end ok (${end.cause}: ${end.message.replace(/the last lines of its output are above and in output\.log/, "its last lines are printed above")}); nothing is planned`,
+      );
+    }
+    const events = result.timeline.events.filter((e) => e.event === "footprint").map((e) => e.details);
+    const micro = typeof knobs[MICRO_BATCH_KNOB] === "number" ? knobs[MICRO_BATCH_KNOB] : (result.summary.micro_batch ?? null);
+    const { point, params, optimizers } = pointFromEvents(events, result.meta.id, micro, result.summary.peak_tree_rss_bytes);
+    const cudnn = result.timeline.events.flatMap((e) => {
+      const kinds = (e.details as { params?: { cudnn_modules?: unknown } } | undefined)?.params?.cudnn_modules;
+      return e.event === "footprint" && Array.isArray(kinds) ? kinds.map(String) : [];
+    });
+    const cudnnNotes =
+      cudnn.length > 0
+        ? [
+            `the model has ${[...new Set(cudnn)].join(", ")} layers: on a GPU cuDNN adds workspaces a CPU run cannot see; the planned peak leaves them out, and a plan for such a model may be under by that much (docs/plan.md: the cnn-lstm example on the H100)`,
+          ]
+        : [];
+    return { point, params, optimizers, result, cudnnNotes };
+  } finally {
+    for (const copy of copies) rmSync(copy, { force: true });
+  }
+}

@@ -1,0 +1,422 @@
+/**
+ * `brim plan -- <command>`: a plan from a training script, with no model spec. The footprint is
+ * what the job's own training steps held, captured inside the process by python/brim/_footprint.py
+ * at two micro-batches (parameters, gradients, optimizer state, bytes autograd saved per forward,
+ * the batch); this module fits the fixed and per-sample parts, builds a model profile and plans it
+ * for each GPU asked, side by side, saying for every figure whether it was measured, modelled or
+ * calibrated. Pure: the runs are the caller's.
+ * @module
+ */
+import { z } from "zod";
+import { InputError } from "../errors/index.ts";
+import { findGpu } from "./catalog.ts";
+import { type Component } from "./memory.ts";
+import { plan, type PlanReport } from "./planner.ts";
+import type { ModelProfile } from "./profile.ts";
+import type { Optimizer, Precision } from "./spec.ts";
+
+/** The GPUs planned for when `--gpu` is not given: a Kaggle/Colab card, a workstation card, two datacentre cards. */
+export const DEFAULT_SCRIPT_GPUS = ["t4", "rtx-4090", "a100-80gb", "h100-sxm"] as const;
+
+/** The precisions whose largest micro-batch each GPU's row shows. */
+export const SCRIPT_PRECISIONS: readonly Precision[] = ["fp32", "bf16-mixed", "fp16-mixed"];
+
+/**
+ * How far off a plan from a CPU-measured profile was on the GPU, leave-one-job-out, on the recorded
+ * H100 pairs: `bench/results/gpu/nvidia-h100-80gb-hbm3/plan-validation.json` (source "profile");
+ * test/plan/script.test.ts keeps these equal to that record.
+ */
+export const PROFILE_ACCURACY = {
+  record: "bench/results/gpu/nvidia-h100-80gb-hbm3/plan-validation.json",
+  pairs: 48,
+  median_abs_error: 0.04859663059688964,
+  worst_abs_error: 0.33349238203694104,
+} as const;
+
+const count = z.number().int().nonnegative();
+
+/** One "footprint" event the attach sends after a backward (python/brim/_footprint.py). */
+export const footprintEventSchema = z.looseObject({
+  forward: count,
+  saved_bytes: count.nullable(),
+  largest_saved_bytes: count.nullable().optional(),
+  batch_bytes: count.nullable(),
+  batch_samples: count.nullable(),
+  grad_bytes: count,
+  optimizer_state_bytes: count,
+  optimizers: z.array(z.string()),
+  autocast: z.string().nullable(),
+  params: z
+    .looseObject({
+      total: count,
+      trainable: count,
+      by_dtype: z.record(z.string(), count),
+      buffer_bytes: count,
+      tensors: z.array(z.object({ name: z.string(), shape: z.array(count), trainable: z.boolean() })),
+      tensors_listed: z.boolean(),
+    })
+    .optional(),
+});
+
+/** A footprint event, parsed. */
+export type FootprintEvent = z.output<typeof footprintEventSchema>;
+
+/** What one measuring run's steps held, at one micro-batch. */
+export interface MeasuredPoint {
+  run_id: string;
+  micro_batch: number;
+  /** forwards (one per backward) the run counted */
+  forwards: number;
+  /** bytes autograd saved in one forward (the largest forward of the run) */
+  saved_bytes: number;
+  largest_saved_bytes: number;
+  batch_bytes: number | null;
+  grad_bytes: number;
+  optimizer_state_bytes: number;
+  /** the process tree's RSS peak, for the record (CPU: the whole process, not the step) */
+  rss_peak_bytes: number | null;
+  /** autocast dtype in force during the backward, if any */
+  autocast: string | null;
+}
+
+/**
+ * The point one run measured, from its footprint events: the largest forward at the micro-batch
+ * the DataLoader gave (or `microBatch` when the job has no DataLoader).
+ *
+ * @example
+ * ```ts
+ * const { point, params, optimizers } = pointFromEvents(events, "run-1", 32, null);
+ * ```
+ */
+export function pointFromEvents(
+  events: readonly unknown[],
+  runId: string,
+  microBatch: number | null,
+  rssPeak: number | null,
+): { point: MeasuredPoint; params: NonNullable<FootprintEvent["params"]>; optimizers: string[] } {
+  const parsed = events.map((e) => footprintEventSchema.safeParse(e)).flatMap((r) => (r.success ? [r.data] : []));
+  const params = parsed.find((e) => e.params !== undefined)?.params;
+  if (parsed.length === 0 || params === undefined)
+    throw new InputError(
+      `run ${runId} ran no backward that brim could see (no loss.backward() in the main process): nothing to measure; plan from a model spec instead (brim plan model.yaml, docs/model-spec.md)`,
+    );
+  const samples = parsed.map((e) => e.batch_samples).filter((n): n is number => n !== null && n > 0);
+  // the micro-batch of the run: what the loader gave most (a short last batch is not it)
+  const seen = mode(samples) ?? microBatch;
+  if (seen === null)
+    throw new InputError(
+      `run ${runId}: the job's batches showed no batch dimension and no batch_size knob reaches it; give one with a {batch_size} template or --bind`,
+    );
+  const at = parsed.filter((e) => e.saved_bytes !== null && (e.batch_samples === null || e.batch_samples === seen));
+  const saved = Math.max(0, ...at.map((e) => e.saved_bytes ?? 0));
+  const last = parsed.at(-1) as FootprintEvent;
+  return {
+    point: {
+      run_id: runId,
+      micro_batch: seen,
+      forwards: parsed.length,
+      saved_bytes: saved,
+      largest_saved_bytes: Math.max(0, ...at.map((e) => e.largest_saved_bytes ?? 0)),
+      batch_bytes: Math.max(0, ...at.map((e) => e.batch_bytes ?? 0)) || null,
+      grad_bytes: Math.max(...parsed.map((e) => e.grad_bytes)),
+      optimizer_state_bytes: Math.max(...parsed.map((e) => e.optimizer_state_bytes)),
+      rss_peak_bytes: rssPeak,
+      autocast: last.autocast,
+    },
+    params,
+    optimizers: last.optimizers,
+  };
+}
+
+function mode(values: readonly number[]): number | null {
+  const counts = new Map<number, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let best: number | null = null;
+  for (const [v, n] of counts) if (best === null || n > (counts.get(best) ?? 0) || (n === counts.get(best) && v > best)) best = v;
+  return best;
+}
+
+/** The fixed and per-sample parts of what a step saves, from one or two measured points. */
+export interface FootprintFit {
+  points: MeasuredPoint[];
+  saved_per_sample_bytes: number;
+  saved_fixed_bytes: number;
+  input_per_sample_bytes: number;
+  /** "two-point": slope and intercept measured; "one-point": all saved bytes counted per sample (an over-estimate) */
+  method: "two-point" | "one-point";
+}
+
+/**
+ * Fits saved bytes = fixed + micro-batch × per-sample through the measured points.
+ *
+ * @example
+ * ```ts
+ * fitFootprint([p16, p32]).saved_per_sample_bytes;
+ * ```
+ */
+export function fitFootprint(points: readonly MeasuredPoint[]): FootprintFit {
+  const sorted = [...points].sort((a, b) => a.micro_batch - b.micro_batch);
+  const lo = sorted[0];
+  const hi = sorted.at(-1);
+  if (lo === undefined || hi === undefined) throw new InputError("no measured point to plan from");
+  const inputOf = (p: MeasuredPoint): number => (p.batch_bytes ?? 0) / p.micro_batch;
+  if (hi.micro_batch === lo.micro_batch) {
+    return {
+      points: sorted,
+      saved_per_sample_bytes: hi.saved_bytes / hi.micro_batch,
+      saved_fixed_bytes: 0,
+      input_per_sample_bytes: inputOf(hi),
+      method: "one-point",
+    };
+  }
+  const slope = Math.max(0, (hi.saved_bytes - lo.saved_bytes) / (hi.micro_batch - lo.micro_batch));
+  return {
+    points: sorted,
+    saved_per_sample_bytes: slope,
+    saved_fixed_bytes: Math.max(0, lo.saved_bytes - slope * lo.micro_batch),
+    input_per_sample_bytes: Math.max(inputOf(lo), inputOf(hi)),
+    method: "two-point",
+  };
+}
+
+/**
+ * The optimizer the planner should model, from the classes the job created and the state they
+ * held per trainable parameter (measured): 2 states → adam(w), 1 → sgd-momentum, none → sgd.
+ *
+ * @example
+ * ```ts
+ * optimizerOf(["AdamW"], 8 * 1000, 1000); // "adamw"
+ * ```
+ */
+export function optimizerOf(classes: readonly string[], stateBytes: number, trainable: number): Optimizer {
+  const perParam = trainable > 0 ? stateBytes / (4 * trainable) : 0;
+  const names = classes.map((c) => c.toLowerCase());
+  if (names.some((n) => n.includes("8bit"))) return "adamw-8bit";
+  if (names.some((n) => n.includes("adafactor"))) return "adafactor";
+  if (perParam >= 1.5) return names.some((n) => n === "adam") ? "adam" : "adamw";
+  if (perParam >= 0.5) return "sgd-momentum";
+  if (stateBytes === 0 && names.some((n) => n.startsWith("adam"))) return "adamw";
+  return "sgd";
+}
+
+/**
+ * A model profile (the SDK's schema) from a fit and the parameters the job held.
+ *
+ * @example
+ * ```ts
+ * const profile = profileFromFit(fitFootprint(points), params, "train.py");
+ * ```
+ */
+export function profileFromFit(fit: FootprintFit, params: NonNullable<FootprintEvent["params"]>, name: string): ModelProfile {
+  const hi = fit.points.at(-1) as MeasuredPoint;
+  return {
+    schema: "brim.model-profile",
+    version: 1,
+    name,
+    params: {
+      total: params.total,
+      trainable: params.trainable,
+      by_dtype: params.by_dtype,
+      buffer_bytes: params.buffer_bytes,
+      ...(params.tensors_listed ? { tensors: params.tensors } : {}),
+    },
+    per_sample: {
+      input_bytes: Math.round(fit.input_per_sample_bytes),
+      saved_bytes: { fp32: fit.saved_per_sample_bytes },
+      largest_saved_bytes: hi.largest_saved_bytes / hi.micro_batch,
+    },
+    fixed: { saved_bytes: { fp32: fit.saved_fixed_bytes } },
+    measured: { batches: fit.points.map((p) => p.micro_batch), device: "cpu" },
+  };
+}
+
+/** Where a figure of the plan comes from. */
+export type Provenance = "measured" | "modelled" | "calibrated" | "default";
+
+/** One GPU's column of a script plan. */
+export interface ScriptGpuPlan {
+  gpu: { id: string; name: string; memory_bytes: number; budget_bytes: number };
+  /** largest micro-batch that fits the budget, per precision; null where the GPU has no fast path for it */
+  largest: Partial<Record<Precision, number | null>>;
+  yours: { micro_batch: number; accumulation: number; precision: Precision; peak_bytes: number; share_of_gpu: number; fits: boolean };
+  /** the largest micro-batch that keeps the effective batch (a divisor of it) and fits; null when yours is it */
+  better: { micro_batch: number; accumulation: number; peak_bytes: number; share_of_gpu: number } | null;
+  components: Record<Component, number>;
+  /** the GPU-only terms and where their values come from */
+  gpu_terms: { name: string; bytes: number; provenance: "calibrated" | "default"; source: string }[];
+  calibration: string | null;
+  report: PlanReport;
+}
+
+/** `brim plan -- <command>`'s answer. */
+export interface ScriptPlan {
+  schema: "brim.plan-script/v1";
+  command: string[];
+  fit: FootprintFit;
+  params: { total: number; trainable: number };
+  optimizer: Optimizer;
+  optimizer_classes: string[];
+  yours: { micro_batch: number; accumulation: number; effective_batch: number; precision: Precision; precision_from: string };
+  provenance: Record<Component, { provenance: Provenance; how: string }>;
+  accuracy: typeof PROFILE_ACCURACY;
+  gpus: ScriptGpuPlan[];
+  notes: string[];
+  profile: ModelProfile;
+}
+
+/** What {@link planScript} needs beside the measurement. */
+export interface ScriptPlanOptions {
+  command: string[];
+  gpus: readonly string[];
+  yours: { micro_batch: number; accumulation: number; precision: Precision; precision_from: string };
+  margin?: number;
+  notes?: string[];
+}
+
+/**
+ * Plans a measured script for every GPU asked, side by side.
+ *
+ * @example
+ * ```ts
+ * const p = planScript(points, params, ["Adam"], { command, gpus: ["t4", "h100-sxm"], yours: { micro_batch: 32, accumulation: 1, precision: "fp32", precision_from: "the run" } });
+ * p.gpus[0]?.largest["bf16-mixed"];
+ * ```
+ */
+export function planScript(
+  points: readonly MeasuredPoint[],
+  params: NonNullable<FootprintEvent["params"]>,
+  optimizerClasses: readonly string[],
+  options: ScriptPlanOptions,
+): ScriptPlan {
+  const fit = fitFootprint(points);
+  const profile = profileFromFit(fit, params, options.command.find((w) => w.endsWith(".py")) ?? options.command.join(" "));
+  const hi = fit.points.at(-1) as MeasuredPoint;
+  const optimizer = optimizerOf(optimizerClasses, hi.optimizer_state_bytes, params.trainable);
+  const { micro_batch: micro, accumulation } = options.yours;
+  const effective = micro * accumulation;
+  const margin = options.margin ?? 0.1;
+  const model = { kind: "profile" as const, profile };
+  const gpus: ScriptGpuPlan[] = [];
+  for (const id of options.gpus) {
+    const spec = findGpu(id);
+    const base = { gpu: id, optimizer, margin, batch: micro, effectiveBatch: effective };
+    let precision = options.yours.precision;
+    let report: PlanReport;
+    try {
+      report = plan(model, { ...base, precision });
+    } catch (error) {
+      // a precision the card has no fast path for (bf16 on a T4): plan your config in fp16-mixed there
+      if (!(error instanceof InputError) || !precision.startsWith("bf16")) throw error;
+      precision = "fp16-mixed";
+      report = plan(model, { ...base, precision });
+    }
+    const largest: ScriptGpuPlan["largest"] = {};
+    for (const p of SCRIPT_PRECISIONS) {
+      try {
+        largest[p] = plan(model, { gpu: id, optimizer, margin, precision: p }).max_micro_batch;
+      } catch {
+        largest[p] = null;
+      }
+    }
+    const memory = report.gpu.memory_bytes;
+    const share = (bytes: number): number => Math.round((bytes / memory) * 1000) / 1000;
+    const fitting = divisors(effective).filter((d) => d <= report.max_micro_batch);
+    const bigger = fitting.at(-1);
+    let better: ScriptGpuPlan["better"] = null;
+    if (bigger !== undefined && bigger !== micro) {
+      const peak = plan(model, { ...base, precision, batch: bigger }).memory.peak_bytes;
+      better = { micro_batch: bigger, accumulation: effective / bigger, peak_bytes: peak, share_of_gpu: share(peak) };
+    }
+    const byName = new Map(report.assumptions.map((a) => [a.name, a]));
+    const terms: [string, number][] = [
+      ["cuda_context_bytes", report.memory.components.cuda_context],
+      ["cublas_workspace_bytes", report.memory.components.workspace],
+      ["allocator_slack_fraction", report.memory.components.allocator_slack],
+    ];
+    gpus.push({
+      gpu: { id: spec?.id ?? id, name: report.gpu.name, memory_bytes: memory, budget_bytes: report.gpu.budget_bytes },
+      largest,
+      yours: {
+        micro_batch: micro,
+        accumulation,
+        precision,
+        peak_bytes: report.memory.peak_bytes,
+        share_of_gpu: share(report.memory.peak_bytes),
+        fits: report.memory.fits,
+      },
+      better,
+      components: report.memory.components,
+      gpu_terms: terms.map(([name, bytes]) => {
+        const a = byName.get(name);
+        return { name, bytes, provenance: a?.calibrated === true ? "calibrated" : "default", source: a?.source ?? "" };
+      }),
+      calibration:
+        report.calibration === null ? null : `${report.calibration.id} (${report.calibration.measured_on.gpu}, torch ${report.calibration.measured_on.torch})`,
+      report,
+    });
+  }
+  const two = fit.method === "two-point";
+  const notes = [...(options.notes ?? [])];
+  if (!two)
+    notes.push(
+      `measured at one micro-batch only (${hi.micro_batch}): all saved bytes are counted per sample, which over-states the per-sample part; a batch_size knob brim can set (a {batch_size} template, a config key or --bind) gives the fixed part too`,
+    );
+  const expected = 4 * params.trainable;
+  if (hi.grad_bytes > 0 && Math.abs(hi.grad_bytes - expected) > 0.05 * expected)
+    notes.push(`the job held ${hi.grad_bytes} bytes of gradients where 4 bytes per trainable parameter make ${expected}: the plan models ${expected}`);
+  return {
+    schema: "brim.plan-script/v1",
+    command: options.command,
+    fit,
+    params: { total: params.total, trainable: params.trainable },
+    optimizer,
+    optimizer_classes: [...optimizerClasses],
+    yours: { ...options.yours, effective_batch: effective },
+    provenance: {
+      weights: { provenance: "measured", how: "parameters of every module the job built, counted at its first backward" },
+      gradients: {
+        provenance: "measured",
+        how: "one gradient per trainable parameter, in the precision's weight dtype (checked against the .grad bytes held)",
+      },
+      optimizer_state: {
+        provenance: "measured",
+        how: `${optimizerClasses.join(", ") || "no optimizer"}: ${hi.optimizer_state_bytes} B of state held after a step; planned as ${optimizer}`,
+      },
+      activations: {
+        provenance: two ? "measured" : "modelled",
+        how: two
+          ? `bytes autograd saved per forward at micro-batches ${fit.points.map((p) => p.micro_batch).join(" and ")} on the CPU (fp32), fixed and per-sample parts fitted; 16-bit precisions modelled as half of fp32`
+          : "bytes autograd saved at one micro-batch, all counted per sample",
+      },
+      input_batch: { provenance: "measured", how: "bytes of the tensors the DataLoader gave per sample" },
+      temporaries: {
+        provenance: "modelled",
+        how: "backward's gradient buffers: twice the largest saved tensor per sample, or the optimizer step's working memory",
+      },
+      workspace: { provenance: "calibrated", how: "cuBLAS workspace per process: calibrated where the GPU's architecture has a calibration, else a default" },
+      cuda_context: {
+        provenance: "calibrated",
+        how: "CUDA context and kernel images: calibrated where the GPU's architecture has a calibration, else a default",
+      },
+      allocator_slack: {
+        provenance: "calibrated",
+        how: "caching-allocator rounding and fragmentation as a share of what changes per step: calibrated or default, as above",
+      },
+    },
+    accuracy: PROFILE_ACCURACY,
+    gpus,
+    notes,
+    profile,
+  };
+}
+
+function divisors(n: number): number[] {
+  const out: number[] = [];
+  for (let d = 1; d * d <= n; d++) {
+    if (n % d === 0) {
+      out.push(d);
+      if (d * d !== n) out.push(n / d);
+    }
+  }
+  return out.sort((a, b) => a - b);
+}
