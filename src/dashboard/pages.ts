@@ -72,7 +72,9 @@ export function trialName(knobs: Record<string, number | string | boolean>): str
 }
 
 function runRow(r: RunListItem, now: number, trial: boolean): string {
-  const name = trial ? `<a href="/runs/${esc(r.id)}" class="name">${esc(trialName(r.knobs))}</a>` : `<a href="/runs/${esc(r.id)}">${esc(r.id)}</a>`;
+  const name = trial
+    ? `<a href="/runs/${esc(r.id)}" class="name">${esc(trialName(r.knobs))}</a>`
+    : `<a href="/runs/${esc(r.id)}">${esc(r.name ?? r.id)}</a>${r.name !== undefined ? ` <span class="muted">${esc(r.id)}</span>` : ""}${Object.keys(r.tags).length > 0 ? ` ${tagsHtml(r.tags)}` : ""}`;
   const what = trial
     ? `trial <span class="muted">${esc(r.id)}</span>`
     : r.kind === "trial" && r.tune_id !== null
