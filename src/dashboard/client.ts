@@ -134,3 +134,27 @@ export const HOME_SCRIPT = `
   apply();
 })();
 `;
+
+/**
+ * The compare page's script: the filter box hides picker rows that do not contain its words (ticked
+ * rows stay), and the picker's form does the rest without script.
+ *
+ * @example
+ * ```ts
+ * `<script nonce="${nonce}">${COMPARE_SCRIPT}</script>`;
+ * ```
+ */
+export const COMPARE_SCRIPT = `
+(() => {
+  const box = document.querySelector("form[data-run-picker] input[data-filter]");
+  if (!box) return;
+  box.addEventListener("input", () => {
+    const words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    for (const row of document.querySelectorAll("tr[data-pick-row]")) {
+      const ticked = row.querySelector("input[data-pick]").checked;
+      const text = row.textContent.toLowerCase();
+      row.classList.toggle("filtered-out", !ticked && !words.every((w) => text.includes(w)));
+    }
+  });
+})();
+`;

@@ -12,7 +12,7 @@ import { escapeXml as esc, renderChart, type ChartSpec } from "../report/svg.ts"
 import type { Timeline } from "../record/timeline/index.ts";
 import type { RunMeta } from "../record/types.ts";
 import { CHART_SCRIPT } from "./chart-script.ts";
-import { HOME_SCRIPT, LIVE_SCRIPT } from "./client.ts";
+import { COMPARE_SCRIPT, HOME_SCRIPT, LIVE_SCRIPT } from "./client.ts";
 import type { RunListItem, RunView, TuneListItem, TuneView } from "./data.ts";
 
 const DASHBOARD_CSS = `
@@ -34,6 +34,9 @@ tr.filtered-out { display: none; }
 [data-hover-tip] [data-hover-x] { color: #555; }
 table.runs td:first-child, table.tunes td:first-child, td.num, th.num { white-space: nowrap; }
 table.runs code, table.tunes code { word-break: break-word; font-size: 12px; }
+.picker { max-height: 340px; overflow: auto; border: 1px solid #e0e0e0; border-radius: 6px; background: #fff; } .picker table { margin: 0; }
+.picker-bar { display: flex; gap: 18px; align-items: center; margin: 8px 0 14px; font-size: 14px; } .picker-bar button { font: inherit; padding: 4px 14px; }
+.tag { display: inline-block; background: #eef2f7; border-radius: 8px; padding: 0 6px; margin-right: 4px; font-size: 12px; }
 `;
 
 function page(title: string, body: string, nonce: string, script = ""): string {
@@ -43,7 +46,7 @@ function page(title: string, body: string, nonce: string, script = ""): string {
 }
 
 function header(storeRoot: string): string {
-  return `<header class="top"><a href="/">brim dashboard</a><span class="muted">store ${esc(storeRoot)}</span><span class="muted">read-only</span></header>`;
+  return `<header class="top"><a href="/">brim dashboard</a><a href="/compare" data-compare-link>compare runs</a><span class="muted">store ${esc(storeRoot)}</span><span class="muted">read-only</span></header>`;
 }
 
 function ago(iso: string, now: number): string {
@@ -69,7 +72,9 @@ export function trialName(knobs: Record<string, number | string | boolean>): str
 }
 
 function runRow(r: RunListItem, now: number, trial: boolean): string {
-  const name = trial ? `<a href="/runs/${esc(r.id)}" class="name">${esc(trialName(r.knobs))}</a>` : `<a href="/runs/${esc(r.id)}">${esc(r.id)}</a>`;
+  const name = trial
+    ? `<a href="/runs/${esc(r.id)}" class="name">${esc(trialName(r.knobs))}</a>`
+    : `<a href="/runs/${esc(r.id)}">${esc(r.name ?? r.id)}</a>${r.name !== undefined ? ` <span class="muted">${esc(r.id)}</span>` : ""}${Object.keys(r.tags).length > 0 ? ` ${tagsHtml(r.tags)}` : ""}`;
   const what = trial
     ? `trial <span class="muted">${esc(r.id)}</span>`
     : r.kind === "trial" && r.tune_id !== null
@@ -188,7 +193,14 @@ export function runPage(view: RunView, storeRoot: string, nonce: string, options
   const charts = progressCharts(progressRuns, axis, scale === undefined ? {} : { scale });
   const progress = [
     `<h2>Training progress</h2>`,
-    `<p class="muted" data-axis="${axis}">x axis: ${axis === "step" ? `<strong>step</strong> · <a href="${esc(query({ x: "time" }))}">time</a>` : `<a href="${esc(query({ x: "step" }))}">step</a> · <strong>time</strong>`}${vs !== null ? ` · overlaid with <a href="/runs/${esc(vs.meta.id)}">${esc(vs.meta.id)}</a> (<a href="${esc(`/runs/${meta.id}${axis === "step" ? "" : `?x=${axis}`}`)}">remove</a>)` : ` · compare: add <code>?vs=&lt;run id&gt;</code>`}</p>`,
+    `<p class="muted" data-axis="${axis}">x axis: ${(["step", "samples", "time"] as const)
+      .map((x) => {
+        const text = x === "samples" ? "samples seen" : x;
+        return x === axis ? `<strong>${text}</strong>` : `<a href="${esc(query({ x }))}" data-axis-link="${x}">${text}</a>`;
+      })
+      .join(
+        " · ",
+      )}${vs !== null ? ` · overlaid with <a href="/runs/${esc(vs.meta.id)}">${esc(vs.meta.id)}</a> (<a href="${esc(`/runs/${meta.id}${axis === "step" ? "" : `?x=${axis}`}`)}">remove</a>)` : ` · <a href="/compare?run=${esc(meta.id)}" data-compare-this>compare with other runs</a>`}</p>`,
     vs === null
       ? ""
       : differences.length === 0
@@ -224,6 +236,93 @@ export function runPage(view: RunView, storeRoot: string, nonce: string, options
     `</main>`,
   ].join("\n");
   return page(`${model.title} · brim`, body, nonce, view.live ? LIVE_SCRIPT + CHART_SCRIPT : CHART_SCRIPT);
+}
+
+/** A run as the compare page names it: its --name (and id), else its id. */
+function runLabel(meta: RunMeta): string {
+  return meta.name !== undefined ? `${meta.name} (${meta.id})` : meta.id;
+}
+
+function tagsHtml(tags: Record<string, string>): string {
+  return Object.entries(tags)
+    .map(([k, v]) => `<span class="tag">${esc(k)}=${esc(v)}</span>`)
+    .join("");
+}
+
+/**
+ * The compare page: a run picker (tick two or more runs, choose the x axis) and, for the runs picked,
+ * their loss and samples/s overlaid, one colour per run, with the loss smoothing, log scale and hover
+ * of the run page.
+ *
+ * @example
+ * ```ts
+ * comparePage(await listRuns(store), [await loadRun(store, a), await loadRun(store, b)], store.root, nonce, { axis: "samples" });
+ * ```
+ */
+export function comparePage(
+  list: readonly RunListItem[],
+  picked: readonly { meta: RunMeta; timeline: Timeline }[],
+  storeRoot: string,
+  nonce: string,
+  options: { axis?: ProgressAxis; lossScale?: "linear" | "log10" } = {},
+  now = Date.now(),
+): string {
+  const axis = options.axis ?? "step";
+  const scale = options.lossScale;
+  const chosen = new Set(picked.map((p) => p.meta.id));
+  const query = (next: { x?: ProgressAxis; y?: "auto" | "linear" | "log10" }): string => {
+    const q = new URLSearchParams();
+    for (const p of picked) q.append("run", p.meta.id);
+    if ((next.x ?? axis) !== "step") q.set("x", next.x ?? axis);
+    const y = next.y ?? scale ?? "auto";
+    if (y !== "auto") q.set("y", y === "log10" ? "log" : "linear");
+    return `/compare?${q.toString()}`;
+  };
+  const rows = list
+    .map(
+      (r) =>
+        `<tr data-pick-row="${esc(r.id)}"><td><input type="checkbox" name="run" value="${esc(r.id)}" id="pick-${esc(r.id)}" data-pick="${esc(r.id)}"${chosen.has(r.id) ? " checked" : ""}></td><td><label for="pick-${esc(r.id)}">${esc(r.name ?? r.id)}</label>${r.name !== undefined ? ` <span class="muted">${esc(r.id)}</span>` : ""}</td><td>${tagsHtml(r.tags)}${r.kind === "trial" ? `<span class="muted">trial ${esc(trialName(r.knobs))}</span>` : ""}</td><td class="status-${esc(r.status)}">${esc(r.status)}</td><td>${esc(ago(r.started_at, now))}</td><td class="num">${esc(formatRate(r.samples_per_s))}</td><td><code>${esc(r.command)}</code></td></tr>`,
+    )
+    .join("");
+  const axisChoice = (["step", "samples", "time"] as const)
+    .map((x) => `<label><input type="radio" name="x" value="${x}"${x === axis ? " checked" : ""}> ${x === "samples" ? "samples seen" : x}</label>`)
+    .join(" ");
+  const picker = [
+    `<form method="get" action="/compare" data-run-picker>`,
+    `<p class="filter"><input type="search" data-filter placeholder="filter: name, tag, id, command, status" aria-label="filter runs"></p>`,
+    `<div class="picker"><table class="runs"><thead><tr><th></th><th>run</th><th>tags</th><th>status</th><th>started</th><th class="num">samples/s</th><th>command</th></tr></thead><tbody>${rows}</tbody></table></div>`,
+    `<div class="picker-bar"><span>x axis: ${axisChoice}</span><button type="submit" data-overlay>Overlay the ticked runs</button></div>`,
+    `</form>`,
+  ].join("");
+  const progress: ProgressRun[] = picked.map((p) => ({ label: runLabel(p.meta), meta: p.meta, timeline: p.timeline }));
+  const charts = progress.length >= 2 ? progressCharts(progress, axis, scale === undefined ? {} : { scale }) : [];
+  const first = picked[0];
+  const differences =
+    first === undefined
+      ? ""
+      : picked
+          .slice(1)
+          .map((p) => {
+            const d = knobDifferences(first.meta, p.meta);
+            return `<tr><th>${esc(runLabel(p.meta))}</th><td>${d.length === 0 ? "same knobs, cap and command" : esc(d.map((x) => `${x.name}: ${x.a} → ${x.b}`).join("; "))}</td></tr>`;
+          })
+          .join("");
+  const body = [
+    header(storeRoot),
+    `<main data-compare data-picked="${esc([...chosen].join(","))}"><h1>Compare runs</h1>`,
+    `<p class="muted">Tick two or more runs and overlay their loss and samples/s, by step, by samples seen or over time. <code>brim run --name … --tag key=value</code> names runs.</p>`,
+    picker,
+    progress.length < 2
+      ? `<p class="note" data-pick-more>Pick ${progress.length === 0 ? "two or more runs" : "one more run"} to overlay.</p>`
+      : [
+          `<h2>Overlaid: ${progress.length} runs ${axis === "samples" ? "by samples seen" : axis === "time" ? "over time" : "by step"}</h2>`,
+          `<table class="facts" data-knob-diff><thead><tr><th>run</th><th>differs from ${esc(runLabel(first!.meta))}</th></tr></thead><tbody>${differences}</tbody></table>`,
+          lossControls(charts, scale, query),
+          chartsHtml(charts.map((c) => ({ id: c.id, svg: renderChart(c) }))).replace(/<figure data-chart-box=/g, "<figure data-static data-chart-box="),
+        ].join("\n"),
+    `</main>`,
+  ].join("\n");
+  return page("compare runs · brim", body, nonce, COMPARE_SCRIPT + CHART_SCRIPT);
 }
 
 /**

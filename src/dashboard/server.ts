@@ -18,7 +18,8 @@ import { BrimError } from "../errors/index.ts";
 import { isRecordId, type RunStore } from "../record/store.ts";
 import { loadRun } from "../record/load.ts";
 import { listRuns, listTunes, runStatus, runView, tuneView } from "./data.ts";
-import { errorPage, indexPage, runPage, tunePage } from "./pages.ts";
+import { comparePage, errorPage, indexPage, runPage, tunePage } from "./pages.ts";
+import { progressAxis } from "../report/progress.ts";
 import { StreamHub } from "./streams.ts";
 import { storeToken } from "./token.ts";
 
@@ -160,7 +161,7 @@ interface Reply {
 
 function securityHeaders(nonce: string): Record<string, string> {
   return {
-    "Content-Security-Policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+    "Content-Security-Policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
@@ -249,8 +250,18 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       return {
         status: 200,
         type: "text/html; charset=utf-8",
-        body: runPage(await runView(store, b), store.root, nonce, { axis: url.searchParams.get("x") === "time" ? "time" : "step", vs, ...lossScaleParam(url) }),
+        body: runPage(await runView(store, b), store.root, nonce, { axis: progressAxis(url.searchParams.get("x")), vs, ...lossScaleParam(url) }),
       };
+    }
+    if (a === "compare" && segments.length === 1) {
+      // ?run=<id>&run=<id>… (or runs=<id>,<id>): the runs to overlay, at most 8, each once, oldest first (the first colour)
+      const ids = [...new Set([...url.searchParams.getAll("run"), ...(url.searchParams.get("runs") ?? "").split(",")].filter((id) => id !== ""))].sort();
+      const bad = ids.find((id) => !isRecordId(id));
+      if (bad !== undefined) return notFound(`'${bad}' is not a run id`);
+      if (ids.length > 8) return notFound(`${ids.length} runs asked for: the compare page overlays 8 at most`);
+      const picked = await Promise.all(ids.map((id) => loadRun(store, id)));
+      const options = { axis: progressAxis(url.searchParams.get("x")), ...lossScaleParam(url) };
+      return { status: 200, type: "text/html; charset=utf-8", body: comparePage(await listRuns(store), picked, store.root, nonce, options) };
     }
     if (a === "tunes" && segments.length === 2) {
       if (!idOk(b)) return notFound(`'${b ?? ""}' is not a tune id`);

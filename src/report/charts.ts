@@ -9,7 +9,7 @@ import { maxOf, minOf } from "../stats.ts";
 import { formatRate, formatShare } from "../format.ts";
 import { isGpuRun, mainSteps, stepSeconds, stepStart, type StepEntry, type Timeline } from "../record/timeline/index.ts";
 import type { RunMeta, TuneRecord } from "../record/types.ts";
-import type { ChartSpec, Point, RefLine, Series } from "./svg.ts";
+import type { Band, ChartSpec, Point, RefLine, Series } from "./svg.ts";
 
 /**
  * The run charts by id, in the order reports show them.
@@ -356,14 +356,53 @@ export function tuneThroughputChart(tune: TuneRecord, points: readonly TrialPoin
   const hi = maxOf(mbs);
   const lo = minOf(mbs);
   const log = byMb && hi !== null && lo !== null && hi / lo >= 4;
+  const bands = noiseBands(tune);
   return {
     id: "tune_throughput",
     title: byMb ? "Throughput against micro-batch" : "Throughput per trial",
     x: { label: byMb ? `micro-batch${knob !== null ? ` (${knob})` : ""}` : "trial", kind: "number", scale: log ? "log2" : "linear" },
     y: { label: "samples per second", kind: "number", min: 0 },
     series,
+    ...(bands.length > 0 ? { bands } : {}),
     empty: "no trial finished",
   };
+}
+
+/**
+ * The noise the verdict rests on, as bands on the throughput chart: the spread (lowest to highest) of
+ * the baseline's and the winner's interleaved confirmation runs; without a confirmation, the search's
+ * noise of one trial around trial 0 (your configuration).
+ *
+ * @example
+ * ```ts
+ * noiseBands(tune).map((b) => b.label); // ["your configuration: 3 interleaved runs, 401–415", "winner: 3 interleaved runs, 452–470"]
+ * ```
+ */
+export function noiseBands(tune: TuneRecord): Band[] {
+  const spread = (rates: readonly number[], who: string, color: string): Band[] =>
+    rates.length === 0
+      ? []
+      : [
+          {
+            low: Math.min(...rates),
+            high: Math.max(...rates),
+            label: `${who}: ${rates.length} interleaved runs, ${formatRate(Math.min(...rates))}–${formatRate(Math.max(...rates))}`,
+            color,
+          },
+        ];
+  const c = tune.confirmation;
+  if (c != null && (c.baseline_rates.length > 0 || c.winner_rates.length > 0))
+    return [...spread(c.baseline_rates, "your configuration", "#555555"), ...spread(c.winner_rates, "winner", "#009E73")];
+  const base = tune.trials.find((t) => t.index === 0)?.samples_per_s ?? null;
+  if (base === null || tune.noise === undefined || !(tune.noise > 0)) return [];
+  return [
+    {
+      low: base * (1 - tune.noise),
+      high: base * (1 + tune.noise),
+      label: `±${(tune.noise * 100).toFixed(1)} % noise of one trial, around your configuration`,
+      color: "#555555",
+    },
+  ];
 }
 
 /**

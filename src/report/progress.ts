@@ -18,11 +18,41 @@ export interface ProgressRun {
   timeline: Timeline;
 }
 
-/** The x axis of the progress charts. */
-export type ProgressAxis = "step" | "time";
+/** The x axis of the progress charts: the step, the samples seen so far, or the time since start. */
+export type ProgressAxis = "step" | "samples" | "time";
 
-// Okabe–Ito, as the other charts: the first run blue, the compared one orange
-const COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7"];
+/**
+ * The progress axes by their names in a URL (`?x=samples`); anything else is the step.
+ *
+ * @example
+ * ```ts
+ * progressAxis("samples"); // "samples"
+ * progressAxis(null); // "step"
+ * ```
+ */
+export function progressAxis(text: string | null | undefined): ProgressAxis {
+  return text === "time" || text === "samples" ? text : "step";
+}
+
+// Okabe–Ito, as the other charts: the first run blue, the compared one orange, then the rest of the palette
+const COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"];
+
+const AXIS_X = {
+  step: { label: "step", kind: "number" as const, min: 0 },
+  samples: { label: "samples seen", kind: "number" as const, min: 0 },
+  time: { label: "time since start", kind: "time" as const, min: 0 },
+};
+const AXIS_BY = { step: "by step", samples: "by samples seen", time: "over time" };
+
+/** Each main-process step with its x on the axis: the step, the samples seen up to it (warm-up included), or seconds since start. */
+function stepsOn(run: ProgressRun, axis: ProgressAxis): { x: number; step: ReturnType<typeof mainSteps>[number] }[] {
+  const t0 = timeOrigin(run.meta, run.timeline);
+  let seen = 0;
+  return mainSteps(run.timeline).map((step) => {
+    seen += step.samples ?? 0;
+    return { x: axis === "step" ? step.step : axis === "samples" ? seen : step.t - t0, step };
+  });
+}
 const MAX_POINTS = 600;
 
 function thin<T>(items: readonly T[]): T[] {
@@ -118,11 +148,10 @@ export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "st
   const series: Series[] = [];
   const all: [number, number | null][] = [];
   runs.forEach((run, i) => {
-    const t0 = timeOrigin(run.meta, run.timeline);
     const color = COLORS[i % COLORS.length] as string;
     const name = (what: string): string => (runs.length > 1 ? `${run.label}: ${what}` : what);
-    const raw = mainSteps(run.timeline)
-      .map((s): [number, number | null] => [axis === "step" ? s.step : s.t - t0, numericLoss(s.loss)])
+    const raw = stepsOn(run, axis)
+      .map(({ x, step }): [number, number | null] => [x, numericLoss(step.loss)])
       .filter((p) => p[1] !== null);
     if (raw.length === 0) return;
     all.push(...raw);
@@ -130,12 +159,11 @@ export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "st
     series.push({ name: name("loss, smoothed"), color, points: thin(smoothPoints(raw, smoothing)) });
   });
   if (series.length === 0) return null;
-  const x = axis === "step" ? { label: "step", kind: "number" as const, min: 0 } : { label: "time since start", kind: "time" as const, min: 0 };
   const scale = options.scale ?? lossScale(all);
   return {
     id: "loss",
-    title: `Loss ${axis === "step" ? "by step" : "over time"}${scale === "log10" ? " (log scale)" : ""}`,
-    x,
+    title: `Loss ${AXIS_BY[axis]}${scale === "log10" ? " (log scale)" : ""}`,
+    x: AXIS_X[axis],
     y: { label: "loss", kind: "number", scale },
     series,
     empty: "no loss reported",
@@ -143,8 +171,8 @@ export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "st
 }
 
 /**
- * Loss and throughput against the step number (`axis: "step"`) or the time since start, one series
- * per run; throughput leaves warm-up steps out, as every brim number does.
+ * Loss and throughput against the step number (`axis: "step"`), the samples seen so far or the time
+ * since start, one series per run; throughput leaves warm-up steps out, as every brim number does.
  *
  * @example
  * ```ts
@@ -152,14 +180,10 @@ export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "st
  * ```
  */
 export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis = "step", lossOptions: LossOptions = {}): ChartSpec[] {
-  const x = axis === "step" ? { label: "step", kind: "number" as const, min: 0 } : { label: "time since start", kind: "time" as const, min: 0 };
+  const x = AXIS_X[axis];
   const loss: Series[] = [];
   const rate: Series[] = [];
   runs.forEach((run, i) => {
-    const tl = run.timeline;
-    const t0 = timeOrigin(run.meta, tl);
-    const steps = mainSteps(tl);
-    const at = (s: (typeof steps)[number]): number => (axis === "step" ? s.step : s.t - t0);
     const color = COLORS[i % COLORS.length] as string;
     const name = (what: string): string => (runs.length > 1 ? `${run.label}: ${what}` : what);
     loss.push({ name: name("loss"), color, points: [] });
@@ -167,16 +191,16 @@ export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis 
       name: name("samples/s"),
       color,
       points: thin(
-        steps
-          .filter((s) => !s.warmup)
-          .map((s) => {
-            const seconds = stepSeconds(s);
-            return [at(s), seconds !== null && seconds > 0 && s.samples !== null ? s.samples / seconds : null];
+        stepsOn(run, axis)
+          .filter(({ step }) => !step.warmup)
+          .map(({ x: at, step }) => {
+            const seconds = stepSeconds(step);
+            return [at, seconds !== null && seconds > 0 && step.samples !== null ? step.samples / seconds : null];
           }),
       ),
     });
   });
-  const by = axis === "step" ? "by step" : "over time";
+  const by = AXIS_BY[axis];
   return [
     lossChart(runs, axis, lossOptions) ?? {
       id: "loss",

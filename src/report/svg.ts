@@ -6,6 +6,10 @@
  * @module
  */
 
+import { formatAxisValue, logTicks, niceTicks, type AxisKind } from "./ticks.ts";
+
+export { formatAxisValue, niceTicks, type AxisKind };
+
 /**
  * A point; `y: null` breaks a line (nothing measured there).
  *
@@ -48,16 +52,6 @@ export interface RefLine {
 }
 
 /**
- * How values on an axis read.
- *
- * @example
- * ```ts
- * const kind: AxisKind = "bytes";
- * ```
- */
-export type AxisKind = "number" | "percent" | "bytes" | "seconds" | "time";
-
-/**
  * One axis. `time` is seconds since a start, labelled as s / min / h.
  *
  * @example
@@ -75,6 +69,21 @@ export interface Axis {
 }
 
 /**
+ * A horizontal band from `low` to `high` on the y axis, e.g. the spread of a tune's confirmed runs.
+ *
+ * @example
+ * ```ts
+ * const noise: Band = { low: 380, high: 412, label: "baseline, 4 interleaved runs" };
+ * ```
+ */
+export interface Band {
+  low: number;
+  high: number;
+  label: string;
+  color?: string;
+}
+
+/**
  * A whole chart.
  *
  * @example
@@ -89,6 +98,7 @@ export interface ChartSpec {
   y: Axis;
   series: readonly Series[];
   lines?: readonly RefLine[];
+  bands?: readonly Band[];
   width?: number;
   height?: number;
   /** shown in the plot area when no series has a point */
@@ -121,94 +131,6 @@ const HALO = ` stroke="#ffffff" stroke-width="3" stroke-linejoin="round" paint-o
  */
 export function escapeXml(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
-}
-
-function trim(value: number): string {
-  if (value === 0) return "0";
-  const abs = Math.abs(value);
-  const text = abs >= 1000 ? value.toFixed(0) : abs >= 10 ? value.toFixed(1) : abs >= 1 ? value.toFixed(2) : value.toPrecision(3);
-  return text.includes(".") ? text.replace(/\.?0+$/, "") : text;
-}
-
-const BYTE_UNITS: readonly [string, number][] = [
-  ["TiB", 2 ** 40],
-  ["GiB", 2 ** 30],
-  ["MiB", 2 ** 20],
-  ["KiB", 2 ** 10],
-  ["B", 1],
-];
-
-function byteUnit(max: number): [string, number] {
-  return BYTE_UNITS.find(([, size]) => max >= size) ?? ["B", 1];
-}
-
-function timeUnit(max: number): [string, number] {
-  if (max >= 3 * 3600) return ["h", 3600];
-  if (max >= 300) return ["min", 60];
-  return ["s", 1];
-}
-
-/**
- * Formats an axis value for a label.
- *
- * @example
- * ```ts
- * formatAxisValue(3 * 2 ** 30, "bytes", 8 * 2 ** 30); // "3 GiB"
- * formatAxisValue(600, "time", 1200);                  // "10 min"
- * ```
- */
-export function formatAxisValue(value: number, kind: AxisKind, span: number): string {
-  switch (kind) {
-    case "percent":
-      return `${trim(value)} %`;
-    case "bytes": {
-      const [unit, size] = byteUnit(span);
-      return `${trim(value / size)} ${unit}`;
-    }
-    case "time": {
-      const [unit, size] = timeUnit(span);
-      return `${trim(value / size)} ${unit}`;
-    }
-    case "seconds":
-      return span < 1 ? `${trim(value * 1000)} ms` : `${trim(value)} s`;
-    default:
-      return trim(value);
-  }
-}
-
-function niceStep(range: number, count: number): number {
-  const raw = range / Math.max(1, count);
-  const magnitude = 10 ** Math.floor(Math.log10(raw));
-  const n = raw / magnitude;
-  return (n < 1.5 ? 1 : n < 3 ? 2 : n < 7 ? 5 : 10) * magnitude;
-}
-
-/**
- * Round tick values covering `[min, max]`, in the axis's own unit (GiB steps for bytes, minutes for time).
- *
- * @example
- * ```ts
- * niceTicks(0, 97, "percent"); // { min: 0, max: 100, ticks: [0, 20, 40, 60, 80, 100] }
- * ```
- */
-export function niceTicks(min: number, max: number, kind: AxisKind, count = 5): { min: number; max: number; ticks: number[] } {
-  if (!(max > min)) max = min + (min === 0 ? 1 : Math.abs(min) * 0.1);
-  const size = kind === "bytes" ? byteUnit(Math.max(Math.abs(min), Math.abs(max)))[1] : kind === "time" ? timeUnit(max - min)[1] : 1;
-  const step = niceStep((max - min) / size, count) * size;
-  const lo = Math.floor(min / step + 1e-9) * step;
-  const hi = Math.ceil(max / step - 1e-9) * step;
-  const ticks: number[] = [];
-  for (let v = lo; v <= hi + step * 1e-6; v += step) ticks.push(Math.abs(v) < step * 1e-9 ? 0 : v);
-  return { min: lo, max: hi, ticks };
-}
-
-function logTicks(min: number, max: number, base: number): { min: number; max: number; ticks: number[] } {
-  const log = (v: number): number => Math.log(v) / Math.log(base);
-  const lo = base ** Math.floor(log(Math.max(min, 1e-9)) + 1e-9);
-  const hi = base ** Math.ceil(log(Math.max(max, lo * base)) - 1e-9);
-  const ticks: number[] = [];
-  for (let v = lo; v <= hi * (1 + 1e-9); v *= base) ticks.push(v);
-  return { min: lo, max: hi, ticks };
 }
 
 /**
@@ -297,6 +219,7 @@ export function renderChart(spec: ChartSpec): string {
     `<rect class="plot" x="${MARGIN.left}" y="${MARGIN.top}" width="${pw}" height="${ph}" fill="#fafafa" stroke="#d0d0d0" data-x-min="${raw(xDomain[0])}" data-x-max="${raw(xDomain[1])}" data-y-min="${raw(yDomain[0])}" data-y-max="${raw(yDomain[1])}" data-x-scale="${spec.x.scale ?? "linear"}" data-y-scale="${spec.y.scale ?? "linear"}" data-x-label="${escapeXml(spec.x.label)}"/>`,
   );
   axes(out, spec, plot);
+  bands(out, spec.bands ?? [], plot);
   refLines(out, spec.lines ?? [], plot);
   const clip = `${spec.id}-clip`.replace(/[^A-Za-z0-9_-]/g, "_");
   out.push(`<clipPath id="${clip}"><rect x="${MARGIN.left - 4}" y="${MARGIN.top - 4}" width="${pw + 8}" height="${ph + 8}"/></clipPath>`);
@@ -343,6 +266,7 @@ function plotOf(spec: ChartSpec, series: readonly DrawnSeries[]): Plot {
     }
   }
   for (const l of spec.lines ?? []) (l.axis === "x" ? xs : ys).push(l.value);
+  for (const b of spec.bands ?? []) ys.push(b.low, b.high);
   const extent = (values: number[], axis: Axis): [number, number] => {
     let lo = axis.min ?? Infinity;
     let hi = axis.max ?? -Infinity;
@@ -415,6 +339,18 @@ function axes(out: string[], spec: ChartSpec, plot: Plot): void {
   out.push(
     `<text class="axis-label" x="${num(MARGIN.left + pw / 2)}" y="${height - 6}" text-anchor="middle" fill="#333">${escapeXml(spec.x.label)}</text></g>`,
   );
+}
+
+function bands(out: string[], list: readonly Band[], plot: Plot): void {
+  const { pw, ty } = plot;
+  for (const b of list) {
+    const color = b.color ?? "#0072B2";
+    const [top, bottom] = [ty(Math.max(b.low, b.high)), ty(Math.min(b.low, b.high))];
+    out.push(
+      `<g class="band" data-low="${raw(b.low)}" data-high="${raw(b.high)}" data-label="${escapeXml(b.label)}"><rect x="${MARGIN.left}" y="${num(top)}" width="${pw}" height="${num(Math.max(1, bottom - top))}" fill="${color}" fill-opacity="0.13"/>`,
+    );
+    out.push(`<text x="${MARGIN.left + 4}" y="${num(top)}" dy="11" fill="${color}"${HALO}>${escapeXml(b.label)}</text></g>`);
+  }
 }
 
 function refLines(out: string[], lines: readonly RefLine[], plot: Plot): void {
