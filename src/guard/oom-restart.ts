@@ -82,7 +82,7 @@ export class OomRestart {
     if (message.type !== "event" || message.kind !== "oom_exit") return null;
     const details = (typeof message.details === "object" && message.details !== null ? message.details : {}) as Record<string, unknown>;
     const ran = (typeof details.knobs === "object" && details.knobs !== null ? details.knobs : {}) as Knobs;
-    const rank = details.rank ?? "?";
+    const rank = typeof details.rank === "string" || typeof details.rank === "number" ? String(details.rank) : "?";
     const plan = smallerMicroBatch(ran, this.#current);
     if ("already" in plan) return null;
     const t = Date.now() / 1000;
@@ -94,7 +94,7 @@ export class OomRestart {
         event: "oom_restart_impossible",
         pid: message.pid,
         step,
-        message: `rank ${String(rank)} ran out of memory; ${plan.reason}`,
+        message: `rank ${rank} ran out of memory; ${plan.reason}`,
         details: { rank, knobs: ran },
       };
     try {
@@ -107,7 +107,7 @@ export class OomRestart {
         event: "oom_restart_impossible",
         pid: message.pid,
         step,
-        message: `rank ${String(rank)} ran out of memory; brim could not write ${this.#file}: ${(error as Error).message}`,
+        message: `rank ${rank} ran out of memory; brim could not write ${this.#file}: ${(error as Error).message}`,
         details: { rank, knobs: ran },
       };
     }
@@ -119,7 +119,7 @@ export class OomRestart {
       event: "oom_restart_planned",
       pid: message.pid,
       step,
-      message: `rank ${String(rank)} ran out of memory at step ${step ?? "?"}; ${plan.message}, if the launcher restarts them (torchrun --max-restarts)`,
+      message: `rank ${rank} ran out of memory at step ${step ?? "?"}; ${plan.message}, if the launcher restarts them (torchrun --max-restarts)`,
       details: { rank, ran, knobs: plan.knobs, file: this.#file },
     };
   }
