@@ -73,7 +73,8 @@ def _stack_dump() -> None:
 
         if not hasattr(signal, "SIGUSR1") or signal.getsignal(signal.SIGUSR1) not in (signal.SIG_DFL, None):
             return
-        f = open(os.path.join(folder, "stacks-%d.txt" % os.getpid()), "w")
+        fd = os.open(os.path.join(folder, "stacks-%d.txt" % os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        f = os.fdopen(fd, "w")
         faulthandler.register(signal.SIGUSR1, file=f, all_threads=True, chain=False)
         _stack_files.append(f)
     except Exception:

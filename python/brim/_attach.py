@@ -454,6 +454,9 @@ def install() -> bool:
     if _installed[0] or not enabled():
         return _installed[0]
     _installed[0] = True
+    from . import _ranks
+
+    _ranks.install()
     torch = sys.modules.get("torch")
     if torch is not None:
         patch_torch(torch)

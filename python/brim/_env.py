@@ -8,6 +8,7 @@ import sys
 ENV_CHANNEL = "BRIM_CHANNEL"
 ENV_CHANNEL_TOKEN = "BRIM_CHANNEL_TOKEN"
 ENV_KNOBS = "BRIM_KNOBS"
+ENV_KNOBS_FILE = "BRIM_KNOBS_FILE"
 ENV_STEP_BUDGET = "BRIM_STEP_BUDGET"
 ENV_WARMUP_STEPS = "BRIM_WARMUP_STEPS"
 ENV_MEMORY_CAP_BYTES = "BRIM_MEMORY_CAP_BYTES"
@@ -146,8 +147,32 @@ def fault_oom_phase():
 _knob_cache = (None, {})
 
 
+_knob_file = [None]
+
+
+def _knobs_from_file():
+    """Knobs brim decided during the run (BRIM_KNOBS_FILE: a smaller micro-batch after a rank ran
+    out of memory, for the launcher's next round). Read once per process: every rank of a round
+    starts after brim wrote it, so all of them read the same values. {} while brim wrote none."""
+    if _knob_file[0] is None:
+        path = os.environ.get(ENV_KNOBS_FILE, "")
+        data = {}
+        if path:
+            try:
+                with open(path) as f:
+                    data = json.load(f)
+            except FileNotFoundError:
+                data = {}
+            except (OSError, ValueError) as e:
+                warn_once("knobs-file", "could not read %s (%s); the knobs of BRIM_KNOBS hold" % (path, e))
+                data = {}
+        _knob_file[0] = data if isinstance(data, dict) else {}
+    return _knob_file[0]
+
+
 def knobs():
-    """All knobs of the current trial: the JSON object in BRIM_KNOBS ({} when unset)."""
+    """All knobs of the current trial: the JSON object in BRIM_KNOBS ({} when unset), with the ones
+    brim decided during the run (BRIM_KNOBS_FILE) over them."""
     global _knob_cache
     raw = os.environ.get(ENV_KNOBS, "")
     if raw == _knob_cache[0]:
@@ -161,6 +186,7 @@ def knobs():
             raise KnobError("brim: %s is not valid JSON (%s): %r" % (ENV_KNOBS, e, raw[:200]))
         if not isinstance(parsed, dict):
             raise KnobError("brim: %s must be a JSON object, got %s" % (ENV_KNOBS, type(parsed).__name__))
+    parsed = dict(parsed, **_knobs_from_file())
     _knob_cache = (raw, parsed)
     return dict(parsed)
 

@@ -12,6 +12,7 @@ import { CapWatcher } from "./cap.ts";
 import { followEscapes } from "./escapes.ts";
 import { sampleEntryOf } from "./samples.ts";
 import { LiveTracker, type LiveState } from "./live.ts";
+import { OomRestart } from "./oom-restart.ts";
 import { Watchdog } from "./watchdog.ts";
 import { BRIM_VERSION as brimVersion } from "../version.ts";
 
@@ -253,6 +254,9 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
     process.on("SIGHUP", onHangup);
   }
 
+  // a rank that runs out of memory: one smaller micro-batch for every rank of the launcher's next round
+  const knobsFile = join(writer.dir, "knobs.json");
+  const oomRestart = new OomRestart(knobsFile, options.knobs ?? {});
   let job: Job;
   try {
     job = await Job.start({
@@ -268,7 +272,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       rankHangAfterS: options.rankHangAfterS,
       stacksDir: join(writer.dir, "stacks"),
       killGraceS: options.killGraceS,
-      env: options.env,
+      env: { BRIM_KNOBS_FILE: knobsFile, ...options.env },
       pty: options.pty,
       onChunk: options.onChunk === undefined ? undefined : guarded(options.onChunk),
       onBytes: options.onBytes === undefined ? undefined : guarded(options.onBytes),
@@ -276,6 +280,8 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
         if (message.type === "hello" && message.role === "main" && mainHello === undefined) mainHello = message;
         const entry = timelineEntryOf(message);
         if (entry) writer.append(entry);
+        const planned = oomRestart.message(message);
+        if (planned) writer.append(planned);
         live.message(message);
         options.onMessage?.(message);
       }),
@@ -438,6 +444,19 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
         message,
         details: { refused, overflowed, admitted_by_pid: admittedByPid },
       });
+    }
+    const decided = oomRestart.rounds > 0 ? oomRestart.written() : null;
+    if (decided !== null && result.end.cause !== "ok") {
+      const flags = Object.entries(decided)
+        .map(([name, value]) => `--knob ${name}=${String(value)}`)
+        .join(" ");
+      result = {
+        ...result,
+        end: {
+          ...result.end,
+          message: `${result.end.message}; a rank ran out of memory and brim chose for every rank: ${flags} (run again with them, or let the launcher restart the ranks: torchrun --max-restarts 1)`,
+        },
+      };
     }
     writer.flush();
     const loss = writer.loss;

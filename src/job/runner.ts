@@ -119,7 +119,7 @@ export class Job {
     const env = jobEnvironment({ ...options, channelToken: token }, channel.path);
     if (options.stacksDir !== undefined) {
       try {
-        mkdirSync(options.stacksDir, { recursive: true });
+        mkdirSync(options.stacksDir, { recursive: true, mode: 0o700 });
         env.BRIM_STACKS_DIR = options.stacksDir;
       } catch {
         // no stack dumps on a stall; the run goes on

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { smallerMicroBatch } from "../../src/guard/oom-restart.ts";
 import { describeStall, Steppers, topFrame } from "../../src/job/ranks.ts";
 
 describe("ranks: stalls", () => {
@@ -32,5 +33,30 @@ describe("ranks: stalls", () => {
     ].join("\n");
     expect(topFrame(dump)).toBe('File "/x/torch/autograd/graph.py", line 979 in _engine_run_backward');
     expect(topFrame("")).toBeNull();
+  });
+});
+
+describe("ranks: the next round's micro-batch after an out-of-memory", () => {
+  it("halves the micro-batch and doubles accumulation: the same samples per optimizer step on every rank", () => {
+    const plan = smallerMicroBatch({ batch_size: 32 }, { batch_size: 32, lr: 0.1 });
+    expect(plan).toMatchObject({ knobs: { batch_size: 16, accumulation: 2, lr: 0.1 } });
+    expect(smallerMicroBatch({ batch_size: 16, accumulation: 2 }, { batch_size: 16, accumulation: 2 })).toMatchObject({
+      knobs: { batch_size: 8, accumulation: 4 },
+    });
+  });
+
+  it("keeps the samples per step whole when the micro-batch does not halve evenly", () => {
+    expect(smallerMicroBatch({ batch_size: 6, accumulation: 1 }, {})).toMatchObject({ knobs: { batch_size: 3, accumulation: 2 } });
+    expect(smallerMicroBatch({ batch_size: 5, accumulation: 1 }, {})).toMatchObject({ knobs: { batch_size: 1, accumulation: 5 } });
+    expect(smallerMicroBatch({ batch_size: 10, accumulation: 3 }, {})).toMatchObject({ knobs: { batch_size: 5, accumulation: 6 } });
+  });
+
+  it("decides once per round: a second rank out of memory with the old micro-batch changes nothing", () => {
+    expect(smallerMicroBatch({ batch_size: 32 }, { batch_size: 16, accumulation: 2 })).toEqual({ already: true });
+  });
+
+  it("says why when there is nothing to lower", () => {
+    expect(smallerMicroBatch({}, {})).toMatchObject({ reason: expect.stringMatching(/reads no batch_size knob/) as unknown });
+    expect(smallerMicroBatch({ batch_size: 1 }, {})).toMatchObject({ reason: expect.stringMatching(/none smaller/) as unknown });
   });
 });

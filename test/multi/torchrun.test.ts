@@ -136,4 +136,38 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
     },
     SLOW,
   );
+
+  it(
+    "torchrun --max-restarts 1: the rank that runs out of memory exits with brim's code, every rank of round 2 runs the smaller micro-batch",
+    () => {
+      const store = join(root, "oom");
+      const command = [...TORCHRUN, "--max-restarts", "1", "ddp_oom.py", "--max-steps", "4"];
+      const r = spawnSync(process.execPath, [BRIM, "run", "--json", "--store", store, "--knob", "batch_size=32", "--", ...command], {
+        cwd: JOBS,
+        encoding: "utf8",
+        timeout: 180_000,
+        // gloo cannot re-connect its ranks through the agent's shared store after a restart (docs/attach.md)
+        env: { ...process.env, TORCH_DISABLE_SHARE_RDZV_TCP_STORE: "1" },
+      });
+      const meta = JSON.parse(r.stdout) as Meta;
+      expect(meta.end.cause, meta.end.message).toBe("ok");
+      const dir = join(store, "runs", meta.id);
+      expect(JSON.parse(readFileSync(join(dir, "knobs.json"), "utf8"))).toEqual({ batch_size: 16, accumulation: 2 });
+      const output = readFileSync(join(dir, "output.log"), "utf8");
+      expect(output).toMatch(/exitcode\s*: 75/);
+      for (const rank of [0, 1]) {
+        expect(output).toContain(`rank ${rank} round 0 micro-batch 32 accumulation 1`);
+        expect(output).toContain(`rank ${rank} round 1 micro-batch 16 accumulation 2`);
+        expect(output).toContain(`rank ${rank} done: 4 steps of 16 x 2`);
+      }
+      const events = readFileSync(join(dir, "timeline.ndjson"), "utf8")
+        .split("\n")
+        .filter((l) => l.includes('"oom_restart_planned"'));
+      expect(events).toHaveLength(1);
+      // the summary is the last round's: its ranks' own steps
+      expect(meta.summary.steps).toBe(4);
+      expect((meta.ranks ?? []).map((x) => x.steps)).toEqual([4, 4]);
+    },
+    SLOW,
+  );
 });

@@ -103,7 +103,8 @@ export function mainProcessPid(facts: {
   const { startPid, stepCounts, hellos } = facts;
   if (stepCounts.size === 0) return startPid;
   const stepping = hellos.filter((h) => stepCounts.has(h.pid));
-  const rank0 = stepping.find((h) => h.rank === 0);
+  // after a launcher's restart the new round's rank 0 is the one that counts
+  const rank0 = stepping.findLast((h) => h.rank === 0);
   if (rank0 !== undefined) return rank0.pid;
   if (startPid !== null && stepCounts.has(startPid)) return startPid;
   const mains = stepping.filter((h) => h.role === "main");
@@ -316,7 +317,8 @@ export class TimelineFold {
     const seen = new Map<number, RankMeasures>();
     for (const h of this.#hellos) {
       const p = this.#processes.get(h.pid);
-      if (h.rank === null || p === undefined || seen.has(h.rank)) continue;
+      // hellos come in order: a restarted round's rank replaces the one before it
+      if (h.rank === null || p === undefined) continue;
       seen.set(h.rank, {
         rank: h.rank,
         local_rank: h.local_rank,

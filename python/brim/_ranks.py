@@ -1,0 +1,70 @@
+"""Ranks of a distributed job (torchrun, accelerate, DeepSpeed): restart-based recovery from running
+out of memory.
+
+A rank must never shrink its micro-batch alone: the others would wait for it in a collective it no
+longer joins, or average gradients of different batches. So in a job of two or more ranks, a rank
+that runs out of memory tells brim (event "oom_exit", with the knobs it ran with) and exits with
+OOM_EXIT_CODE; the launcher ends the other ranks and, with restarts left (torchrun --max-restarts),
+starts a new round, whose ranks all read the smaller micro-batch brim wrote to BRIM_KNOBS_FILE.
+"""
+
+import atexit
+import os
+import sys
+from typing import Any
+
+from . import _env, _state
+
+OOM_EXIT_CODE = 75  # EX_TEMPFAIL: worth trying again (with a smaller micro-batch)
+
+
+def world_size() -> int:
+    for name in ("WORLD_SIZE", "SLURM_NTASKS"):
+        try:
+            return int(os.environ.get(name, "1"))
+        except ValueError:
+            continue
+    return 1
+
+
+def is_oom(error: BaseException) -> bool:
+    """A PyTorch out-of-memory error (torch.OutOfMemoryError / torch.cuda.OutOfMemoryError, or a
+    RuntimeError saying so), without importing torch."""
+    names = {c.__name__ for c in type(error).__mro__}
+    return "OutOfMemoryError" in names or (isinstance(error, RuntimeError) and "out of memory" in str(error).lower())
+
+
+def _exit_on_oom(kind: Any, error: BaseException, tb: Any, original: Any = sys.excepthook) -> None:
+    """The excepthook: the traceback as before, then, for an out-of-memory error, the event and the
+    exit code. The code is set at exit, not here: torch.distributed's own hook (installed by
+    init_process_group over this one) collects what this hook writes and prints it after it returns."""
+    original(kind, error, tb)
+    if not is_oom(error):
+        return
+    atexit.register(os._exit, OOM_EXIT_CODE)  # runs first (last registered): after the traceback is out
+    try:
+        from . import _tracking
+
+        attach = sys.modules.get("brim._attach")  # count the step the attach still holds
+        if attach is not None:
+            attach.at_exit()
+        _tracking.at_exit()
+        _state.event("oom_exit", message="this rank ran out of memory: it exits with code %d so that every rank restarts "
+                     "with a smaller micro-batch" % OOM_EXIT_CODE, step=_state.state.steps,
+                     rank=os.environ.get("RANK"), knobs=_env.knobs(), exit_code=OOM_EXIT_CODE)
+        _state.close()
+        sys.stderr.write("brim: rank %s ran out of memory at step %d; exit code %d: brim gives every rank of the next round "
+                         "a smaller micro-batch (torchrun --max-restarts)\n"
+                         % (os.environ.get("RANK", "?"), _state.state.steps, OOM_EXIT_CODE))
+    except Exception:
+        pass
+
+
+def install() -> bool:
+    """In a rank of a job of two or more, end the process with OOM_EXIT_CODE on an uncaught
+    out-of-memory error. Returns whether it was installed."""
+    if world_size() < 2 or _env.channel_path() is None:
+        return False
+    original = sys.excepthook
+    sys.excepthook = lambda kind, error, tb: _exit_on_oom(kind, error, tb, original)
+    return True
