@@ -14,6 +14,7 @@
  */
 import type { TuneRecord } from "../record/types.ts";
 import type { Knobs, TrialResult } from "./types.ts";
+import { mean as meanOf } from "../stats.ts";
 
 /** A/B pairs measured to confirm a winner, at least and at most (more while the interval holds 1.0 and time allows). */
 export const CONFIRM_PAIRS = 2;
@@ -54,7 +55,7 @@ export function tQuantile975(df: number): number {
   return T975[whole - 1] ?? 1.96 + 2.4 / whole;
 }
 
-const mean = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
+const mean = (values: readonly number[]): number => meanOf(values) ?? NaN;
 
 /**
  * The speedup of the winner over the baseline from interleaved measurements, with its 95 % interval.

@@ -84,3 +84,42 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
     "the job counts something else as samples (e.g. a sequence-first batch counting time steps), so samples/s cannot be compared: no winner is picked on these numbers"
   );
 }
+
+/** The effective-batch policy line of a tune (as tune.json keeps it). */
+export interface PolicyLine {
+  kind: string;
+  before: number | null;
+  after: number | null;
+  text: string;
+}
+
+/**
+ * The policy line once the winner is known: the effective batch that really runs with it (its
+ * reported accumulation, else its knob, else 1) and what that means for the user.
+ *
+ * @example
+ * ```ts
+ * winnerPolicy({ kind: "free", before: 64, after: null, text: "" }, { batch_size: 256 }, { accumulation: 1 }).text;
+ * // "effective batch free: the winner changes it from 64 to 256 (256 × 1, ×4.00); check the learning rate suits it, or tune again with --fix batch_size to keep it"
+ * ```
+ */
+export function winnerPolicy(policy: PolicyLine, winner: Knobs, seen: SeenBatch | null | undefined): Pick<PolicyLine, "after" | "text"> {
+  const micro = winner[MICRO];
+  const acc = accumulationOf(winner, seen);
+  const after = effectiveBatchOf(winner, seen) ?? policy.before;
+  let text = policy.text;
+  if (policy.kind === "free" && policy.before !== null && after !== null && after !== policy.before) {
+    const hold =
+      winner[ACCUMULATION] !== undefined
+        ? `or tune again with --effective-batch ${policy.before} to hold it`
+        : acc > 1
+          ? `the job accumulates ${acc} batches per step in its code, where brim cannot change it (--fix batch_size keeps the micro-batch)`
+          : "or tune again with --fix batch_size to keep it";
+    text = `effective batch free: the winner changes it from ${policy.before} to ${after} (${String(micro)} × ${acc}, ×${(after / policy.before).toFixed(2)}); check the learning rate suits it, ${hold}`;
+  } else if (policy.kind === "held") {
+    text = `effective batch held at ${policy.before ?? "?"}: the winner keeps it (${String(micro)} × ${String(acc)})`;
+  } else if (policy.before !== null) {
+    text = `effective batch: the winner keeps it at ${policy.before}`;
+  }
+  return { after, text };
+}

@@ -13,6 +13,7 @@
  * @module
  */
 import type { Knobs, KnobValue, TrialResult } from "./types.ts";
+import { median } from "../stats.ts";
 
 /** The measurements of one trial the search reads. */
 export interface TrialEvidence {
@@ -95,7 +96,6 @@ const pct = (share: number): string => `${(share * 100).toFixed(0)} %`;
  * ```
  */
 export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number): TrialEvidence {
-  const sorted = [...result.stepSeconds].sort((a, b) => a - b);
   const precision = result.precision ?? (typeof knobs.precision === "string" ? knobs.precision : null);
   return {
     dataWait: result.dataWaitShare ?? null,
@@ -103,7 +103,7 @@ export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number):
     smActivity: result.smActivityMean ?? null,
     precision,
     memoryUsed: result.peakBytes !== null && capBytes > 0 ? result.peakBytes / capBytes : null,
-    stepS: sorted.length > 0 ? (sorted[Math.floor(sorted.length / 2)] ?? null) : null,
+    stepS: median(result.stepSeconds),
     cpuCores: result.cpuCores ?? null,
     cpus: result.cpus ?? null,
     hostBusy: result.hostBusy ?? null,

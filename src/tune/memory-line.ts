@@ -10,6 +10,7 @@
  * ```
  * @module
  */
+import { mean } from "../stats.ts";
 
 /** One measured peak: a trial that ran at `microBatch` and held at most `peakBytes`. */
 export interface MemoryPoint {
@@ -92,8 +93,8 @@ export function fitMemoryLine(points: readonly MemoryPoint[]): MemoryLineFit | n
   const n = points.length;
   const distinct = new Set(points.map((p) => p.microBatch)).size;
   if (distinct < 2) return null;
-  const meanX = points.reduce((s, p) => s + p.microBatch, 0) / n;
-  const meanY = points.reduce((s, p) => s + p.peakBytes, 0) / n;
+  const meanX = mean(points.map((p) => p.microBatch)) ?? 0;
+  const meanY = mean(points.map((p) => p.peakBytes)) ?? 0;
   let sxx = 0;
   let sxy = 0;
   for (const p of points) {

@@ -16,6 +16,7 @@ import type { Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
 import type { LiveState } from "../guard/live.ts";
 import { formatBytes } from "../bytes.ts";
+import { mean } from "../stats.ts";
 import { newRecordId, type RunStore } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv } from "./argv.ts";
@@ -23,10 +24,10 @@ import { describeBindings, resolveBindings } from "./bindings.ts";
 import { configBaseline, configFilesInCommand, fillTemplate, KNOWN_KNOBS, type KnobBinding } from "./knobs.ts";
 import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./record.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
-import { ACCUMULATION_KNOB, buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
+import { buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, CONFIRM_PAIRS_MAX, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
-import { accumulationOf, effectiveBatchOf, samplesMismatch } from "./effective.ts";
+import { samplesMismatch, winnerPolicy } from "./effective.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
 import { codeValues, dataLimit, type LoaderSeen } from "./loaders.ts";
 import { knobsKey } from "./strategies/axis.ts";
@@ -422,7 +423,7 @@ async function finish(
   const baselineRates = trials
     .filter((t) => knobsKey(t.knobs) === baselineKey && t.result.end === "ok" && t.result.samplesPerSecond !== null)
     .map((t) => t.result.samplesPerSecond as number);
-  const baselineRate = baselineRates.length > 0 ? baselineRates.reduce((a, b) => a + b, 0) / baselineRates.length : null;
+  const baselineRate = mean(baselineRates);
   const trusted = stopReason !== "untrusted" && stopReason !== "nothing_to_tune";
   const best = trusted && outcome !== null && outcome.bestIndex !== null ? outcome.trials[outcome.bestIndex] : undefined;
   const bestRate = outcome?.best?.samplesPerSecond ?? best?.result.samplesPerSecond ?? null;
@@ -448,25 +449,7 @@ async function finish(
     record.notes = [...record.notes, ...outcome.notes];
   }
   const policy = record.effective_batch_policy;
-  if (policy !== undefined && record.winner !== null) {
-    const micro = record.winner.knobs[MICRO_BATCH_KNOB];
-    // the effective batch that really ran: the winner's reported accumulation, else its knob, else 1
-    const acc = accumulationOf(record.winner.knobs, best?.result);
-    policy.after = effectiveBatchOf(record.winner.knobs, best?.result) ?? policy.before;
-    if (policy.kind === "free" && policy.before !== null && policy.after !== null && policy.after !== policy.before) {
-      const hold =
-        record.winner.knobs[ACCUMULATION_KNOB] !== undefined
-          ? `or tune again with --effective-batch ${policy.before} to hold it`
-          : acc > 1
-            ? `the job accumulates ${acc} batches per step in its code, where brim cannot change it (--fix batch_size keeps the micro-batch)`
-            : "or tune again with --fix batch_size to keep it";
-      policy.text = `effective batch free: the winner changes it from ${policy.before} to ${policy.after} (${String(micro)} × ${acc}, ×${(policy.after / policy.before).toFixed(2)}); check the learning rate suits it, ${hold}`;
-    } else if (policy.kind === "held") {
-      policy.text = `effective batch held at ${policy.before ?? "?"}: the winner keeps it (${String(micro)} × ${String(acc)})`;
-    } else if (policy.before !== null) {
-      policy.text = `effective batch: the winner keeps it at ${policy.before}`;
-    }
-  }
+  if (policy !== undefined && record.winner !== null) Object.assign(policy, winnerPolicy(policy, record.winner.knobs, best?.result));
   const ending = record.winner !== null ? trials.find((t) => t.index === record.winner?.index) : trials[0];
   if (ending !== undefined && ending.result.end === "ok") record.limits = stillLimits(evidenceOf(ending.result, ending.knobs, record.cap_bytes), ending.knobs);
   if (state.codeHints.length > 0) record.limits = [...(record.limits ?? []), ...state.codeHints];

@@ -13,6 +13,7 @@
  * @module
  */
 import { isWarmupStep } from "../record/timeline/index.ts";
+import { mean as meanOf } from "../stats.ts";
 
 /** One step of the job's main process as the trial sees it. */
 export interface StepTime {
@@ -169,7 +170,7 @@ export function isStable(steady: readonly StepTime[], minSteps: number, stableWi
   const b = rateOf(steady.slice(steady.length - half));
   if (a === null || b === null || Math.abs(a / b - 1) > stableWithin) return false;
   const perSample = steady.map((s) => s.seconds / Math.max(1, s.samples ?? 1));
-  const mean = sum(perSample) / perSample.length;
+  const mean = meanOf(perSample) ?? 0;
   const sd = Math.sqrt(sum(perSample.map((x) => (x - mean) ** 2)) / (perSample.length - 1));
   return mean > 0 && sd / mean / Math.sqrt(perSample.length) <= stableWithin / 2;
 }

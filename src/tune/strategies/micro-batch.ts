@@ -17,6 +17,7 @@ import { knobsKey } from "./axis.ts";
 import { didNotFit, peakOf, ranAsGiven } from "./ledger.ts";
 import { compareThroughput, gapBound, type CurvePoint } from "./noise.ts";
 import { pct, rate, type Searcher } from "./searcher.ts";
+import { median } from "../../stats.ts";
 
 /** How far beyond the largest micro-batch that ran one probe may go, without a prior. */
 export const GROWTH = 4;
@@ -179,7 +180,7 @@ function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean):
   // a micro-batch whose single step would outlast the measurement window cannot be measured in it
   const maxStep = options.maxStepS;
   const topSteps = here.filter((t) => axis.microOf(t.knobs) === top.x && ranAsGiven(t.result)).flatMap((t) => t.result.stepSeconds);
-  const topStep = topSteps.length > 0 ? ([...topSteps].sort((a, b) => a - b)[Math.floor(topSteps.length / 2)] ?? null) : null;
+  const topStep = median(topSteps);
   const stepLimit = maxStep !== undefined && topStep !== null && topStep > 0 ? Math.floor((top.x * maxStep) / topStep) : Infinity;
   if (Number.isFinite(stepLimit) && stepLimit < Math.min(edge, reachTarget) && !s.stepCapped.has(family)) {
     s.stepCapped.add(family);

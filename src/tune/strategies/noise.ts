@@ -8,6 +8,7 @@
  * ```
  * @module
  */
+import { mean as meanOf, median } from "../../stats.ts";
 
 /** The smallest relative noise a single trial's throughput is assumed to have. */
 export const NOISE_FLOOR = 0.005;
@@ -32,7 +33,7 @@ export interface Measured {
 export function withinTrialNoise(stepSeconds: readonly number[]): number | null {
   const n = stepSeconds.length;
   if (n < 3) return null;
-  const mean = stepSeconds.reduce((a, b) => a + b, 0) / n;
+  const mean = meanOf(stepSeconds) ?? 0;
   if (!(mean > 0)) return null;
   const variance = stepSeconds.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1);
   return Math.sqrt(variance) / mean / Math.sqrt(n);
@@ -50,17 +51,13 @@ export function withinTrialNoise(stepSeconds: readonly number[]): number | null 
  */
 export function trialNoise(withinTrial: readonly number[], repeats: readonly (readonly number[])[]): number {
   let noise = NOISE_FLOOR;
-  const sorted = [...withinTrial].sort((a, b) => a - b);
-  if (sorted.length > 0) {
-    const mid = Math.floor(sorted.length / 2);
-    const median = sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-    noise = Math.max(noise, median);
-  }
+  const middle = median(withinTrial);
+  if (middle !== null) noise = Math.max(noise, middle);
   let squares = 0;
   let df = 0;
   for (const values of repeats) {
     if (values.length < 2) continue;
-    const mean = values.reduce((a, b) => a + b, 0) / values.length;
+    const mean = meanOf(values) ?? 0;
     if (!(mean > 0)) continue;
     for (const v of values) squares += (v / mean - 1) ** 2;
     df += values.length - 1;
