@@ -120,7 +120,7 @@ for (const name of CORPUS) {
         continue;
       }
     }
-    const row = plan(`corpus:${name}`, python, entry.command, work, env);
+    const row = plan(`corpus:${name}`, python, entry.command, entry.cwd ? join(work, entry.cwd) : work, env);
     console.log(`${row.name}: exit ${row.exit}, ${row.wall_s} s${row.gpus ? `, ${row.gpus.length} GPUs` : `: ${row.stderr_tail?.at(-1)}`}`);
     rows.push(row);
   } finally {

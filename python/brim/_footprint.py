@@ -22,6 +22,7 @@ The window of one forward opens at the DataLoader's fetch and closes at the back
 
 import gc
 import os
+import warnings
 from typing import Any, Dict, List, Optional, Set
 
 from . import _state
@@ -179,10 +180,11 @@ class _Capture:
         params: Dict[int, Any] = {}
         buffers: Dict[int, int] = {}
         cudnn: Set[str] = set()
-        for obj in gc.get_objects():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # isinstance on a deprecated module object warns
+            objects = [o for o in gc.get_objects() if isinstance(o, module_type)]
+        for obj in objects:
             try:
-                if not isinstance(obj, module_type):
-                    continue
                 kind = type(obj).__name__
                 if type(obj).__module__.startswith("torch.nn") and kind.startswith(_CUDNN_KINDS):
                     cudnn.add(kind)

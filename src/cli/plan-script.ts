@@ -72,12 +72,26 @@ export async function planScriptCommand(command: string[], options: PlanScriptOp
     throw new UsageError("the command uses {batch_size} and brim plan has no value for it: give your micro-batch with --measure-batch <n>");
   const steps = options.steps ?? 3;
   const session = newRecordId();
-  const a = await measure(command, cwd, bindings, documents, first, steps, session, 0, options, out, machine, store);
+  const a = await measure(command, cwd, bindings, documents, first, steps, session, 0, options, out, machine, store, baseline[MICRO_BATCH_KNOB]);
   const points: MeasuredPoint[] = [a.point];
   const micro = a.point.micro_batch;
   if (batchBound) {
     const other = micro >= 2 ? Math.floor(micro / 2) : 2;
-    const b = await measure(command, cwd, bindings, documents, { ...fixed, [MICRO_BATCH_KNOB]: other }, steps, session, 1, options, out, machine, store);
+    const b = await measure(
+      command,
+      cwd,
+      bindings,
+      documents,
+      { ...fixed, [MICRO_BATCH_KNOB]: other },
+      steps,
+      session,
+      1,
+      options,
+      out,
+      machine,
+      store,
+      baseline[MICRO_BATCH_KNOB],
+    );
     if (b.point.micro_batch !== micro) points.push(b.point);
     else notes.push(`the job ran micro-batch ${micro} both times: the ${MICRO_BATCH_KNOB} knob did not reach its DataLoader`);
   } else {
@@ -136,6 +150,7 @@ async function measure(
   out: Output,
   devices: Devices,
   store: RunStore,
+  baselineBatch: number | string | boolean | undefined,
 ): Promise<Measured> {
   const copies: string[] = [];
   try {
@@ -189,7 +204,8 @@ async function measure(
       );
     }
     const events = result.timeline.events.filter((e) => e.event === "footprint").map((e) => e.details);
-    const micro = typeof knobs[MICRO_BATCH_KNOB] === "number" ? knobs[MICRO_BATCH_KNOB] : (result.summary.micro_batch ?? null);
+    const knob = knobs[MICRO_BATCH_KNOB] ?? baselineBatch;
+    const micro = typeof knob === "number" ? knob : (result.summary.micro_batch ?? null);
     const { point, params, optimizers } = pointFromEvents(events, result.meta.id, micro, result.summary.peak_tree_rss_bytes);
     const cudnn = result.timeline.events.flatMap((e) => {
       const kinds = (e.details as { params?: { cudnn_modules?: unknown } } | undefined)?.params?.cudnn_modules;

@@ -361,6 +361,7 @@ export function planScript(
     notes.push(
       `measured at one micro-batch only (${hi.micro_batch}): all saved bytes are counted per sample, which over-states the per-sample part; a batch_size knob brim can set (a {batch_size} template, a config key or --bind) gives the fixed part too`,
     );
+  if (hi.batch_bytes === null) notes.push("the job fed no DataLoader batch brim could see: its inputs are inside the saved bytes, not a term of their own");
   const expected = 4 * params.trainable;
   if (hi.grad_bytes > 0 && Math.abs(hi.grad_bytes - expected) > 0.05 * expected)
     notes.push(`the job held ${hi.grad_bytes} bytes of gradients where 4 bytes per trainable parameter make ${expected}: the plan models ${expected}`);

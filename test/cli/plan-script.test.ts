@@ -1,0 +1,83 @@
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+// `brim plan -- <command>` through the built CLI, on a bundled example and on an unmodified public
+// script of the corpus (pytorch/examples' word_language_model, in a temporary copy after its prepare step).
+const REPO = resolve(import.meta.dirname, "..", "..");
+const BRIM = join(REPO, "bin", "brim.js");
+const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
+const store = mkdtempSync(join(tmpdir(), "brim-plan-script-"));
+const work = mkdtempSync(join(tmpdir(), "brim-plan-wlm-"));
+afterAll(() => {
+  rmSync(store, { recursive: true, force: true });
+  rmSync(work, { recursive: true, force: true });
+});
+
+interface Plan {
+  params: { total: number; trainable: number };
+  fit: { method: string; points: { micro_batch: number; saved_bytes: number }[]; saved_per_sample_bytes: number };
+  yours: { micro_batch: number; accumulation: number; precision: string };
+  gpus: { gpu: { id: string }; largest: Record<string, number | null>; yours: { share_of_gpu: number; fits: boolean }; calibration: string | null }[];
+}
+
+const plan = (cwd: string, env: Record<string, string>, ...args: string[]) =>
+  spawnSync(process.execPath, [BRIM, "plan", "--store", store, ...args], { cwd, encoding: "utf8", timeout: 240_000, env: { ...process.env, ...env } });
+
+describe("brim plan -- <command>", () => {
+  it("plans a bundled example from its own config, at two micro-batches, for three GPUs side by side", () => {
+    const r = plan(
+      REPO,
+      {},
+      "--gpu",
+      "t4,a100-80gb,h100-sxm",
+      "--steps",
+      "2",
+      "--",
+      PYTHON,
+      "examples/cnn-lstm/train.py",
+      "--config",
+      "examples/cnn-lstm/config.yaml",
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/knobs found: batch_size=16 \(examples\/cnn-lstm\/config\.yaml: /);
+    expect(r.stderr).toMatch(/measuring the job at micro-batch 8 for 2 steps: .*\.config\.yaml\.brim-plan-/);
+    expect(r.stdout).toMatch(/^ {2}fp32 +[\d,]+ +[\d,]+ +[\d,]+$/m);
+    expect(r.stdout).toMatch(/^ {2}bf16-mixed +— +[\d,]+ +[\d,]+$/m);
+    expect(r.stdout).toMatch(/^- T4 \(15\.\d+ GiB\): your config uses [\d.]+ %/m);
+    expect(r.stdout).toMatch(/GPU-only +added to every column/);
+    expect(r.stdout).toMatch(/calibrated for h100-sxm by hopper-torch2/);
+    expect(r.stdout).toMatch(/Conv1d, LSTM layers: on a GPU cuDNN adds workspaces/);
+  }, 240_000);
+
+  it("plans an unmodified public script from its argv knob, in a copy after its prepare step", () => {
+    cpSync(join(REPO, "corpus", "pe-word-language-model"), work, { recursive: true });
+    const prep = spawnSync(PYTHON, ["prepare.py"], { cwd: work, encoding: "utf8" });
+    expect(prep.status, prep.stderr).toBe(0);
+    const r = plan(work, {}, "--json", "--steps", "2", "--", PYTHON, "main.py", "--epochs", "1", "--batch_size", "20", "--emsize", "100", "--nhid", "100");
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/measuring the job at micro-batch 10 for 2 steps: .* --batch_size 10 /);
+    const p = JSON.parse(r.stdout) as Plan;
+    expect(p.fit.method).toBe("two-point");
+    expect(p.fit.points.map((x) => x.micro_batch)).toEqual([10, 20]);
+    // what autograd saves grows with the batch, and part of it does not (the LSTM's weights as saved)
+    const [lo, hi] = p.fit.points;
+    expect((hi?.saved_bytes ?? 0) / (lo?.saved_bytes ?? 1)).toBeGreaterThan(1.5);
+    expect(p.params.trainable).toBeGreaterThan(100_000);
+    expect(p.yours).toMatchObject({ micro_batch: 20, accumulation: 1, precision: "fp32" });
+    expect(p.gpus.map((g) => g.gpu.id)).toEqual(["t4", "rtx-4090", "a100-80gb", "h100-sxm"]);
+    for (const g of p.gpus) {
+      expect(g.yours.fits).toBe(true);
+      expect(g.largest.fp32).toBeGreaterThan(20);
+    }
+  }, 240_000);
+
+  it("prints a failed measuring run's last lines and exits non-zero", () => {
+    const r = plan(REPO, {}, "--", PYTHON, "-c", "import sys; print('loading data'); sys.exit('bad config: no such file data.csv')");
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/\| loading data\n {2}\| bad config: no such file data\.csv\n/);
+    expect(r.stderr).toMatch(/did not end ok \(crashed: .*\); nothing is planned/);
+  });
+});

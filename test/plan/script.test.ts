@@ -1,0 +1,126 @@
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { fitFootprint, optimizerOf, planScript, pointFromEvents, PROFILE_ACCURACY, type FootprintEvent, type MeasuredPoint } from "../../src/plan/script.ts";
+
+const REPO = resolve(import.meta.dirname, "..", "..");
+
+const params: NonNullable<FootprintEvent["params"]> = {
+  total: 1_000_000,
+  trainable: 1_000_000,
+  by_dtype: { float32: 1_000_000 },
+  buffer_bytes: 0,
+  tensors: [
+    { name: "w1", shape: [1000, 500], trainable: true },
+    { name: "w2", shape: [500, 1000], trainable: true },
+  ],
+  tensors_listed: true,
+};
+
+function event(forward: number, samples: number | null, saved: number, extra: Partial<FootprintEvent> = {}): FootprintEvent {
+  return {
+    forward,
+    saved_bytes: saved,
+    largest_saved_bytes: saved / 4,
+    batch_bytes: samples === null ? null : samples * 100,
+    batch_samples: samples,
+    grad_bytes: 4_000_000,
+    optimizer_state_bytes: forward > 1 ? 8_000_000 : 0,
+    optimizers: ["AdamW"],
+    autocast: null,
+    ...(forward === 1 ? { params } : {}),
+    ...extra,
+  };
+}
+
+const point = (micro: number, saved: number): MeasuredPoint => ({
+  run_id: `r${micro}`,
+  micro_batch: micro,
+  forwards: 3,
+  saved_bytes: saved,
+  largest_saved_bytes: saved / 4,
+  batch_bytes: micro * 100,
+  grad_bytes: 4_000_000,
+  optimizer_state_bytes: 8_000_000,
+  rss_peak_bytes: null,
+  autocast: null,
+});
+
+describe("the script path's footprint", () => {
+  it("takes a run's micro-batch from the batches it saw (a short last batch is not it) and its largest forward there", () => {
+    const events = [event(1, 32, 3_200_000), event(2, 32, 3_300_000), event(3, 7, 700_000)];
+    const { point: p, optimizers } = pointFromEvents(events, "run-a", null, 123);
+    expect(p).toMatchObject({ micro_batch: 32, saved_bytes: 3_300_000, batch_bytes: 3200, optimizer_state_bytes: 8_000_000, forwards: 3, rss_peak_bytes: 123 });
+    expect(optimizers).toEqual(["AdamW"]);
+  });
+
+  it("falls back on the knob's micro-batch when the job has no DataLoader, and refuses a run with no backward", () => {
+    expect(pointFromEvents([event(1, null, 1000)], "r", 20, null).point.micro_batch).toBe(20);
+    expect(() => pointFromEvents([], "run-x", 20, null)).toThrow(/run-x ran no backward/);
+  });
+
+  it("fits fixed and per-sample parts through two points; one point counts everything per sample", () => {
+    const two = fitFootprint([point(32, 3_300_000), point(16, 1_700_000)]);
+    expect(two).toMatchObject({ method: "two-point", saved_per_sample_bytes: 100_000, saved_fixed_bytes: 100_000, input_per_sample_bytes: 100 });
+    const one = fitFootprint([point(32, 3_300_000)]);
+    expect(one).toMatchObject({ method: "one-point", saved_fixed_bytes: 0 });
+    expect(one.saved_per_sample_bytes).toBeCloseTo(103_125);
+  });
+
+  it("names the optimizer from its class and the state it held per trainable parameter", () => {
+    expect(optimizerOf(["AdamW"], 8_000, 1_000)).toBe("adamw");
+    expect(optimizerOf(["Adam"], 8_000, 1_000)).toBe("adam");
+    expect(optimizerOf(["SGD"], 4_000, 1_000)).toBe("sgd-momentum");
+    expect(optimizerOf(["SGD"], 0, 1_000)).toBe("sgd");
+    expect(optimizerOf([], 0, 1_000)).toBe("sgd");
+  });
+});
+
+describe("planScript", () => {
+  const points = [point(16, 1_700_000), point(32, 3_300_000)];
+  const plan = planScript(points, params, ["AdamW"], {
+    command: ["python", "train.py"],
+    gpus: ["t4", "a100-80gb", "h100-sxm"],
+    yours: { micro_batch: 4, accumulation: 8, precision: "bf16-mixed", precision_from: "test" },
+  });
+
+  it("plans every GPU asked, with the largest micro-batch per precision (none where the card has no fast bf16)", () => {
+    expect(plan.gpus.map((g) => g.gpu.id)).toEqual(["t4", "a100-80gb", "h100-sxm"]);
+    const [t4, a100] = plan.gpus;
+    expect(t4?.largest["bf16-mixed"]).toBeNull();
+    expect(t4?.largest.fp32).toBeGreaterThan(1000);
+    expect(a100?.largest["bf16-mixed"]).toBeGreaterThan(a100?.largest.fp32 ?? Infinity);
+    // the T4 plans your bf16-mixed config in fp16-mixed
+    expect(t4?.yours.precision).toBe("fp16-mixed");
+  });
+
+  it("keeps the effective batch: the largest divisor of it that fits, and its share of the card", () => {
+    const h100 = plan.gpus[2];
+    expect(plan.yours.effective_batch).toBe(32);
+    expect(h100?.better).toMatchObject({ micro_batch: 32, accumulation: 1 });
+    expect(h100?.better?.peak_bytes).toBeGreaterThan(h100?.yours.peak_bytes ?? Infinity);
+    expect(h100?.yours.share_of_gpu).toBeCloseTo((h100?.yours.peak_bytes ?? 0) / (h100?.gpu.memory_bytes ?? 1), 3);
+  });
+
+  it("says where each figure comes from: GPU-only terms calibrated on the H100, defaults elsewhere", () => {
+    expect(plan.gpus[2]?.calibration).toMatch(/hopper/);
+    expect(plan.gpus[2]?.gpu_terms.every((t) => t.provenance === "calibrated")).toBe(true);
+    expect(plan.gpus[0]?.calibration).toBeNull();
+    expect(plan.gpus[0]?.gpu_terms.every((t) => t.provenance === "default")).toBe(true);
+    expect(plan.provenance.activations.provenance).toBe("measured");
+    expect(plan.provenance.temporaries.provenance).toBe("modelled");
+    expect(plan.optimizer).toBe("adamw");
+  });
+
+  it("quotes the validation record as it is", () => {
+    const record = JSON.parse(readFileSync(join(REPO, PROFILE_ACCURACY.record), "utf8")) as {
+      results: { source: string; mode: string; pairs: number; median_abs_error: number; worst_abs_error: number }[];
+    };
+    const row = record.results.find((r) => r.source === "profile" && r.mode === "leave-one-job-out");
+    expect(row).toMatchObject({
+      pairs: PROFILE_ACCURACY.pairs,
+      median_abs_error: PROFILE_ACCURACY.median_abs_error,
+      worst_abs_error: PROFILE_ACCURACY.worst_abs_error,
+    });
+  });
+});
