@@ -8,8 +8,10 @@ export interface LiveState {
   steps: number;
   /** Steps the budget allows (per process), when known. */
   totalSteps: number | null;
-  /** Samples per second over the recent steady steps of the main process. */
+  /** Samples per second over the recent steady steps of the main process; with two or more ranks, the sum of the ranks' own (the job's, or on one node of many, that node's share). */
   samplesPerS: number | null;
+  /** With two or more ranks (torchrun, accelerate): each rank's own figures over its recent steady steps, by rank. */
+  ranks?: readonly RankLive[];
   /** Share of recent step time spent waiting for data. */
   waitShare: number | null;
   /** The run so far by the timeline model's definitions (what the summary will say): throughput over all steady steps of the main process, */
@@ -55,6 +57,23 @@ export interface GpuLiveReading {
   usedBytes: number | null;
 }
 
+/**
+ * One rank's live figures.
+ *
+ * @example
+ * ```ts
+ * const r: RankLive = { rank: 1, localRank: 1, pid: 4242, steps: 120, samplesPerS: 950, waitShare: 0.02 };
+ * ```
+ */
+export interface RankLive {
+  rank: number;
+  localRank: number | null;
+  pid: number;
+  steps: number;
+  samplesPerS: number | null;
+  waitShare: number | null;
+}
+
 /** The part of a sampler reading the live state uses. */
 export interface LiveReading {
   t: number;
@@ -89,6 +108,9 @@ export class LiveTracker {
   #state: LiveState;
   #fold = new TimelineFold();
   #recent = new Map<number, { samples: number; wait: number; busy: number }[]>();
+  /** rank → its process now (a launcher's restart gives a rank a new one), and each process's steps */
+  #rankPids = new Map<number, { pid: number; localRank: number | null }>();
+  #stepsByPid = new Map<number, number>();
   #peakGpu: number | null = null;
   #peakRss: number | null = null;
 
@@ -143,6 +165,8 @@ export class LiveTracker {
         framework: null,
         versions: {},
       });
+      if (message.role === "main" && finite(message.rank))
+        this.#rankPids.set(message.rank, { pid: message.pid, localRank: finite(message.local_rank) ? message.local_rank : null });
       return;
     }
     if (message.type === "event") {
@@ -156,6 +180,7 @@ export class LiveTracker {
     const step = stepOf({ ...message, kind: "step" });
     if (step === null) return;
     this.#fold.step(step);
+    this.#stepsByPid.set(step.pid, (this.#stepsByPid.get(step.pid) ?? 0) + 1);
     let recent = this.#recent.get(step.pid);
     if (recent === undefined) {
       if (this.#recent.size >= MAX_RECENT_PROCESSES) return;
@@ -180,8 +205,34 @@ export class LiveTracker {
     });
     state.samplesPerS = totals.busy > 0 && totals.samples > 0 ? totals.samples / totals.busy : null;
     state.waitShare = totals.busy > 0 ? totals.wait / totals.busy : null;
+    if (this.#rankPids.size >= 2) {
+      state.ranks = this.#liveRanks();
+      // data-parallel ranks each train on their own samples: the job's rate is their sum
+      if (state.ranks.every((r) => r.samplesPerS !== null)) state.samplesPerS = state.ranks.reduce((n, r) => n + (r.samplesPerS ?? 0), 0);
+    }
     if (state.totalSteps !== null && totals.busy > 0 && recent.length > 0)
       state.etaS = Math.max(0, state.totalSteps - state.steps) * (totals.busy / recent.length);
+  }
+
+  #liveRanks(): RankLive[] {
+    return [...this.#rankPids.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([rank, { pid, localRank }]) => {
+        const recent = this.#recent.get(pid) ?? [];
+        const t = recent.reduce((sum, r) => ({ samples: sum.samples + r.samples, wait: sum.wait + r.wait, busy: sum.busy + r.busy }), {
+          samples: 0,
+          wait: 0,
+          busy: 0,
+        });
+        return {
+          rank,
+          localRank,
+          pid,
+          steps: this.#stepsByPid.get(pid) ?? 0,
+          samplesPerS: t.busy > 0 && t.samples > 0 ? t.samples / t.busy : null,
+          waitShare: t.busy > 0 ? t.wait / t.busy : null,
+        };
+      });
   }
 
   /** Takes one reading as the timeline keeps it (a `sample` entry): the GPU means come from these, as the summary's do. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { LiveTracker } from "../../src/guard/live.ts";
 import { smallerMicroBatch } from "../../src/guard/oom-restart.ts";
 import { describeStall, Steppers, topFrame } from "../../src/job/ranks.ts";
 
@@ -58,5 +59,34 @@ describe("ranks: the next round's micro-batch after an out-of-memory", () => {
   it("says why when there is nothing to lower", () => {
     expect(smallerMicroBatch({}, {})).toMatchObject({ reason: expect.stringMatching(/reads no batch_size knob/) as unknown });
     expect(smallerMicroBatch({ batch_size: 1 }, {})).toMatchObject({ reason: expect.stringMatching(/none smaller/) as unknown });
+  });
+});
+
+describe("ranks: the live state (the view, /metrics)", () => {
+  it("gives the job's samples/s as the sum of the ranks' own, each rank beside it; a restarted rank replaces its process", () => {
+    const live = new LiveTracker({ startedAt: 0, capBytes: null, capScope: "ram", totalSteps: null });
+    const hello = (pid: number, rank: number) => live.message({ v: 1, type: "hello", t: 0, pid, role: "main", rank, local_rank: rank });
+    const step = (pid: number, i: number, compute: number) =>
+      live.message({ v: 1, type: "step", t: 1 + i, pid, step: i, samples: 10, wait_s: 0, compute_s: compute, warmup: i < 1 });
+    hello(10, 0);
+    hello(11, 1);
+    for (let i = 0; i < 5; i++) {
+      step(11, i, 0.2); // rank 1: 50 samples/s
+      step(10, i, 0.1); // rank 0: 100 samples/s
+    }
+    let state = live.snapshot(10);
+    expect(state.samplesPerS).toBeCloseTo(150, 9);
+    expect(state.ranks?.map((r) => [r.rank, r.localRank, r.pid, r.steps, Math.round(r.samplesPerS ?? 0)])).toEqual([
+      [0, 0, 10, 5, 100],
+      [1, 1, 11, 5, 50],
+    ]);
+    hello(21, 1); // round 2 of a torchrun restart
+    for (let i = 0; i < 3; i++) {
+      step(21, i, 0.4); // 25 samples/s
+      step(10, 5 + i, 0.1);
+    }
+    state = live.snapshot(20);
+    expect(state.ranks?.map((r) => r.pid)).toEqual([10, 21]);
+    expect(state.samplesPerS).toBeCloseTo(125, 9);
   });
 });
