@@ -5,12 +5,13 @@
 // and where, the trials, the winner and its confirmed speedup (as tune.json in the run store has them),
 // or the "no gain" / "no winner" / failure with its reason, and the wall time.
 // Usage (after `npm run build`):
-//   node bench/tune-corpus.bench.mjs [--only a,b] [--fast] [--tune-time 150] [--run-only] [--merge] [--out bench/results/tune-corpus.json]
+//   node bench/tune-corpus.bench.mjs [--only a,b] [--fast] [--tune-time 150] [--run-timeout 150] [--run-only] [--merge] [--out bench/results/tune-corpus.json] [--help]
 // --merge keeps the entries of an existing record that this call does not run (each entry says which
 // call measured it: its `measured_by`, an index into `calls`).
 // Pythons: BRIM_BENCH_PYTHON (default the repository's .venv/bin/python, made by bash .ci/venv) for entries on the base packages;
 // BRIM_BENCH_EXTRA_PYTHON (default .venv-corpus/bin/python) for entries that need more, BRIM_BENCH_VISION_PYTHON
-// (default .venv-vision/bin/python: torch 2.14.1 + torchvision 0.29.1) for those that need torchvision (docs/corpus.md).
+// (default .venv-vision/bin/python: torch 2.14.1 + torchvision 0.29.1) for those that need torchvision (docs/corpus.md;
+// accelerate-mnist also needs accelerate and scikit-learn there).
 // An entry whose python or packages are missing is recorded as skipped, with the reason.
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -24,6 +25,16 @@ const option = (name, fallback) => {
   return at >= 0 && args[at + 1] !== undefined ? args[at + 1] : fallback;
 };
 const flag = (name) => args.includes(`--${name}`);
+if (flag("help") || args.includes("-h")) {
+  // the usage lines of this file's header, not a run (a run rewrites the record)
+  const usage = readFileSync(new URL(import.meta.url), "utf8")
+    .split("\n")
+    .slice(1)
+    .filter((line) => line.startsWith("//"))
+    .map((line) => line.replace(/^\/\/ ?/, ""));
+  console.log(usage.join("\n"));
+  process.exit(0);
+}
 const corpus = JSON.parse(readFileSync(join(repo, "corpus", "corpus.json"), "utf8"));
 const out = resolve(option("out", join(repo, "bench", "results", "tune-corpus.json")));
 const tuneTime = Number(option("tune-time", "150"));

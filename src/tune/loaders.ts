@@ -12,7 +12,8 @@
  * ```
  * @module
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import type { Knobs } from "./types.ts";
 
 /** A DataLoader the job built. */
@@ -102,5 +103,65 @@ function sourceLine(where: string): string | null {
     return readFileSync(where.slice(0, colon), "utf8").split("\n")[line - 1] ?? null;
   } catch {
     return null;
+  }
+}
+
+/**
+ * The job's own script: the first `.py` argument, or the module of `-m` (`pkg.mod` as `pkg/mod.py` in
+ * `cwd`); null when neither is a file.
+ *
+ * @example
+ * ```ts
+ * mainScript(["python", "-m", "examples.mnist_classifier"], "/jax"); // "/jax/examples/mnist_classifier.py"
+ * ```
+ */
+export function mainScript(command: readonly string[], cwd: string): string | null {
+  const at = command.indexOf("-m");
+  const module = at >= 1 ? command[at + 1] : undefined;
+  const candidates = module !== undefined ? [join(cwd, ...module.split(".")) + ".py", join(cwd, ...module.split("."), "__main__.py")] : [];
+  const script = command.slice(1).find((arg) => arg.endsWith(".py") && !arg.startsWith("-"));
+  if (script !== undefined) candidates.push(resolve(cwd, script));
+  return candidates.find((path) => existsSync(path)) ?? null;
+}
+
+/**
+ * A batch size written as a literal in the job's script where no DataLoader tells it (a JAX loop's
+ * `batch_size = 128`, a default argument `batch_size=32`): the one line that sets it, as a loader
+ * for {@link codeValues}; null when no line or several different ones do.
+ *
+ * @example
+ * ```ts
+ * scriptBatchLiteral("/jax/examples/mnist_classifier.py", "  num_epochs = 10\n  batch_size = 128\n"); // { where: "/jax/examples/mnist_classifier.py:2", batchSize: 128, ... }
+ * ```
+ */
+export function scriptBatchLiteral(path: string, text: string): LoaderSeen | null {
+  const found: { line: number; value: number }[] = [];
+  text.split("\n").forEach((line, i) => {
+    const code = line.replace(/#.*$/, "");
+    const m = /\bbatch_size\s*=\s*(\d+)\b(?!\s*[.\d])/.exec(code);
+    if (m?.[1] !== undefined && !/\bbatch_size\s*==/.test(code)) found.push({ line: i + 1, value: Number(m[1]) });
+  });
+  const first = found[0];
+  if (first === undefined || found.some((f) => f.value !== first.value) || found.length > 1) return null;
+  return { where: `${path}:${first.line}`, batchSize: first.value, numWorkers: null, pinMemory: null, dropLast: null, datasetLen: null, samplesPerRank: null };
+}
+
+/**
+ * The batch size written in the job's script ({@link scriptBatchLiteral}) as a loader list for
+ * {@link codeValues}: for a job whose steps came through no DataLoader (a JAX loop). Empty when none.
+ *
+ * @example
+ * ```ts
+ * codeValues(scriptLiteral(["python", "-m", "examples.mnist_classifier"], "/jax"), {}); // ["batch_size=128 is decided in the code at examples/mnist_classifier.py:57 ..."]
+ * ```
+ */
+export function scriptLiteral(command: readonly string[], cwd: string): LoaderSeen[] {
+  const path = mainScript(command, cwd);
+  if (path === null) return [];
+  try {
+    const found = scriptBatchLiteral(path, readFileSync(path, "utf8"));
+    return found === null ? [] : [found];
+  } catch {
+    return [];
   }
 }

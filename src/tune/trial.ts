@@ -24,7 +24,17 @@ import { rewriteArgv } from "./argv.ts";
 import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
 import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
-import { rateOf, splitWarmup, steadyMask, windowVerdict, type StepTime, type WindowContext, type WindowOptions, type WindowStop } from "./window.ts";
+import {
+  countedSteps,
+  rateOf,
+  splitWarmup,
+  steadyMask,
+  windowVerdict,
+  type StepTime,
+  type WindowContext,
+  type WindowOptions,
+  type WindowStop,
+} from "./window.ts";
 
 /** Everything every trial of one tune shares. */
 export interface TrialSettings {
@@ -162,6 +172,7 @@ class TrialWatch {
   readonly #trialContext: TrialContext;
   #context: WindowContext;
   readonly #steps = new Map<number, StepTime[]>();
+  #attached = false;
   #pid: number | null = null;
   #control: RunControl | null = null;
   #timer: NodeJS.Timeout | null = null;
@@ -185,6 +196,8 @@ class TrialWatch {
   }
 
   message(message: ChannelMessage): void {
+    // the attach is in the job and saw its DataLoader: its steps will come, the printed ones must not decide
+    if (message.type === "event" && message.kind === "loader") this.#attached = true;
     if (message.type !== "step") return;
     const seconds = (typeof message.wait_s === "number" ? message.wait_s : 0) + (typeof message.compute_s === "number" ? message.compute_s : 0);
     const reported = typeof message.samples === "number" ? message.samples : null;
@@ -195,6 +208,7 @@ class TrialWatch {
       seconds,
       warmup: message.warmup === true,
       batches: accumulation,
+      printed: message.source === "progress",
     };
     this.#steps.set(message.pid, [...(this.#steps.get(message.pid) ?? []), step]);
     this.#check();
@@ -204,12 +218,17 @@ class TrialWatch {
     for (const timer of [this.#timer, this.#limit, this.#backstop]) if (timer !== null) clearTimeout(timer);
   }
 
-  /** The main process's steps: the started process's when it reports, else the busiest reporter's. */
+  /**
+   * The main process's steps: the started process's when it reports, else the busiest reporter's. Steps
+   * read from the job's printed progress are the last resort: none count once the attach or the SDK
+   * reports steps, nor while the attach has seen the job's DataLoader and its first step is still to
+   * come (the HF Trainer's bar runs ahead of the attach's first step, counted at the next one).
+   */
   #main(): StepTime[] {
-    if (this.#pid !== null && this.#steps.has(this.#pid)) return this.#steps.get(this.#pid) ?? [];
     let best: StepTime[] = [];
-    for (const steps of this.#steps.values()) if (steps.length > best.length) best = steps;
-    return best;
+    if (this.#pid !== null && this.#steps.has(this.#pid)) best = this.#steps.get(this.#pid) ?? [];
+    else for (const steps of this.#steps.values()) if (steps.length > best.length) best = steps;
+    return countedSteps(best, this.#attached);
   }
 
   #check(): void {
@@ -274,7 +293,9 @@ export function classifyTrial(
   timedOut: boolean,
   knobs: Knobs = {},
 ): TrialResult {
-  const steps = mainSteps(run.timeline);
+  const all = mainSteps(run.timeline);
+  // the printed progress is the last resort: the steps the attach or the SDK counted replace it
+  const steps = all.some((step) => step.source !== "progress") ? all.filter((step) => step.source !== "progress") : all;
   const times: StepTime[] = steps.map((step) => ({
     t: step.t,
     samples: finite(step.samples) ? step.samples : samplesFromKnob(knobs, step.accumulation),

@@ -29,7 +29,7 @@ import { planPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, CONFIRM_PAIRS_MAX, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
 import { samplesMismatch, winnerPolicy } from "./effective.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
-import { codeValues, dataLimit, type LoaderSeen } from "./loaders.ts";
+import { codeValues, dataLimit, scriptLiteral, type LoaderSeen } from "./loaders.ts";
 import { knobsKey } from "./strategies/axis.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
@@ -280,7 +280,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   }
   const context = { ...contextOfDevices(deps.devices), loader: loaderBound(evidenceOf(first.result, baseline, settings.capBytes)) };
   // values written in the code: the file:line to change, said now and at the end
-  state.codeHints = codeValues(first.loaders, baseline);
+  state.codeHints = codeValues(first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, settings.cwd), baseline);
   state.codeHints.forEach(note);
   const data = dataLimit(first.loaders, typeof baseline[MICRO_BATCH_KNOB] === "number" ? baseline[MICRO_BATCH_KNOB] : null);
   if (data !== null && baseline[MICRO_BATCH_KNOB] !== undefined)

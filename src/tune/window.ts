@@ -26,6 +26,8 @@ export interface StepTime {
   warmup: boolean;
   /** batches the step fetched (the attach's count between two optimizer steps), when reported */
   batches?: number | null;
+  /** read from the job's printed progress, not counted by the attach or the SDK */
+  printed?: boolean;
 }
 
 /** The measurement window of a trial. */
@@ -138,6 +140,22 @@ export function splitWarmup(steps: readonly StepTime[], _warmupSteps: number): {
   const steady = steps.filter((_, i) => mask[i]);
   const warmup = steps.filter((step) => isWarmupStep(step)).length;
   return { warmup, outOfLine: steps.length - steady.length - warmup, steady };
+}
+
+/**
+ * The steps a trial measures from: steps read from the job's printed progress are the last resort,
+ * dropped once the attach or the SDK counts steps, and while the attach has seen the job's DataLoader
+ * (`attached`) and its first counted step is still to come.
+ *
+ * @example
+ * ```ts
+ * countedSteps([{ t: 1, samples: null, seconds: 0.1, warmup: false, printed: true }], true); // []
+ * ```
+ */
+export function countedSteps(steps: readonly StepTime[], attached: boolean): StepTime[] {
+  const printed = steps.some((s) => s.printed === true);
+  if (!printed || !(attached || steps.some((s) => s.printed !== true))) return [...steps];
+  return steps.filter((s) => s.printed !== true);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { codeValues, dataLimit, loadersOf } from "../../src/tune/loaders.ts";
+import { join, resolve } from "node:path";
+import { codeValues, dataLimit, loadersOf, mainScript, scriptBatchLiteral, scriptLiteral } from "../../src/tune/loaders.ts";
 
 const event = (details: Record<string, unknown>): { event: string; details: Record<string, unknown> } => ({ event: "loader", details });
 
@@ -25,5 +26,28 @@ describe("the DataLoaders a trial built (the attach's loader events)", () => {
     );
     expect(hints[1]).toMatch(/^num_workers=0 is decided in the code at src\/train.py:21 .*--num-workers.*brim\.knob\("num_workers", 0\)/);
     expect(codeValues(loaders, { batch_size: 64, num_workers: 0 }, () => null)).toEqual([]);
+  });
+});
+
+describe("a batch size written in the job's script (no DataLoader to tell it)", () => {
+  const REPO = resolve(import.meta.dirname, "..", "..");
+  it("finds jax's examples' `batch_size = 128` and pytorch/examples regression's `get_batch(batch_size=32)`, with their file:line", () => {
+    const jax = join(REPO, "corpus", "jax-examples");
+    expect(mainScript(["python", "-m", "examples.mnist_classifier"], jax)).toBe(join(jax, "examples", "mnist_classifier.py"));
+    const [classifier] = scriptLiteral(["python", "-m", "examples.mnist_classifier"], jax);
+    expect([classifier?.where, classifier?.batchSize]).toEqual([`${join(jax, "examples", "mnist_classifier.py")}:57`, 128]);
+    const [hint] = codeValues(scriptLiteral(["python", "-m", "examples.mnist_classifier_fromscratch"], jax), {});
+    expect(hint).toMatch(/^batch_size=128 is decided in the code at examples\/mnist_classifier_fromscratch\.py:62 \(batch_size = 128\)/);
+    const regression = join(REPO, "corpus", "pe-regression");
+    expect(scriptLiteral(["/usr/bin/python3", "main.py"], regression)[0]?.where).toBe(`${join(regression, "main.py")}:33`);
+    // a knob on the command line says where it is decided: no hint
+    expect(codeValues(scriptLiteral(["python", "-m", "examples.mnist_classifier"], jax), { batch_size: 128 })).toEqual([]);
+  });
+
+  it("says nothing when several lines set different batch sizes, or none does", () => {
+    expect(scriptBatchLiteral("t.py", "train_bs = 1\nbatch_size = 32\neval = dict(batch_size=64)\n")).toBeNull();
+    expect(scriptBatchLiteral("t.py", "x = 1 # batch_size = 4\nif batch_size == 3: pass\n")).toBeNull();
+    expect(scriptBatchLiteral("t.py", "lr = 0.1\nbatch_size = 16  # per device\n")?.where).toBe("t.py:2");
+    expect(mainScript(["python", "missing.py"], "/nonexistent")).toBeNull();
   });
 });

@@ -5,7 +5,7 @@ import { searchKnobs, type Knobs, type TrialResult, type TrialRunner } from "../
 import { accumulationOf, effectiveBatchOf } from "../../src/tune/effective.ts";
 import { isWarmupStep } from "../../src/record/timeline/index.ts";
 import { samplesMismatch } from "../../src/tune/tune.ts";
-import { isStable, MIN_STEADY_S, minimumSeconds, outOfLine, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
+import { countedSteps, isStable, MIN_STEADY_S, minimumSeconds, outOfLine, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
 import { DEFAULT_ORACLE, FakeClock, SimulatedRunner, stepSeconds } from "./oracle.ts";
 
 const MiB = 2 ** 20;
@@ -55,6 +55,18 @@ describe("the measurement window", () => {
     expect(windowVerdict(early, (early[1] as StepTime).t, options, { best: null, noise: 0.01 })).toBeNull();
     const v = windowVerdict(withEval, (withEval.at(-1) as StepTime).t, options, { best: null, noise: 0.01 });
     expect(v?.stop).toMatch(/stable|steps/);
+  });
+
+  it("measures from the attach's steps, not the printed progress that runs ahead of them (the HF Trainer's bar)", () => {
+    const bar = steps([0.1, 0.1, 0.1, 0.1, 0.1, 0.1], 8).map((s) => ({ ...s, samples: null, printed: true }));
+    // the attach saw the DataLoader: the bar alone decides nothing, whatever it shows
+    expect(countedSteps(bar, true)).toEqual([]);
+    expect(windowVerdict(countedSteps(bar, true), (bar.at(-1) as StepTime).t, options, { best: null, noise: 0.01 })).toBeNull();
+    // no loader seen and nothing counted: the printed steps are all there is
+    expect(countedSteps(bar, false)).toHaveLength(6);
+    // once counted steps come, the printed ones are dropped
+    const counted = steps([0.5, 0.4], 32);
+    expect(countedSteps([...bar, ...counted], false)).toEqual(counted);
   });
 
   it("stops once stable, not before; noisy steps run to the window", () => {
