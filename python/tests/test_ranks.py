@@ -62,3 +62,28 @@ def test_a_rank_out_of_memory_exits_75_and_names_its_knobs(tmp_path, channel_sch
 def test_a_single_process_keeps_python_s_exit_code():
     out = run({"BRIM_CHANNEL": "/nonexistent/brim.sock", "WORLD_SIZE": "1"})
     assert out.returncode == 1
+
+
+GROUP = """
+import os, tempfile, torch, torch.distributed as dist
+from brim import _attach, _state
+_attach.patch_torch(torch)
+dist.init_process_group("gloo", init_method="file://" + tempfile.mktemp(), rank=0, world_size=1)
+_state.close()
+"""
+
+
+def test_a_rank_learnt_at_init_process_group_is_told(channel_schema):
+    srv = FakeBrim()
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BRIM_") and k not in ("RANK", "LOCAL_RANK")}
+        env.update({"PYTHONPATH": PYTHON_DIR, "BRIM_CHANNEL": srv.path})
+        out = subprocess.run([sys.executable, "-c", GROUP], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        srv.wait_for(lambda: any(m.get("kind") == "rank_known" for m in srv.messages("event")))
+        known = [m for m in srv.messages("event") if m.get("kind") == "rank_known"]
+        assert known[0]["details"] == {"rank": 0, "world_size": 1, "local_rank": None}
+        for m in srv.messages():
+            schema_check.check(m, channel_schema)
+    finally:
+        srv.close()

@@ -180,9 +180,12 @@ export class LiveTracker {
     }
     if (message.type === "event") {
       const kind = String(message.kind);
-      this.#fold.event({ t: message.t, pid: message.pid, event: kind, step: null, message: null, details: {} });
+      const details = typeof message.details === "object" && message.details !== null ? (message.details as Record<string, unknown>) : {};
+      this.#fold.event({ t: message.t, pid: message.pid, event: kind, step: null, message: null, details: kind === "rank_known" ? details : {} });
+      if (kind === "rank_known" && finite(details.rank) && ![...this.#rankPids.values()].some((r) => r.pid === message.pid))
+        this.#rankPids.set(details.rank, { pid: message.pid, localRank: finite(details.local_rank) ? details.local_rank : null, node: null, launchId: null });
       if (kind === "oom_recovered") this.#state.oomRecoveries++;
-      if (kind !== "knob_read") this.#state.lastEvent = typeof message.message === "string" ? message.message : kind;
+      if (kind !== "knob_read" && kind !== "rank_known") this.#state.lastEvent = typeof message.message === "string" ? message.message : kind;
       return;
     }
     if (message.type !== "step") return;

@@ -58,6 +58,14 @@ export class Steppers {
       const rank = finite(message.rank) ? message.rank : null;
       const localRank = finite(message.local_rank) ? message.local_rank : null;
       this.#byPid.set(message.pid, { pid: message.pid, rank, localRank, steps: 0, lastStepAt: null });
+    } else if (message.type === "event" && message.kind === "rank_known") {
+      // a launcher that sets no RANK (Lightning's own DDP): the rank comes once the process group exists
+      const details = (typeof message.details === "object" && message.details !== null ? message.details : {}) as Record<string, unknown>;
+      const s = this.#byPid.get(message.pid);
+      if (s !== undefined && s.rank === null && finite(details.rank)) {
+        s.rank = details.rank;
+        s.localRank ??= finite(details.local_rank) ? details.local_rank : null;
+      }
     } else if (message.type === "step") {
       let s = this.#byPid.get(message.pid);
       if (s === undefined) this.#byPid.set(message.pid, (s = { pid: message.pid, rank: null, localRank: null, steps: 0, lastStepAt: null }));
