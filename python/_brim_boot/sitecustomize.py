@@ -59,10 +59,11 @@ _stack_files = []
 
 
 def _stack_dump() -> None:
-    """When the job stalls (every rank quiet: a collective one rank never joined), brim sends SIGUSR1
-    to each stepping process: faulthandler then writes the Python stacks of all its threads to
+    """When the job stalls (every rank quiet: a collective one rank never joined), brim sends the
+    signal of BRIM_STACKS_SIGNAL (a real-time one: SIGUSR1 is Lightning's SLURM requeue) to each
+    stepping process: faulthandler then writes the Python stacks of all its threads to
     BRIM_STACKS_DIR/stacks-<pid>.txt, from C, even while the main thread is blocked in a collective.
-    Only where SIGUSR1 is free (a job's own handler is left alone); brim signals only a process whose
+    Only where the signal is free (a job's own handler is left alone); brim signals only a process whose
     handler it sees in /proc, and removes the files nobody wrote to."""
     folder = os.environ.get("BRIM_STACKS_DIR")
     if not folder or not os.path.isdir(folder):
@@ -71,11 +72,12 @@ def _stack_dump() -> None:
         import faulthandler
         import signal
 
-        if not hasattr(signal, "SIGUSR1") or signal.getsignal(signal.SIGUSR1) not in (signal.SIG_DFL, None):
+        number = int(os.environ.get("BRIM_STACKS_SIGNAL", "0"))
+        if not (signal.SIGRTMIN <= number <= signal.SIGRTMAX) or signal.getsignal(number) not in (signal.SIG_DFL, None):
             return
         fd = os.open(os.path.join(folder, "stacks-%d.txt" % os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         f = os.fdopen(fd, "w")
-        faulthandler.register(signal.SIGUSR1, file=f, all_threads=True, chain=False)
+        faulthandler.register(number, file=f, all_threads=True, chain=False)
         _stack_files.append(f)
     except Exception:
         pass

@@ -245,14 +245,14 @@ def _patch_backward(torch: Any) -> None:
     @functools.wraps(original)
     def backward_with_brim(self: Any, *args: Any, **kwargs: Any) -> Any:
         _loss.seen(self, args, kwargs)
-        if attach.depth:
-            return original(self, *args, **kwargs)
-        if attach.optimizer_created:
+        if attach.optimizer_created:  # also inside optimizer.step(closure) (Lightning)
             t0 = time.perf_counter()
             try:
                 return original(self, *args, **kwargs)
             finally:
                 attach.backward_s += time.perf_counter() - t0
+        if attach.depth:
+            return original(self, *args, **kwargs)
         attach.step_begin()
         attach.depth += 1
         try:
@@ -403,7 +403,10 @@ def _patch_cap(torch: Any) -> None:
 
 def patch_torch(torch: Any) -> None:
     """Put brim's wrappers on an imported torch (1.13 or 2.x). Each part fails alone."""
-    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast, _loss._patch_scaler):
+    from ._ranks import _patch_init_process_group
+
+    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast, _loss._patch_scaler,
+                  _patch_init_process_group):
         try:
             patch(torch)
         except Exception as e:

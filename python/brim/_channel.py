@@ -126,6 +126,8 @@ def hello_message(sdk_version):
         "run_id": _env.run_id(),
         "rank": _env_int("RANK"),
         "local_rank": _env_int("LOCAL_RANK"),
+        "group_rank": next((v for v in map(_env_int, ("GROUP_RANK", "NODE_RANK", "SLURM_NODEID")) if v is not None), None),
+        "launch_id": os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID") or None,
         "world_size": _env_int("WORLD_SIZE"),
         "role": _role(),
         "python": platform.python_version(),

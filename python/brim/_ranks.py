@@ -60,6 +60,33 @@ def _exit_on_oom(kind: Any, error: BaseException, tb: Any, original: Any = sys.e
         pass
 
 
+def _patch_init_process_group(torch: Any) -> None:
+    """A launcher that does not set RANK (Lightning's own DDP: the script is rank 0 and starts the
+    others with LOCAL_RANK / NODE_RANK only) leaves the hello without a rank; once the process group
+    exists its rank is known: tell brim (event "rank_known"), so that the job's steps are counted
+    once and its samples/s summed over the ranks."""
+    dist = getattr(torch, "distributed", None)
+    original = getattr(dist, "init_process_group", None)
+    if original is None or getattr(original, "_brim_attach", False):
+        return
+
+    def init_with_brim(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        if os.environ.get("RANK") is None:
+            try:
+                local = os.environ.get("LOCAL_RANK")
+                _state.event("rank_known", rank=int(dist.get_rank()), world_size=int(dist.get_world_size()),
+                             local_rank=int(local) if local is not None and local.isdigit() else None)
+            except Exception:
+                pass
+        return out
+
+    init_with_brim._brim_attach = True  # type: ignore[attr-defined]
+    init_with_brim.__wrapped__ = original  # type: ignore[attr-defined]
+    init_with_brim.__doc__ = original.__doc__
+    dist.init_process_group = init_with_brim
+
+
 def install() -> bool:
     """In a rank of a job of two or more, end the process with OOM_EXIT_CODE on an uncaught
     out-of-memory error. Returns whether it was installed."""

@@ -68,6 +68,10 @@ export interface GpuLiveReading {
 export interface RankLive {
   rank: number;
   localRank: number | null;
+  /** the node (GROUP_RANK, NODE_RANK or SLURM_NODEID) */
+  node: number | null;
+  /** what every node of the launch shares (torchrun's rendezvous id, SLURM_JOB_ID): the `job` to sum by */
+  launchId: string | null;
   pid: number;
   steps: number;
   samplesPerS: number | null;
@@ -109,7 +113,7 @@ export class LiveTracker {
   #fold = new TimelineFold();
   #recent = new Map<number, { samples: number; wait: number; busy: number }[]>();
   /** rank → its process now (a launcher's restart gives a rank a new one), and each process's steps */
-  #rankPids = new Map<number, { pid: number; localRank: number | null }>();
+  #rankPids = new Map<number, { pid: number; localRank: number | null; node: number | null; launchId: string | null }>();
   #stepsByPid = new Map<number, number>();
   #peakGpu: number | null = null;
   #peakRss: number | null = null;
@@ -166,14 +170,22 @@ export class LiveTracker {
         versions: {},
       });
       if (message.role === "main" && finite(message.rank))
-        this.#rankPids.set(message.rank, { pid: message.pid, localRank: finite(message.local_rank) ? message.local_rank : null });
+        this.#rankPids.set(message.rank, {
+          pid: message.pid,
+          localRank: finite(message.local_rank) ? message.local_rank : null,
+          node: finite(message.group_rank) ? message.group_rank : null,
+          launchId: typeof message.launch_id === "string" ? message.launch_id : null,
+        });
       return;
     }
     if (message.type === "event") {
       const kind = String(message.kind);
-      this.#fold.event({ t: message.t, pid: message.pid, event: kind, step: null, message: null, details: {} });
+      const details = typeof message.details === "object" && message.details !== null ? (message.details as Record<string, unknown>) : {};
+      this.#fold.event({ t: message.t, pid: message.pid, event: kind, step: null, message: null, details: kind === "rank_known" ? details : {} });
+      if (kind === "rank_known" && finite(details.rank) && ![...this.#rankPids.values()].some((r) => r.pid === message.pid))
+        this.#rankPids.set(details.rank, { pid: message.pid, localRank: finite(details.local_rank) ? details.local_rank : null, node: null, launchId: null });
       if (kind === "oom_recovered") this.#state.oomRecoveries++;
-      if (kind !== "knob_read") this.#state.lastEvent = typeof message.message === "string" ? message.message : kind;
+      if (kind !== "knob_read" && kind !== "rank_known") this.#state.lastEvent = typeof message.message === "string" ? message.message : kind;
       return;
     }
     if (message.type !== "step") return;
@@ -217,7 +229,7 @@ export class LiveTracker {
   #liveRanks(): RankLive[] {
     return [...this.#rankPids.entries()]
       .sort((a, b) => a[0] - b[0])
-      .map(([rank, { pid, localRank }]) => {
+      .map(([rank, { pid, localRank, node, launchId }]) => {
         const recent = this.#recent.get(pid) ?? [];
         const t = recent.reduce((sum, r) => ({ samples: sum.samples + r.samples, wait: sum.wait + r.wait, busy: sum.busy + r.busy }), {
           samples: 0,
@@ -227,6 +239,8 @@ export class LiveTracker {
         return {
           rank,
           localRank,
+          node,
+          launchId,
           pid,
           steps: this.#stepsByPid.get(pid) ?? 0,
           samplesPerS: t.busy > 0 && t.samples > 0 ? t.samples / t.busy : null,

@@ -72,10 +72,10 @@ export function groupAlive(pgid: number): boolean {
  *
  * @example
  * ```ts
- * catchesSignal(rankPid, "SIGUSR1"); // true once the attach registered its stack dump
+ * catchesSignal(rankPid, STACK_SIGNAL); // true once the boot sitecustomize registered its stack dump
  * ```
  */
-export function catchesSignal(pid: number, signal: NodeJS.Signals): boolean {
+export function catchesSignal(pid: number, signal: NodeJS.Signals | number): boolean {
   let status: string;
   try {
     status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -83,7 +83,7 @@ export function catchesSignal(pid: number, signal: NodeJS.Signals): boolean {
     return false;
   }
   const mask = /^SigCgt:\s*([0-9a-f]+)$/im.exec(status)?.[1];
-  const number = osConstants.signals[signal];
+  const number = typeof signal === "number" ? signal : osConstants.signals[signal];
   if (mask === undefined || number === undefined) return false;
   return ((BigInt(`0x${mask}`) >> BigInt(number - 1)) & 1n) === 1n;
 }

@@ -58,6 +58,14 @@ export class Steppers {
       const rank = finite(message.rank) ? message.rank : null;
       const localRank = finite(message.local_rank) ? message.local_rank : null;
       this.#byPid.set(message.pid, { pid: message.pid, rank, localRank, steps: 0, lastStepAt: null });
+    } else if (message.type === "event" && message.kind === "rank_known") {
+      // a launcher that sets no RANK (Lightning's own DDP): the rank comes once the process group exists
+      const details = (typeof message.details === "object" && message.details !== null ? message.details : {}) as Record<string, unknown>;
+      const s = this.#byPid.get(message.pid);
+      if (s !== undefined && s.rank === null && finite(details.rank)) {
+        s.rank = details.rank;
+        s.localRank ??= finite(details.local_rank) ? details.local_rank : null;
+      }
     } else if (message.type === "step") {
       let s = this.#byPid.get(message.pid);
       if (s === undefined) this.#byPid.set(message.pid, (s = { pid: message.pid, rank: null, localRank: null, steps: 0, lastStepAt: null }));
@@ -105,6 +113,13 @@ export function describeStall(stall: Stall, limitS: number): string {
   return `all ${ranked.length} ranks stalled: no training step on any rank for ${quiet}; ${where}`;
 }
 
+/**
+ * The signal that asks a process for its stacks: SIGRTMIN+6 on Linux (glibc's SIGRTMIN is 34), a
+ * real-time signal none of the frameworks brim supports uses, where SIGUSR1 is taken (Lightning requeues a SLURM job on it).
+ * brim passes it as BRIM_STACKS_SIGNAL, so the job registers the same number.
+ */
+export const STACK_SIGNAL = 40;
+
 /** The path a process's stack dump goes to; python/_brim_boot/sitecustomize.py writes the same name. */
 export const stackFile = (dir: string, pid: number): string => join(dir, `stacks-${pid}.txt`);
 
@@ -138,7 +153,7 @@ const sizeOf = (file: string): number => {
 };
 
 /**
- * Asks each process to dump its Python stacks (SIGUSR1, only to a process that catches it: the
+ * Asks each process to dump its Python stacks ({@link STACK_SIGNAL}, only to a process that catches it: the
  * default action would end it) and waits up to `waitMs` for the dumps to settle.
  *
  * @example
@@ -148,9 +163,9 @@ const sizeOf = (file: string): number => {
  */
 export async function dumpStacks(steppers: readonly Pick<Stepper, "pid" | "rank">[], dir: string, waitMs = 3000): Promise<StackDump[]> {
   const asked = steppers.filter((s) => {
-    if (!catchesSignal(s.pid, "SIGUSR1")) return false;
+    if (!catchesSignal(s.pid, STACK_SIGNAL)) return false;
     try {
-      process.kill(s.pid, "SIGUSR1");
+      process.kill(s.pid, STACK_SIGNAL);
       return true;
     } catch {
       return false;

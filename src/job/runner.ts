@@ -7,7 +7,7 @@ import { jobEnvironment } from "./environment.ts";
 import { pipeOutput } from "./output-text.ts";
 import { inProcessTree, reapGroup, signalGroup } from "./processes.ts";
 import { parseProgressLine, progressPattern, ProgressSteps } from "./progress-lines.ts";
-import { describeStall, dumpStacks, Steppers, tidyStacks } from "./ranks.ts";
+import { describeStall, dumpStacks, STACK_SIGNAL, Steppers, tidyStacks } from "./ranks.ts";
 import { startCommand, type Exit, type Source, type Spawned } from "./spawn.ts";
 import type { JobOptions, JobResult } from "./types.ts";
 
@@ -121,6 +121,7 @@ export class Job {
       try {
         mkdirSync(options.stacksDir, { recursive: true, mode: 0o700 });
         env.BRIM_STACKS_DIR = options.stacksDir;
+        env.BRIM_STACKS_SIGNAL = String(STACK_SIGNAL);
       } catch {
         // no stack dumps on a stall; the run goes on
       }

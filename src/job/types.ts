@@ -33,7 +33,7 @@ export interface JobOptions {
    * brim dumps every rank's stacks and ends the ranks; default `hungAfterS`.
    */
   rankHangAfterS?: number | null;
-  /** The folder where each process dumps its Python stacks when the job stalls (faulthandler on SIGUSR1); none without it. */
+  /** The folder where each process dumps its Python stacks when the job stalls (faulthandler on a real-time signal, see ranks.ts); none without it. */
   stacksDir?: string;
   /** Append brim's bundled SDK to PYTHONPATH (default true). */
   bundledSdk?: boolean;

@@ -65,7 +65,8 @@ describe("ranks: the next round's micro-batch after an out-of-memory", () => {
 describe("ranks: the live state (the view, /metrics)", () => {
   it("gives the job's samples/s as the sum of the ranks' own, each rank beside it; a restarted rank replaces its process", () => {
     const live = new LiveTracker({ startedAt: 0, capBytes: null, capScope: "ram", totalSteps: null });
-    const hello = (pid: number, rank: number) => live.message({ v: 1, type: "hello", t: 0, pid, role: "main", rank, local_rank: rank });
+    const hello = (pid: number, rank: number) =>
+      live.message({ v: 1, type: "hello", t: 0, pid, role: "main", rank, local_rank: rank, group_rank: 0, launch_id: "job42" });
     const step = (pid: number, i: number, compute: number) =>
       live.message({ v: 1, type: "step", t: 1 + i, pid, step: i, samples: 10, wait_s: 0, compute_s: compute, warmup: i < 1 });
     hello(10, 0);
@@ -87,6 +88,10 @@ describe("ranks: the live state (the view, /metrics)", () => {
     }
     state = live.snapshot(20);
     expect(state.ranks?.map((r) => r.pid)).toEqual([10, 21]);
+    expect(state.ranks?.map((r) => [r.node, r.launchId])).toEqual([
+      [0, "job42"],
+      [0, "job42"],
+    ]);
     expect(state.samplesPerS).toBeCloseTo(125, 9);
   });
 });

@@ -59,6 +59,21 @@ describe("a run of ranks, summarised as one job", () => {
     expect([r0?.peak_allocated_bytes, r1?.peak_allocated_bytes]).toEqual([1e9, 2e9]);
   });
 
+  it("takes a rank learnt after the hello (Lightning's own DDP sets no RANK)", () => {
+    const entries = ranks(10).map((e) => (e.kind === "hello" ? { ...e, rank: null } : e));
+    entries.push(
+      { t: 0.2, kind: "event", pid: 10, event: "rank_known", step: null, message: null, details: { rank: 0, world_size: 2, local_rank: 0 } },
+      { t: 0.2, kind: "event", pid: 11, event: "rank_known", step: null, message: null, details: { rank: 1, world_size: 2, local_rank: null } },
+    );
+    const m = readTimeline(entries).measured;
+    expect(m.steps).toBe(10);
+    expect(m.ranks.map((r) => [r.rank, r.local_rank, r.pid])).toEqual([
+      [0, 0, 10],
+      [1, null, 11],
+    ]);
+    expect(m.samples_per_s).toBeCloseTo(150, 9);
+  });
+
   it("leaves a single process (or one rank) as it was", () => {
     const m = readTimeline(ranks(10, 1)).measured;
     expect(m.ranks).toEqual([]);

@@ -185,6 +185,7 @@ export class TimelineFold {
         if (e === null) break;
         this.#eventCounts[e.event] = (this.#eventCounts[e.event] ?? 0) + 1;
         if (this.#events.length < MAX_EVENTS) this.#events.push(e);
+        if (e.event === "rank_known") this.#rankKnown(e);
         break;
       }
       case "hello": {
@@ -264,6 +265,19 @@ export class TimelineFold {
   event(e: EventEntry): void {
     this.#eventCounts[e.event] = (this.#eventCounts[e.event] ?? 0) + 1;
     if (this.#events.length < MAX_EVENTS) this.#events.push(e);
+    if (e.event === "rank_known") this.#rankKnown(e);
+  }
+
+  /** A rank learnt after the hello (a launcher that sets no RANK: Lightning's own DDP). */
+  #rankKnown(e: EventEntry): void {
+    const rank = e.details.rank;
+    if (typeof rank !== "number" || e.pid === null) return;
+    const local = typeof e.details.local_rank === "number" ? e.details.local_rank : null;
+    const at = this.#hellos.findIndex((h) => h.pid === e.pid);
+    if (at >= 0) {
+      const h = this.#hellos[at] as HelloEntry;
+      this.#hellos[at] = { ...h, rank: h.rank ?? rank, local_rank: h.local_rank ?? local };
+    }
   }
 
   /** The main process now. */
