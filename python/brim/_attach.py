@@ -422,22 +422,34 @@ def patch_torch(torch: Any) -> None:
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):
-    """Waits for `import torch` and wraps torch right after it has loaded. One shot."""
+    """Waits for `import torch` and wraps torch right after it has loaded.
+
+    A spec asked for without importing (`importlib.util.find_spec("torch")`, as transformers,
+    datasets and accelerate do to see whether torch is there) is never executed: the finder stays
+    on sys.meta_path until torch really loads, and leaves only then."""
+
+    def __init__(self) -> None:
+        self.busy = False
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "torch":
+        if fullname != "torch" or self.busy:
             return None
+        self.busy = True  # the lookup below asks the other finders, not this one
         try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        spec = importlib.util.find_spec("torch")
+            spec = importlib.util.find_spec("torch")
+        finally:
+            self.busy = False
         loader = getattr(spec, "loader", None)
         if spec is None or loader is None or not hasattr(loader, "exec_module"):
             return spec
         original = loader.exec_module
+        finder = self
 
         def exec_module(module: Any) -> None:
+            try:
+                sys.meta_path.remove(finder)
+            except ValueError:
+                pass
             try:
                 del loader.exec_module  # the instance attribute set below: back to the class's
             except AttributeError:

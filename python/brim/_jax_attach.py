@@ -169,22 +169,32 @@ def patch_jax(jax: Any) -> None:
 
 
 class _JaxFinder(importlib.abc.MetaPathFinder):
-    """Waits for `import jax` and wraps it right after it has loaded. One shot."""
+    """Waits for `import jax` and wraps it right after it has loaded. A spec asked for without importing
+    (`importlib.util.find_spec("jax")`: transformers' and accelerate's availability checks) is never
+    executed, so the finder stays on sys.meta_path until jax really loads."""
+
+    def __init__(self) -> None:
+        self.busy = False
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "jax":
+        if fullname != "jax" or self.busy:
             return None
+        self.busy = True
         try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        spec = importlib.util.find_spec("jax")
+            spec = importlib.util.find_spec("jax")
+        finally:
+            self.busy = False
         loader = getattr(spec, "loader", None)
         if spec is None or loader is None or not hasattr(loader, "exec_module"):
             return spec
         original = loader.exec_module
+        finder = self
 
         def exec_module(module: Any) -> None:
+            try:
+                sys.meta_path.remove(finder)
+            except ValueError:
+                pass
             try:
                 del loader.exec_module
             except AttributeError:

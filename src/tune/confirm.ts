@@ -175,6 +175,17 @@ export function confirmationOutcome(
   const interval = (c: Confirmation): string => `×${c.speedup.toFixed(2)} (95 % interval ×${c.low.toFixed(2)}–×${c.high.toFixed(2)})`;
   const next =
     "your configuration is as fast as anything tried, within this machine's noise: nothing to apply (longer trials, --window 30s, tell smaller gains apart)";
+  if (delta === "" && !record.trials.some((trial) => deltaText(trial.knobs, baseline) !== "")) {
+    // the budget ran out on your configuration: "no gain" would claim a search that never happened
+    return {
+      winner: null,
+      confirmation: null,
+      advice: {
+        reason: "nothing but your configuration was measured: the budget (trials or time) ran out before another configuration was tried",
+        next: "give the tune more time (--max-time) or trials (--max-trials), or shorter trials (--window), and tune again",
+      },
+    };
+  }
   if (delta === "") {
     const noiseText = noise !== null ? ` (±${(noise * 100).toFixed(1)} % a trial)` : "";
     return {

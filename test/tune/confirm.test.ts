@@ -82,7 +82,13 @@ describe("the confirmation of a winner (interleaved A/B, speedup with its interv
     expect(noGain?.advice?.reason).toMatch(
       /^no gain beyond noise: the best configuration found \(batch_size=128\) measured ×1\.\d\d \(95 % interval ×0\.\d\d–×/,
     );
-    const same = confirmationOutcome({ winner: { index: 0, knobs: { batch_size: 32 }, speedup: 1 }, trials }, null, 0.02);
+    // the budget ran out on trial 0: no search happened, so no "no gain" (which exits 0) either
+    const alone = confirmationOutcome({ winner: { index: 0, knobs: { batch_size: 32 }, speedup: 1 }, trials }, null, 0.02);
+    expect(alone?.winner).toBeNull();
+    expect(alone?.confirmation).toBeNull();
+    expect(alone?.advice?.reason).toMatch(/^nothing but your configuration was measured: the budget \(trials or time\) ran out/);
+    const tried = [...trials, { index: 1, knobs: { batch_size: 128 } }] as typeof trials;
+    const same = confirmationOutcome({ winner: { index: 0, knobs: { batch_size: 32 }, speedup: 1 }, trials: tried }, null, 0.02);
     expect(same?.winner).toBeNull();
     expect(same?.confirmation?.verdict).toBe("no_gain");
     expect(same?.advice?.reason).toMatch(/nothing tried beat your configuration beyond the measured noise \(±2\.0 % a trial\)/);
