@@ -173,7 +173,10 @@ async function measure(
     }
     const argv = bindings.filter((b): b is Extract<KnobBinding, { via: "argv" }> => b.via === "argv");
     const final = rewriteArgv(fillTemplate(filled, knobs), argv, knobs);
-    const at = knobs[MICRO_BATCH_KNOB] !== undefined ? `at micro-batch ${String(knobs[MICRO_BATCH_KNOB])}` : "at its own config";
+    const others = Object.entries(knobs).filter(([name]) => name !== MICRO_BATCH_KNOB);
+    const at =
+      (knobs[MICRO_BATCH_KNOB] !== undefined ? `at micro-batch ${String(knobs[MICRO_BATCH_KNOB])}` : "at its own config") +
+      (others.length > 0 ? ` with ${others.map(([k, v]) => `${k}=${String(v)}`).join(", ")}` : "");
     out.stderr(`brim: measuring the job ${at} for ${steps} steps: ${final.join(" ")}\n`);
     const result = await guardRun(
       {
