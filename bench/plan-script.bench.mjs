@@ -70,9 +70,10 @@ function plan(name, python, command, cwd, env = {}, extra = []) {
     wall_s: wall,
   };
   if (r.status !== 0) return { ...row, stderr_tail: lastLines(r.stderr, 12) };
+  row.knobs_line = lastLines(r.stderr, 40).find((l) => l.startsWith("brim: knobs found")) ?? null;
   const parsed = JSON.parse(r.stdout);
   if (parsed.schema === "brim.plan-script-stages/v1") {
-    const stages = parsed.plans.map((s) => ({ value: s.value, ...summary(row, s.plan) }));
+    const stages = parsed.plans.map((s) => ({ value: s.value, ...summary({}, s.plan) }));
     return { ...row, knob: parsed.knob, stages, gpus: stages[0]?.gpus ?? [] };
   }
   return summary(row, parsed);
@@ -81,7 +82,6 @@ function plan(name, python, command, cwd, env = {}, extra = []) {
 function summary(row, p) {
   return {
     ...row,
-    knobs_line: lastLines(r.stderr, 20).find((l) => l.startsWith("brim: knobs found")) ?? null,
     params: p.params,
     optimizer: `${p.optimizer_classes.join(",")} → ${p.optimizer}`,
     yours: p.yours,
