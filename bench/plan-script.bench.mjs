@@ -41,6 +41,8 @@ const EXAMPLES = [
   ["ppo", ["examples/ppo/train.py", "--config", "examples/ppo/config.yaml"]],
   ["lightning", ["examples/lightning/train.py", "--config", "examples/lightning/config.yaml"]],
   ["hf-trainer", ["examples/hf-trainer/train.py", "--config", "examples/hf-trainer/config.yaml"]],
+  // a plan per curriculum stage: the stage as a knob (the embedder reads brim.knob("stage"))
+  ["embedder-stages", ["examples/embedder/train.py", "--config", "examples/embedder/config.yaml"], ["--knob", "stage=short,long"]],
 ];
 const CORPUS = [
   "word-language-model",
@@ -55,17 +57,31 @@ const CORPUS = [
 const corpus = JSON.parse(readFileSync(join(repo, "corpus", "corpus.json"), "utf8"));
 const only = option("only", null)?.split(",");
 
-function plan(name, python, command, cwd, env = {}) {
-  const argv = [BRIM, "plan", "--json", "--store", join(tmpdir(), "brim-plan-script-bench"), "--", python, ...command];
+function plan(name, python, command, cwd, env = {}, extra = []) {
+  const argv = [BRIM, "plan", "--json", "--store", join(tmpdir(), "brim-plan-script-bench"), ...extra, "--", python, ...command];
   const t0 = Date.now();
   const r = spawnSync("nice", ["-n", "5", process.execPath, ...argv], { cwd, encoding: "utf8", env: { ...process.env, ...env }, timeout: 1_200_000 });
   const wall = Math.round((Date.now() - t0) / 100) / 10;
-  const row = { name, command: ["brim", "plan", "--", "python", ...command], cwd: cwd === repo ? "." : "(temporary copy)", exit: r.status, wall_s: wall };
+  const row = {
+    name,
+    command: ["brim", "plan", ...extra, "--", "python", ...command],
+    cwd: cwd === repo ? "." : "(temporary copy)",
+    exit: r.status,
+    wall_s: wall,
+  };
   if (r.status !== 0) return { ...row, stderr_tail: lastLines(r.stderr, 12) };
-  const p = JSON.parse(r.stdout);
+  row.knobs_line = lastLines(r.stderr, 40).find((l) => l.startsWith("brim: knobs found")) ?? null;
+  const parsed = JSON.parse(r.stdout);
+  if (parsed.schema === "brim.plan-script-stages/v1") {
+    const stages = parsed.plans.map((s) => ({ value: s.value, ...summary({}, s.plan) }));
+    return { ...row, knob: parsed.knob, stages, gpus: stages[0]?.gpus ?? [] };
+  }
+  return summary(row, parsed);
+}
+
+function summary(row, p) {
   return {
     ...row,
-    knobs_line: lastLines(r.stderr, 20).find((l) => l.startsWith("brim: knobs found")) ?? null,
     params: p.params,
     optimizer: `${p.optimizer_classes.join(",")} → ${p.optimizer}`,
     yours: p.yours,
@@ -95,9 +111,9 @@ function plan(name, python, command, cwd, env = {}) {
 }
 
 const rows = [];
-for (const [name, command] of EXAMPLES) {
+for (const [name, command, extra] of EXAMPLES) {
   if (only && !only.includes(name)) continue;
-  const row = plan(`example:${name}`, PYTHONS.main, command, repo);
+  const row = plan(`example:${name}`, PYTHONS.main, command, repo, {}, extra ?? []);
   console.log(`${row.name}: exit ${row.exit}, ${row.wall_s} s${row.gpus ? `, ${row.gpus.length} GPUs` : `: ${row.stderr_tail?.at(-1)}`}`);
   rows.push(row);
 }

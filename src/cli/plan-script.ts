@@ -20,11 +20,13 @@ import {
   fillTemplate,
   MICRO_BATCH_KNOB,
   ACCUMULATION_KNOB,
+  parseBinding,
   resolveBindings,
   rewriteArgv,
   type KnobBinding,
 } from "../tune/tune.ts";
 import type { Output } from "./output.ts";
+import { parseScalar } from "./run.ts";
 
 /** What `brim plan -- <command>` is asked. */
 export interface PlanScriptOptions {
@@ -171,7 +173,10 @@ async function measure(
     }
     const argv = bindings.filter((b): b is Extract<KnobBinding, { via: "argv" }> => b.via === "argv");
     const final = rewriteArgv(fillTemplate(filled, knobs), argv, knobs);
-    const at = knobs[MICRO_BATCH_KNOB] !== undefined ? `at micro-batch ${String(knobs[MICRO_BATCH_KNOB])}` : "at its own config";
+    const others = Object.entries(knobs).filter(([name]) => name !== MICRO_BATCH_KNOB);
+    const at =
+      (knobs[MICRO_BATCH_KNOB] !== undefined ? `at micro-batch ${String(knobs[MICRO_BATCH_KNOB])}` : "at its own config") +
+      (others.length > 0 ? ` with ${others.map(([k, v]) => `${k}=${String(v)}`).join(", ")}` : "");
     out.stderr(`brim: measuring the job ${at} for ${steps} steps: ${final.join(" ")}\n`);
     const result = await guardRun(
       {
@@ -214,11 +219,80 @@ async function measure(
     const cudnnNotes =
       cudnn.length > 0
         ? [
-            `the model has ${[...new Set(cudnn)].join(", ")} layers: on a GPU cuDNN adds workspaces a CPU run cannot see; the planned peak leaves them out, and a plan for such a model may be under by that much (docs/plan.md: the cnn-lstm example on the H100)`,
+            `the model has ${[...new Set(cudnn)].join(", ")} layers: on a GPU cuDNN adds workspaces a CPU run cannot see; the planned peak leaves them out, and a plan for such a model may be under by that much (docs/plan-script.md: the cnn-lstm example on the H100)`,
+            ...(cudnn.some((k) => /LSTM|GRU|RNN/.test(k))
+              ? [
+                  "the CPU's recurrent kernels save more for backward than cuDNN's (about 2.6× for the bundled LSTM, docs/plan-script.md): for these layers the plan over-states the activations, so its largest micro-batch errs low",
+                ]
+              : []),
           ]
         : [];
     return { point, params, optimizers, result, cudnnNotes };
   } finally {
     for (const copy of copies) rmSync(copy, { force: true });
   }
+}
+
+/** What `brim plan [--knob k=a,b] [--bind ...] -- <command>` is asked. */
+export interface PlanScriptStagesOptions extends Omit<PlanScriptOptions, "bindings" | "knobs"> {
+  knob?: Record<string, (number | string | boolean)[]> | undefined;
+  bind?: string[] | undefined;
+}
+
+/** `brim plan --knob stage=a,b -- <command>`: one script plan per value of the knob given several values. */
+export interface StagedScriptPlans {
+  schema: "brim.plan-script-stages/v1";
+  /** the knob planned per value; null when every knob has one value (one plan) */
+  knob: string | null;
+  plans: { value: number | string | boolean | null; plan: ScriptPlan }[];
+}
+
+/**
+ * Plans a script once, or once per value of the one knob given several values (a stage, a curriculum
+ * step): both measuring runs of each plan run with that value.
+ *
+ * @example
+ * ```ts
+ * const staged = await planScriptStages(["python", "train.py", "--config", "c.yaml"], { knob: { stage: ["short", "long"] } }, out);
+ * ```
+ */
+export async function planScriptStages(command: string[], options: PlanScriptStagesOptions, out: Output): Promise<StagedScriptPlans> {
+  const knobs = options.knob ?? {};
+  const several = Object.entries(knobs).filter(([, values]) => values.length > 1);
+  if (several.length > 1) throw new UsageError(`--knob: brim plan plans per value of one knob; ${several.map(([k]) => k).join(" and ")} both have several`);
+  const fixed: Record<string, number | string> = {};
+  for (const [name, values] of Object.entries(knobs))
+    if (values.length === 1) fixed[name] = typeof values[0] === "boolean" ? String(values[0]) : (values[0] as number | string);
+  const cwd = process.cwd();
+  const bindings = (options.bind ?? []).map((text) => parseBinding(text, cwd));
+  const base = { ...options, bindings };
+  const per = several[0];
+  if (per === undefined)
+    return {
+      schema: "brim.plan-script-stages/v1",
+      knob: null,
+      plans: [{ value: null, plan: await planScriptCommand(command, { ...base, knobs: fixed }, out) }],
+    };
+  const [name, values] = per;
+  const plans: StagedScriptPlans["plans"] = [];
+  for (const value of values) {
+    out.stderr(`brim: ${name}=${String(value)}\n`);
+    plans.push({
+      value,
+      plan: await planScriptCommand(command, { ...base, knobs: { ...fixed, [name]: typeof value === "boolean" ? String(value) : value } }, out),
+    });
+  }
+  return { schema: "brim.plan-script-stages/v1", knob: name, plans };
+}
+
+/** `--knob name=v1,v2` as commander's parser (repeatable). */
+export function knobList(text: string, previous: Record<string, (number | string | boolean)[]>): Record<string, (number | string | boolean)[]> {
+  const equals = text.indexOf("=");
+  const values = text
+    .slice(equals + 1)
+    .split(",")
+    .map((v) => v.trim())
+    .filter((v) => v !== "");
+  if (equals <= 0 || values.length === 0) throw new UsageError(`--knob expects name=v1,v2,... got ${JSON.stringify(text)}`);
+  return { ...previous, [text.slice(0, equals)]: values.map(parseScalar) };
 }

@@ -8,11 +8,11 @@ import { parseModelFile } from "../plan/model-file.ts";
 import { plan, type PlanReport, type PlanTrial } from "../plan/planner.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { runCommand, type RunCommandResult } from "./run.ts";
-import { fillTemplate, templateKnobs } from "../tune/knobs.ts";
+import { fillTemplate, templateKnobs } from "../tune/tune.ts";
 import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import type { Output } from "./output.ts";
 import { renderPlanComparison, renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
-import { planScriptCommand } from "./plan-script.ts";
+import { knobList, planScriptStages } from "./plan-script.ts";
 import { renderScriptPlan } from "./render-plan-script.ts";
 
 /** Options of `brim plan` as the command line gives them. */
@@ -37,6 +37,8 @@ export interface PlanCommandOptions {
   measureBatch?: number;
   store?: string;
   timeLimit?: number;
+  knob?: Record<string, (number | string | boolean)[]>;
+  bind?: string[];
 }
 
 /**
@@ -340,14 +342,27 @@ function fraction(flag: string) {
 
 const EXAMPLES = `
 Examples:
-  $ brim plan examples/nbeats/model.yaml --gpu rtx-3060
-  $ brim plan examples/embedder/model.yaml --gpu t4 --precision fp16-mixed --effective-batch 64
+  $ brim plan -- python train.py --config config.yaml              # your script, unchanged: T4, RTX 4090, A100 80GB, H100 side by side
+  $ brim plan --gpu t4,p100-16gb,a100-80gb -- python train.py --batch-size 32
+  $ brim plan --knob stage=short,long -- python train.py --config config.yaml   # one plan per stage
+  $ brim plan --bind batch_size=conf/data.toml:loader.bs -- python train.py
+  $ brim plan examples/nbeats/model.yaml --gpu rtx-3060             # a model spec: no run at all
+  $ brim plan examples/embedder/model.yaml --gpu t4,p100            # which Kaggle GPU, side by side
   $ brim plan config.json --gpu a100-80gb --precision bf16-mixed --seq-len 2048 --checkpointing
   $ brim plan config.json --gpu h100-sxm --gpus 8 --sharding fsdp --optimizer adamw --json
   $ brim plan model.yaml --gpu-memory 24 --cap 20GiB --margin 0.05 --markdown > PLAN.md
-  $ brim plan examples/embedder/model.yaml --gpu t4,p100          # which Kaggle GPU, side by side
   $ brim plan examples/nbeats/model.yaml --gpu h100 --measure -- python examples/nbeats/train.py --config examples/nbeats/config.yaml
-  $ brim plan --measure --measure-batch 64 -- python train.py --batch-size {batch_size}   # no spec: the job's measured peak against this machine
+  $ brim plan --measure --measure-batch 64 -- python train.py --batch-size {batch_size}   # the job's measured peak against this machine
+
+-- <command>: brim runs your job for a few steps (--steps, default 3) at its own config and at half
+its micro-batch (the batch_size knob found in its flags or the config file it names, as brim tune
+finds it; {batch_size} templates filled), on this machine's GPU or CPU, and counts what a training
+step holds: parameters, gradients, optimizer state, the bytes autograd saves per forward, the batch.
+The fixed and per-sample parts are fitted from the two runs and planned for each --gpu: the largest
+micro-batch per precision, what your config uses of each card, and the micro-batch × accumulation
+that keeps your effective batch. Every figure says whether it was measured, modelled or calibrated;
+GPU-only terms (CUDA context, cuBLAS workspace, allocator slack) a CPU run cannot see are added from
+the H100 calibration or named as defaults. A failed measuring run prints its last lines.
 
 <model> is one of:
   a model spec (YAML/JSON) naming a built-in family: mlp, nbeats, lstm, gru, cnn1d-lstm,
@@ -373,11 +388,15 @@ with the GPU, driver, CUDA, torch and cuDNN it was measured with (--json: calibr
 export function registerPlan(program: Command, out: Output): void {
   program
     .command("plan")
-    .summary("plan the memory of a training job for a GPU, before anything runs")
-    .description("Plan the memory of a training job on a GPU, present or not: what fits, and the largest safe micro-batch.")
-    .argument("[model]", "model spec (YAML/JSON), Hugging Face config.json, or SDK model profile")
-    .argument("[command...]", "with --measure: the training command, after --")
-    .option("--gpu <id[,id...]>", "GPU from the catalog, e.g. rtx-4090, a100-80gb, h100-sxm (see --list-gpus); several, comma-separated, plan side by side")
+    .summary("what fits on which GPU: brim plan -- python train.py, or a model spec")
+    .description("Plan the memory of a training job on GPUs, present or not: what fits, the largest safe micro-batch, and what your config should say.")
+    .usage("[options] -- <command...>   |   brim plan <model> [options]")
+    .argument("[model]", "model spec (YAML/JSON), Hugging Face config.json, or SDK model profile; none with -- <command>")
+    .argument("[command...]", "the training command, after --")
+    .option(
+      "--gpu <id[,id...]>",
+      "GPU from the catalog, e.g. rtx-4090, a100-80gb, h100-sxm (see --list-gpus); several, comma-separated, plan side by side (-- <command>: default t4,rtx-4090,a100-80gb,h100-sxm)",
+    )
     .option("--gpu-memory <GiB>", "memory of any card, in GiB or with a unit (24, 22.5GiB)", gib("--gpu-memory"))
     .addOption(new Option("--precision <p>", "training precision").choices(PRECISIONS).argParser(choice("--precision", PRECISIONS)))
     .addOption(new Option("--optimizer <name>", "optimizer (default adamw, or the spec's)").choices(OPTIMIZERS).argParser(choice("--optimizer", OPTIMIZERS)))
@@ -393,9 +412,22 @@ export function registerPlan(program: Command, out: Output): void {
     .option("--markdown", "print the plan as Markdown")
     .option("--list-gpus", "list the GPU catalog and exit")
     .option("--measure", "run the job briefly (the command after --) at the plan's micro-batch, and re-anchor the plan on its measured peak")
-    .option("--steps <n>", "with --measure: steps of the measuring run (default 6)", positiveInt("--steps"))
     .option("--measure-batch <n>", "with --measure: the micro-batch to measure (default: the plan's)", positiveInt("--measure-batch"))
-    .option("--store <dir>", "with --measure: run store folder (default .brim, or $BRIM_STORE)")
+    .option("--store <dir>", "run store folder for the measuring runs (default .brim, or $BRIM_STORE)")
+    .option("--steps <n>", "steps of each measuring run (default 3 for -- <command>, 6 for --measure)", positiveInt("--steps"))
+    .option(
+      "--knob <name=v1,v2>",
+      "with -- <command>: a knob's value for the measuring runs; several values: one plan per value (a stage); repeatable",
+      knobList,
+      {},
+    )
+    .option(
+      "--bind <knob=file:key|knob=env>",
+      "with -- <command>: where a knob lives when brim cannot find it, e.g. batch_size=conf.yaml:loader.bs; repeatable",
+      (v: string, p: string[]) => [...p, v],
+      [],
+    )
+    .option("--time-limit <s>", "with -- <command>: seconds each measuring run may take (default 900)", positiveInt("--time-limit"))
     .addHelpText("after", EXAMPLES)
     .action(async (model: string | undefined, command: string[], options: PlanCommandOptions, cmd: Command) => {
       if (options.listGpus === true) {
@@ -414,8 +446,10 @@ export function registerPlan(program: Command, out: Output): void {
       }
       if (model !== undefined && dashes >= 0 && !raw.slice(0, dashes).includes(model)) {
         if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
-        const planned = await planScriptCommand([model, ...command], { ...options, timeLimitS: options.timeLimit }, out);
-        out.stdout(options.json === true ? `${JSON.stringify(planned, null, 2)}\n` : renderScriptPlan(planned));
+        const staged = await planScriptStages([model, ...command], { ...options, timeLimitS: options.timeLimit }, out);
+        if (options.json === true) out.stdout(`${JSON.stringify(staged.knob === null ? staged.plans[0]?.plan : staged, null, 2)}\n`);
+        else
+          out.stdout(staged.plans.map((p) => (staged.knob === null ? "" : `== ${staged.knob}=${String(p.value)} ==\n`) + renderScriptPlan(p.plan)).join("\n"));
         return;
       }
       if (model === undefined)

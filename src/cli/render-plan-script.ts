@@ -18,6 +18,14 @@ function table(rows: string[][]): string[] {
   );
 }
 
+/** the planner searches micro-batches up to 2^24: at that bound, more would fit */
+const SEARCH_LIMIT = 2 ** 24;
+
+function largestText(n: number | null | undefined): string {
+  if (n === null || n === undefined) return "—";
+  return n >= SEARCH_LIMIT ? `≥ ${num(n)}` : num(n);
+}
+
 function shortName(g: ScriptGpuPlan): string {
   return `${g.gpu.id} ${Math.round(g.gpu.memory_bytes / 2 ** 30)} GiB`;
 }
@@ -59,10 +67,7 @@ export function renderScriptPlan(p: ScriptPlan): string {
   const rows: string[][] = [["", ...p.gpus.map(shortName)]];
   rows.push(["largest micro-batch", ...p.gpus.map(() => "")]);
   for (const precision of SCRIPT_PRECISIONS) {
-    rows.push([
-      `  ${precision}`,
-      ...p.gpus.map((g) => (g.largest[precision] === null || g.largest[precision] === undefined ? "—" : num(g.largest[precision] ?? 0))),
-    ]);
+    rows.push([`  ${precision}`, ...p.gpus.map((g) => largestText(g.largest[precision]))]);
   }
   rows.push(["your config uses", ...p.gpus.map((g) => `${pct(g.yours.share_of_gpu)}${g.yours.fits ? "" : " (NO)"}`)]);
   rows.push([

@@ -38,7 +38,7 @@ import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from ".
 export { resolveBindings } from "./bindings.ts";
 export { samplesMismatch, SAMPLES_TOLERANCE } from "./effective.ts";
 export { ACCUMULATION_KNOB, buildSpace, MICRO_BATCH_KNOB } from "./space.ts";
-export { configBaseline, configFilesInCommand, fillTemplate, parseBinding, type KnobBinding } from "./knobs.ts";
+export { configBaseline, configFilesInCommand, fillTemplate, parseBinding, templateKnobs, type KnobBinding } from "./knobs.ts";
 export { rewriteArgv } from "./argv.ts";
 export { describeBindings } from "./bindings.ts";
 

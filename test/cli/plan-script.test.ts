@@ -80,4 +80,10 @@ describe("brim plan -- <command>", () => {
     expect(r.stderr).toMatch(/\| loading data\n {2}\| bad config: no such file data\.csv\n/);
     expect(r.stderr).toMatch(/did not end ok \(crashed: .*\); nothing is planned/);
   });
+
+  it("plans per value of one knob only: two knobs with several values are refused in one line", () => {
+    const r = plan(REPO, {}, "--knob", "stage=a,b", "--knob", "seq=1,2", "--", PYTHON, "train.py");
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim()).toBe("brim: --knob: brim plan plans per value of one knob; stage and seq both have several");
+  });
 });

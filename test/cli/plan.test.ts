@@ -219,7 +219,7 @@ describe("brim plan", () => {
     ]) {
       expect(stdout).toContain(flag);
     }
-    expect(stdout).toMatch(/Examples:\n\s+\$ brim plan examples\/nbeats\/model\.yaml --gpu rtx-3060/);
+    expect(stdout).toMatch(/Examples:\n\s+\$ brim plan -- python train\.py --config config\.yaml /);
   });
 
   it("the built CLI runs as a real process: plan, bad input, exit codes", async () => {
