@@ -69,6 +69,7 @@ const SOURCES = {
   ],
   // brim's own code: the corpus is the fixed test data, so a change to src or the SDK is what makes the record stale
   "tune-corpus.json": ["src", "python/brim", "bin"],
+  "loss-read.json": ["python/brim/_loss.py", "python/brim/_attach.py", "python/brim/_tracking.py", "bench/loss-read.bench.py"],
   "run-overhead.json": ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "examples", "bench/run-overhead.bench.mjs"],
 };
 const NOT_RECORDS = new Set(["README.md", "campaign.log", "detect.txt", "detect.json", "machine.json"]);
@@ -605,6 +606,27 @@ function scatter(spec, prof, title) {
 
 // ---------- CPU records ----------
 function cpuFigures(name, r) {
+  if (name === "loss-read.json" && r.loops)
+    return [
+      `The read alone (keep the loss at backward, take it at the step's end, read its value), in process, best of 7: ${fmt(r.read_alone_us_per_step, 2)} µs a step.` +
+        (r.tiny_alternating_in_process
+          ? ` The tiny loop in one attached process, the read on and off in alternating blocks of 2,000 steps: ${fmt(r.tiny_alternating_in_process.median_loss_read_us, 1)} vs ${fmt(r.tiny_alternating_in_process.median_loss_off_us, 1)} µs/step (${fmt(r.tiny_alternating_in_process.loss_read_cost_us_per_step, 1)} µs).`
+          : ""),
+      "",
+      table(
+        ["loop", "steps", "µs/step, loss read", "µs/step, BRIM_LOSS=0", "cost µs/step", "throughput ratio read / off", "per-round ratios"],
+        Object.entries(r.loops).map(([k, l]) => [
+          k,
+          String(l.steps),
+          fmt(l.median_loss_read_us, 1),
+          fmt(l.median_loss_off_us, 1),
+          fmt(l.loss_read_cost_us_per_step, 1),
+          fmt(l.throughput_ratio, 3),
+          (l.throughput_ratio_per_round ?? []).map((x) => fmt(x, 3)).join(", "),
+        ]),
+      ),
+      "",
+    ];
   if (name === "sampler-cpu.json" && r.read_latency_ms)
     return [
       `${fmt(r.readings_per_s, 2)} readings/s at ${r.hz} Hz over ${fmt(r.wall_s, 1)} s (${r.skipped_ticks} skipped ticks, ${r.errors} errors); the sampler used ${fmt(r.sampler_cpu_percent_of_core, 2)} % of one core (idle baseline ${fmt(r.idle_baseline_cpu_percent_of_core, 2)} %), ${fmt(r.cpu_ms_per_reading, 2)} ms CPU per reading; read latency p50 ${fmt(r.read_latency_ms.p50, 2)} ms, p95 ${fmt(r.read_latency_ms.p95, 2)} ms, max ${fmt(r.read_latency_ms.max, 2)} ms.`,

@@ -18,12 +18,17 @@ gradient accumulation (several backward() in one optimizer step) the step's loss
 the losses that went backward: the mean loss of the step's batches for jobs that divide each
 micro-batch's loss by the accumulation, as Lightning, the Hugging Face Trainer, accelerate's
 examples and nanoGPT do (a job that does not divide reports the sum).
+
+BRIM_LOSS=0 turns the read off (the loss is then null, as before brim read it): the switch the
+loss-read bench compares with (bench/loss-read.bench.py).
 """
 
 import functools
+import os
 import sys
 from typing import Any, Dict, List, Optional
 
+ENABLED = os.environ.get("BRIM_LOSS", "1") != "0"
 _seen: Dict[str, Any] = {"tensor": None, "scaled": None, "unscaled": None}
 _pinned: Dict[Any, List[Any]] = {}
 
@@ -83,6 +88,8 @@ class Read:
 
 def seen(tensor: Any, args: Any = (), kwargs: Any = None) -> None:
     """Called by the attach as a tensor goes backward: keep it when it is a scalar (the loss)."""
+    if not ENABLED:
+        return
     try:
         if (args and args[0] is not None) or (kwargs and kwargs.get("gradient") is not None):
             return  # backward(gradient): not a loss

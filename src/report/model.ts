@@ -105,6 +105,8 @@ function runFacts(meta: RunMeta, m: RunMeasures): NumberRow[] {
     { label: "end", value: meta.end === null ? "still running (or brim stopped before recording the end)" : `${meta.end.cause}: ${meta.end.message}` },
   ];
   if (meta.cap_bytes !== null) rows.push({ label: "cap", value: `${formatBytes(meta.cap_bytes)} (${meta.cap_scope === "gpu" ? "GPU memory" : "RAM"})` });
+  const tags = Object.entries(meta.tags ?? {});
+  if (tags.length > 0) rows.push({ label: "tags", value: tags.map(([k, v]) => `${k}=${v}`).join(", ") });
   if (Object.keys(meta.knobs).length > 0)
     rows.push({
       label: "knobs",
@@ -184,7 +186,7 @@ export function runReport(run: RecordedRun, vs?: RecordedRun): RunReportModel {
   return {
     kind: "run",
     id: run.meta.id,
-    title: `${run.meta.kind === "trial" ? "Trial" : "Run"} ${run.meta.id}`,
+    title: `${run.meta.kind === "trial" ? "Trial" : "Run"} ${run.meta.name !== undefined ? `${run.meta.name} (${run.meta.id})` : run.meta.id}`,
     facts: runFacts(run.meta, m),
     numbers: measureRows(m, isGpuRun(run.meta)),
     doctor,
@@ -287,7 +289,7 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
   return {
     kind: "tune",
     id: tune.id,
-    title: `Tune ${tune.id}`,
+    title: `Tune ${tune.name !== undefined ? `${tune.name} (${tune.id})` : tune.id}`,
     facts: [
       { label: "command", value: tune.command.join(" ") },
       { label: "knobs", value: tune.bindings.map((b) => `${b.knob} (${b.via}${b.key !== undefined ? ` ${b.file ?? ""}:${b.key}` : ""})`).join(", ") || "none" },

@@ -1,7 +1,7 @@
 /**
  * The compare page in a real headless Chromium, as a TensorBoard user picks runs to overlay: tick two
  * runs (found by their --name and tag) in the picker, choose samples seen as the x axis, overlay;
- * smooth, switch the loss to log scale, hover a point. Skipped, with a message, only where
+ * smooth, switch the loss to log scale, hover a point; a run's page shows its name and tags. Skipped, with a message, only where
  * /usr/bin/chromium is missing (.ci/setup installs it).
  */
 import { existsSync, mkdtempSync } from "node:fs";
@@ -106,6 +106,10 @@ describe.skipIf(!HAVE_CHROMIUM)("the compare page in headless Chromium", () => {
     await expect(tip.isVisible()).resolves.toBe(true);
     await expect(tip.locator(`[data-hover-series="${small}: loss"]`).count()).resolves.toBe(1);
     await expect(tip.locator(`[data-hover-series="${large}: loss"]`).count()).resolves.toBe(1);
+    // a run's own page names it by its --name and lists its tags
+    await page.goto(`${dash.url}runs/${ids.small}`);
+    await expect(page.locator("h1").textContent()).resolves.toContain(`Run bs32 (${ids.small})`);
+    await expect(page.locator("table.facts").first().textContent()).resolves.toContain("model=mlp");
     expect(errors).toEqual([]);
     await page.close();
   });
