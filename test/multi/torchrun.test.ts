@@ -107,6 +107,12 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
       expect((r1.own_time_s ?? 0) - (r0.own_time_s ?? 0), JSON.stringify(ranks)).toBeGreaterThan(0.02);
       const f = doctor(store, meta.id).findings.find((x) => x.id === "ranks");
       expect(f?.title).toBe("Straggler: rank 1 is slower; the others wait for it");
+      // the launchers (accelerate, then torchrun's agent) load brim's sitecustomize too, and stay silent
+      const hellos = readFileSync(join(store, "runs", meta.id, "timeline.ndjson"), "utf8")
+        .split("\n")
+        .filter((l) => l.includes('"kind":"hello"'))
+        .map((l) => JSON.parse(l) as { rank: number | null });
+      expect(hellos.map((h) => h.rank).sort()).toEqual([0, 1]);
     },
     SLOW,
   );
