@@ -149,7 +149,7 @@ const report = {
   command: `node bench/plan-script.bench.mjs ${args.join(" ")}`.trim(),
   commit: `${git(["rev-parse", "--short", "HEAD"])}${git(["status", "--porcelain", "--", "src", "python", "bin"]) ? "+dirty" : ""}`,
   date: new Date().toISOString(),
-  machine: { cpus: cpus().length, gpu: "none (CPU-only host)" },
+  machine: { cpus: cpus().length, cpu: cpus()[0]?.model ?? null, node: process.version, gpu: "none (CPU-only host)" },
   pythons: Object.fromEntries(
     Object.entries(PYTHONS).map(([k, p]) => [
       k,
