@@ -40,6 +40,19 @@ def said(out):
     return [json.loads(line[5:]) for line in out.stdout.splitlines() if line.startswith("LOSS ")]
 
 
+def test_brim_loss_0_leaves_the_loss_alone(srv):
+    out = run(PRELUDE + """
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for _ in range(5):
+    loss = model(torch.randn(6, 4)).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+""", srv, env_extra={"BRIM_LOSS": "0"})
+    assert out.returncode == 0, out.stderr
+    steps = steps_of(srv)
+    assert len(steps) == 5
+    assert [s["loss"] for s in steps] == [None] * 5
+
+
 def test_a_plain_loop_records_the_loss_it_computed(srv, channel_schema):
     out = run(PRELUDE + PRINT + """
 from torch.utils.data import DataLoader, TensorDataset
