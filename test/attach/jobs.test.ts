@@ -227,5 +227,5 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
     }
     // a winner only once it beat the baseline measured interleaved; else an honest "no gain"
     expect(record.confirmation?.verdict).toBe(record.winner === null ? "no_gain" : "confirmed");
-  });
+  }, 240_000);
 });
