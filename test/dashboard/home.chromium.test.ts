@@ -161,7 +161,7 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
     await expect(page.locator("[data-live-badge]").count()).resolves.toBe(1);
     await expect(page.locator("[data-live-note]").count()).resolves.toBe(1);
     await live.writer.finish({ cause: "ok", exit_code: 0, signal: null, message: "finished normally" }, null);
-    await expect.poll(async () => page.locator("[data-status]").textContent(), { timeout: 10_000, interval: 100 }).toMatch(/^ended: ok/);
+    await expect.poll(async () => page.locator("[data-status]").textContent(), { timeout: 30_000, interval: 100 }).toMatch(/^ended: ok/);
     await expect(page.locator("[data-live-badge]").count()).resolves.toBe(0);
     await expect(page.locator("[data-live-note]").count()).resolves.toBe(0);
     await expect(page.locator(".live-badge").count()).resolves.toBe(0);
