@@ -11,11 +11,11 @@ none of it, brim attaches to them by itself (docs/attach.md).
         brim.log(loss=loss)
 """
 
-import atexit
-import os
-import signal
-import sys
-import threading
+import atexit as _atexit
+import os as _os
+import signal as _signal
+import sys as _sys
+import threading as _threading
 
 from . import _env, _state, _tracking
 from ._channel import PROTOCOL_VERSION
@@ -53,14 +53,14 @@ __all__ = [
 
 
 def _at_exit() -> None:
-    attach = sys.modules.get("brim._attach")  # only when the attach runs in this process
+    attach = _sys.modules.get("brim._attach")  # only when the attach runs in this process
     if attach is not None:
         attach.at_exit()
     _tracking.at_exit()
     _state.close()
 
 
-atexit.register(_at_exit)
+_atexit.register(_at_exit)
 
 
 def _flush_on_sigterm() -> None:
@@ -68,20 +68,20 @@ def _flush_on_sigterm() -> None:
     the steps still held (at most SEND_EVERY_S of them) first, then end as the default would. Only
     under brim, only in the main thread, and only while the job has no SIGTERM handler of its own
     (one it installs later replaces this)."""
-    if _env.channel_path() is None or threading.current_thread() is not threading.main_thread():
+    if _env.channel_path() is None or _threading.current_thread() is not _threading.main_thread():
         return
     try:
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        if _signal.getsignal(_signal.SIGTERM) is not _signal.SIG_DFL:
             return
 
         def on_term(signum: int, frame: object) -> None:
             try:
                 _tracking.flush(force=True)
             finally:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGTERM)
+                _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+                _os.kill(_os.getpid(), _signal.SIGTERM)
 
-        signal.signal(signal.SIGTERM, on_term)
+        _signal.signal(_signal.SIGTERM, on_term)
     except (ValueError, OSError):
         pass
 

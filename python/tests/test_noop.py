@@ -22,6 +22,11 @@ def test_core_import_uses_only_the_standard_library():
     assert out.stdout.strip() == ""
 
 
+def test_public_names_are_the_sdk_and_nothing_else():
+    public = sorted(name for name in dir(brim) if not name.startswith("_"))
+    assert public == sorted(name for name in brim.__all__ if not name.startswith("_"))
+
+
 def test_without_channel_nothing_is_sent_and_nothing_connects(monkeypatch, capsys):
     def no_socket(*a, **k):
         raise AssertionError("the SDK must not open a socket without BRIM_CHANNEL")

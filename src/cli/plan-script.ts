@@ -26,7 +26,6 @@ import {
   type KnobBinding,
 } from "../tune/tune.ts";
 import type { Output } from "./output.ts";
-import { parseScalar } from "./run.ts";
 
 /** What `brim plan -- <command>` is asked. */
 export interface PlanScriptOptions {
@@ -283,16 +282,4 @@ export async function planScriptStages(command: string[], options: PlanScriptSta
     });
   }
   return { schema: "brim.plan-script-stages/v1", knob: name, plans };
-}
-
-/** `--knob name=v1,v2` as commander's parser (repeatable). */
-export function knobList(text: string, previous: Record<string, (number | string | boolean)[]>): Record<string, (number | string | boolean)[]> {
-  const equals = text.indexOf("=");
-  const values = text
-    .slice(equals + 1)
-    .split(",")
-    .map((v) => v.trim())
-    .filter((v) => v !== "");
-  if (equals <= 0 || values.length === 0) throw new UsageError(`--knob expects name=v1,v2,... got ${JSON.stringify(text)}`);
-  return { ...previous, [text.slice(0, equals)]: values.map(parseScalar) };
 }

@@ -7,12 +7,12 @@ import { SHARDINGS, type Sharding } from "../plan/memory.ts";
 import { parseModelFile } from "../plan/model-file.ts";
 import { plan, type PlanReport, type PlanTrial } from "../plan/planner.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
-import { runCommand, type RunCommandResult } from "./run.ts";
+import { knobList, runCommand, type RunCommandResult } from "./run.ts";
 import { fillTemplate, templateKnobs } from "../tune/tune.ts";
 import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import type { Output } from "./output.ts";
 import { renderPlanComparison, renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
-import { knobList, planScriptStages } from "./plan-script.ts";
+import { planScriptStages } from "./plan-script.ts";
 import { renderScriptPlan } from "./render-plan-script.ts";
 
 /** Options of `brim plan` as the command line gives them. */
@@ -419,7 +419,6 @@ export function registerPlan(program: Command, out: Output): void {
       "--knob <name=v1,v2>",
       "with -- <command>: a knob's value for the measuring runs; several values: one plan per value (a stage); repeatable",
       knobList,
-      {},
     )
     .option(
       "--bind <knob=file:key|knob=env>",

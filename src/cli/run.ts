@@ -30,7 +30,7 @@ export interface RunCommandOptions {
   grace: number;
   steps?: number;
   warmup: number;
-  knob: Record<string, number | string | boolean>;
+  knob?: Record<string, number | string | boolean>;
   shrink: boolean;
   json?: boolean;
   quiet?: boolean;
@@ -92,11 +92,30 @@ export function exitCodeOf(end: RunEnd, interruptedBy: NodeJS.Signals | null = n
  * parseKnobArgument("batch_size=64", {}); // { batch_size: 64 }
  * ```
  */
-export function parseKnobArgument(text: string, previous: Record<string, number | string | boolean>): Record<string, number | string | boolean> {
+export function parseKnobArgument(text: string, previous: Record<string, number | string | boolean> = {}): Record<string, number | string | boolean> {
   const equals = text.indexOf("=");
   if (equals <= 0) throw new UsageError(`--knob expects name=value, got '${text}'`);
   const name = text.slice(0, equals).trim();
   return { ...previous, [name]: parseScalar(text.slice(equals + 1).trim()) };
+}
+
+/**
+ * `--knob name=v1,v2,...` (tune's values to try, plan's stages) as commander's parser: repeatable.
+ *
+ * @example
+ * ```ts
+ * knobList("batch_size=32,64", {}); // { batch_size: [32, 64] }
+ * ```
+ */
+export function knobList(text: string, previous: Record<string, (number | string | boolean)[]> = {}): Record<string, (number | string | boolean)[]> {
+  const equals = text.indexOf("=");
+  const values = text
+    .slice(equals + 1)
+    .split(",")
+    .map((v) => v.trim())
+    .filter((v) => v !== "");
+  if (equals <= 0 || values.length === 0) throw new UsageError(`--knob expects name=v1,v2,... got '${text}'`);
+  return { ...previous, [text.slice(0, equals).trim()]: values.map(parseScalar) };
 }
 
 /**
@@ -219,7 +238,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         cwd: process.cwd(),
         capBytes: options.cap ?? null,
         shrink: options.shrink,
-        knobs: options.knob,
+        knobs: options.knob ?? {},
         stepBudget: options.steps ?? null,
         warmupSteps: options.warmup,
         hz: options.hz,
@@ -387,7 +406,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .addOption(new Option("--grace <seconds>", "seconds between SIGTERM and SIGKILL when stopping the job").default(10).argParser(positiveNumber("--grace")))
     .option("--steps <n>", "step budget: the job ends after n optimizer steps (attach or SDK; progress lines as the last resort)", positiveInteger("--steps"))
     .addOption(new Option("--warmup <n>", "steps left out of steady-state throughput").default(3).argParser(positiveInteger("--warmup", 0)))
-    .addOption(new Option("--knob <name=value>", "a knob value for the job (read with brim.knob); repeatable").default({}).argParser(parseKnobArgument))
+    .addOption(new Option("--knob <name=value>", "a knob value for the job (read with brim.knob); repeatable").argParser(parseKnobArgument))
     .option("--no-shrink", "never ask the SDK to shrink the micro-batch near the cap (stop at the cap instead)")
     .option("--no-attach", "do not attach to the Python job (optimizer steps, DataLoader, autocast are then seen only through the SDK); also BRIM_ATTACH=0")
     .option(

@@ -12,7 +12,7 @@ import { tune, TUNE_STRATEGIES, type TuneResult, type TuneStrategy } from "../tu
 import { labelOptions, recordLabels } from "./labels.ts";
 import type { Output } from "./output.ts";
 import { knobDelta, progressBar, renderApply, renderTrialLine, renderTuneTable } from "./render-tune.ts";
-import { jobSwitches, parseScalar } from "./run.ts";
+import { jobSwitches, knobList } from "./run.ts";
 
 /** Options of `brim tune` as the command line gives them. */
 export interface TuneCommandOptions {
@@ -20,7 +20,7 @@ export interface TuneCommandOptions {
   effectiveBatch?: number;
   freeBatch?: boolean;
   bind: string[];
-  knob: Record<string, KnobValue[]>;
+  knob?: Record<string, KnobValue[]>;
   fix: string[];
   maxTrials: number;
   maxTime: number;
@@ -56,19 +56,6 @@ export function parseDuration(text: string): number {
   const seconds = value * (unit === "h" ? 3600 : unit === "m" ? 60 : 1);
   if (seconds <= 0) throw new UsageError(`a duration must be positive, got '${text}'`);
   return seconds;
-}
-
-function knobList(text: string, previous: Record<string, KnobValue[]>): Record<string, KnobValue[]> {
-  const equals = text.indexOf("=");
-  if (equals <= 0) throw new UsageError(`--knob expects name=v1,v2,... got '${text}'`);
-  const values = text
-    .slice(equals + 1)
-    .split(",")
-    .map((value) => value.trim())
-    .filter((value) => value !== "")
-    .map(parseScalar);
-  if (values.length === 0) throw new UsageError(`--knob ${text.slice(0, equals)}: no values`);
-  return { ...previous, [text.slice(0, equals)]: values };
 }
 
 function integerAtLeast(name: string, min: number): (text: string) => number {
@@ -127,7 +114,7 @@ export async function tuneCommand(command: string[], options: TuneCommandOptions
       effectiveBatch: options.effectiveBatch,
       freeBatch: options.freeBatch,
       bindings,
-      knobValues: options.knob,
+      knobValues: options.knob ?? {},
       fixed: options.fix,
       maxTrials: options.maxTrials,
       maxTimeS: options.maxTime,
@@ -210,11 +197,7 @@ export function registerTune(program: Command, out: Output, setExitCode: (code: 
       collect,
       [],
     )
-    .addOption(
-      new Option("--knob <name=v1,v2,...>", "values to try for a knob (one value: the baseline of a {name} template); repeatable")
-        .default({})
-        .argParser(knobList),
-    )
+    .addOption(new Option("--knob <name=v1,v2,...>", "values to try for a knob (one value: the baseline of a {name} template); repeatable").argParser(knobList))
     .option("--fix <knob>", "do not tune this knob; repeatable", collect, [])
     .addOption(new Option("--max-trials <n>", "stop after n trials").default(16).argParser(integerAtLeast("--max-trials", 1)))
     .addOption(new Option("--max-time <duration>", "stop starting trials after this long (90s, 15m, 1h)").default(20 * 60, "20m").argParser(parseDuration))

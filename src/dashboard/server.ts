@@ -223,73 +223,110 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     return name !== null && isLoopback(name);
   }
 
+  /** What a route is handed: the request, its URL and path segments, and the page's nonce. */
+  interface Call {
+    req: IncomingMessage;
+    res: ServerResponse;
+    url: URL;
+    nonce: string;
+    /** the path's segments after the route's fixed ones: ids, the events verb */
+    params: string[];
+    notFound: (message: string) => Reply;
+  }
+  const html = (body: string): Reply => ({ status: 200, type: "text/html; charset=utf-8", body });
+  // each route: its fixed segments, how many id segments follow, and what answers; an id is checked before the handler runs
+  const routes: { path: string[]; ids: number; tail?: string; kind: "run" | "tune"; answer: (call: Call) => Promise<Reply | null> }[] = [
+    { path: [], ids: 0, kind: "run", answer: async ({ nonce }) => html(indexPage(await listRuns(store), await listTunes(store), store.root, nonce)) },
+    {
+      path: ["runs"],
+      ids: 1,
+      kind: "run",
+      answer: async ({ url, nonce, params: [id], notFound }) => {
+        const vsId = url.searchParams.get("vs");
+        if (vsId !== null && !isRecordId(vsId)) return notFound(`?vs=${vsId}: not a run id`);
+        const vs = vsId === null ? null : await loadRun(store, vsId);
+        return html(
+          runPage(await runView(store, id as string), store.root, nonce, { axis: progressAxis(url.searchParams.get("x")), vs, ...lossScaleParam(url) }),
+        );
+      },
+    },
+    {
+      path: ["compare"],
+      ids: 0,
+      kind: "run",
+      answer: async ({ url, nonce, notFound }) => {
+        // ?run=<id>&run=<id>… (or runs=<id>,<id>): the runs to overlay, at most 8, each once, oldest first (the first colour)
+        const ids = [...new Set([...url.searchParams.getAll("run"), ...(url.searchParams.get("runs") ?? "").split(",")].filter((id) => id !== ""))].sort();
+        const bad = ids.find((id) => !isRecordId(id));
+        if (bad !== undefined) return notFound(`'${bad}' is not a run id`);
+        if (ids.length > 8) return notFound(`${ids.length} runs asked for: the compare page overlays 8 at most`);
+        const picked = await Promise.all(ids.map((id) => loadRun(store, id)));
+        return html(comparePage(await listRuns(store), picked, store.root, nonce, { axis: progressAxis(url.searchParams.get("x")), ...lossScaleParam(url) }));
+      },
+    },
+    {
+      path: ["tunes"],
+      ids: 1,
+      kind: "tune",
+      answer: async ({ nonce, params: [id] }) => html(tunePage(await tuneView(store, id as string), store.root, nonce)),
+    },
+    { path: ["api", "runs"], ids: 0, kind: "run", answer: async () => json(200, await listRuns(store)) },
+    {
+      path: ["api", "runs"],
+      ids: 1,
+      kind: "run",
+      answer: async ({ params: [id] }) => {
+        const { meta, timeline } = await loadRun(store, id as string);
+        return json(200, { meta, ...(await runStatus(store, meta, Date.now() / 1000)), measures: measureRun(meta, timeline) });
+      },
+    },
+    {
+      path: ["api", "runs"],
+      ids: 1,
+      tail: "doctor",
+      kind: "run",
+      answer: async ({ params: [id] }) => {
+        const { meta, timeline } = await loadRun(store, id as string);
+        return json(200, diagnose(meta, timeline));
+      },
+    },
+    {
+      path: ["api", "runs"],
+      ids: 1,
+      tail: "events",
+      kind: "run",
+      answer: async ({ req, res, url, params: [id] }) => {
+        const refused = streams.admit(req);
+        if (refused !== null) return { ...json(refused.status, { error: refused.message }), headers: { "Retry-After": "5" } };
+        const asked = Number(req.headers["last-event-id"] ?? url.searchParams.get("from") ?? 0);
+        await streams.serve(req, res, id as string, Number.isSafeInteger(asked) && asked >= 0 ? asked : 0);
+        return null;
+      },
+    },
+    { path: ["api", "tunes"], ids: 0, kind: "tune", answer: async () => json(200, await listTunes(store)) },
+    { path: ["api", "tunes"], ids: 1, kind: "tune", answer: async ({ params: [id] }) => json(200, await store.readTune(id as string)) },
+  ];
+
   async function route(req: IncomingMessage, res: ServerResponse, url: URL, nonce: string): Promise<Reply | null> {
     const path = url.pathname;
     const wantsJson = path.startsWith("/api/");
     const notFound = (message: string): Reply =>
       wantsJson ? json(404, { error: message }) : { status: 404, type: "text/html; charset=utf-8", body: errorPage(404, message, store.root, nonce) };
-    const segments = path
-      .split("/")
-      .slice(1)
-      .map((s) => {
-        try {
-          return decodeURIComponent(s);
-        } catch {
-          return "\0";
-        }
-      });
-    const [a, b, c, d] = segments;
-    const idOk = (id: string | undefined): id is string => id !== undefined && isRecordId(id);
-    if (path === "/" || path === "")
-      return { status: 200, type: "text/html; charset=utf-8", body: indexPage(await listRuns(store), await listTunes(store), store.root, nonce) };
-    if (a === "runs" && segments.length === 2) {
-      if (!idOk(b)) return notFound(`'${b ?? ""}' is not a run id`);
-      const vsId = url.searchParams.get("vs");
-      if (vsId !== null && !isRecordId(vsId)) return notFound(`?vs=${vsId}: not a run id`);
-      const vs = vsId === null ? null : await loadRun(store, vsId);
-      return {
-        status: 200,
-        type: "text/html; charset=utf-8",
-        body: runPage(await runView(store, b), store.root, nonce, { axis: progressAxis(url.searchParams.get("x")), vs, ...lossScaleParam(url) }),
-      };
-    }
-    if (a === "compare" && segments.length === 1) {
-      // ?run=<id>&run=<id>… (or runs=<id>,<id>): the runs to overlay, at most 8, each once, oldest first (the first colour)
-      const ids = [...new Set([...url.searchParams.getAll("run"), ...(url.searchParams.get("runs") ?? "").split(",")].filter((id) => id !== ""))].sort();
-      const bad = ids.find((id) => !isRecordId(id));
-      if (bad !== undefined) return notFound(`'${bad}' is not a run id`);
-      if (ids.length > 8) return notFound(`${ids.length} runs asked for: the compare page overlays 8 at most`);
-      const picked = await Promise.all(ids.map((id) => loadRun(store, id)));
-      const options = { axis: progressAxis(url.searchParams.get("x")), ...lossScaleParam(url) };
-      return { status: 200, type: "text/html; charset=utf-8", body: comparePage(await listRuns(store), picked, store.root, nonce, options) };
-    }
-    if (a === "tunes" && segments.length === 2) {
-      if (!idOk(b)) return notFound(`'${b ?? ""}' is not a tune id`);
-      return { status: 200, type: "text/html; charset=utf-8", body: tunePage(await tuneView(store, b), store.root, nonce) };
-    }
-    if (a === "api" && b === "runs") {
-      if (segments.length === 2) return json(200, await listRuns(store));
-      if (!idOk(c)) return notFound(`'${c ?? ""}' is not a run id`);
-      if (segments.length === 3) {
-        const { meta, timeline } = await loadRun(store, c);
-        return json(200, { meta, ...(await runStatus(store, meta, Date.now() / 1000)), measures: measureRun(meta, timeline) });
+    const segments = (path === "/" || path === "" ? [] : path.split("/").slice(1)).map((s) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        return "\0";
       }
-      if (segments.length === 4 && d === "doctor") {
-        const { meta, timeline } = await loadRun(store, c);
-        return json(200, diagnose(meta, timeline));
-      }
-      if (segments.length === 4 && d === "events") {
-        const refused = streams.admit(req);
-        if (refused !== null) return { ...json(refused.status, { error: refused.message }), headers: { "Retry-After": "5" } };
-        const asked = Number(req.headers["last-event-id"] ?? url.searchParams.get("from") ?? 0);
-        await streams.serve(req, res, c, Number.isSafeInteger(asked) && asked >= 0 ? asked : 0);
-        return null;
-      }
-    }
-    if (a === "api" && b === "tunes") {
-      if (segments.length === 2) return json(200, await listTunes(store));
-      if (!idOk(c)) return notFound(`'${c ?? ""}' is not a tune id`);
-      if (segments.length === 3) return json(200, await store.readTune(c));
+    });
+    for (const r of routes) {
+      const length = r.path.length + r.ids + (r.tail === undefined ? 0 : 1);
+      if (segments.length !== length || r.path.some((part, i) => segments[i] !== part)) continue;
+      if (r.tail !== undefined && segments[length - 1] !== r.tail) continue;
+      const params = segments.slice(r.path.length, r.path.length + r.ids);
+      const bad = params.find((id) => !isRecordId(id));
+      if (bad !== undefined) return notFound(`'${bad}' is not a ${r.kind} id`);
+      return r.answer({ req, res, url, nonce, params, notFound });
     }
     return notFound(`nothing at ${path}`);
   }

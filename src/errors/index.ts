@@ -22,6 +22,9 @@ export const ERROR_CODES = {
   E_IO: 1,
   E_STALE: 1,
   E_JOB_START: 1,
+  // the shell's statuses for a command it cannot find or cannot execute
+  E_JOB_NOT_EXECUTABLE: 126,
+  E_JOB_NOT_FOUND: 127,
   E_NO_TRIAL_FIT: 3,
   E_INTERNAL: 70,
 } as const;

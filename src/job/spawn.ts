@@ -182,7 +182,8 @@ export async function startCommand(
         : code === "EACCES"
           ? "permission denied"
           : (error as Error).message;
-    throw new BrimError("E_JOB_START", `cannot start '${program}': ${why}`, { cause: error });
+    const status = missingCwd ? "E_JOB_START" : code === "ENOENT" ? "E_JOB_NOT_FOUND" : code === "EACCES" ? "E_JOB_NOT_EXECUTABLE" : "E_JOB_START";
+    throw new BrimError(status, `cannot start '${program}': ${why}`, { cause: error });
   }
   const spawned: Spawned = {
     pid: child.pid as number,

@@ -1,122 +1,22 @@
 import { formatBytes } from "../bytes.ts";
 import { InputError } from "../errors/index.ts";
-import { ambiguousGpu, findGpu, GPU_CATALOG, type GpuSpec } from "./catalog.ts";
+import type { GpuSpec } from "./catalog.ts";
+import { resolveGpu } from "./gpu-choice.ts";
 import { CALIBRATIONS } from "./calibrations.ts";
-import { resolveConstants, type Calibration, type CalibrationUse, type PlanConstants, type ResolvedConstants } from "./constants.ts";
+import { resolveConstants, type PlanConstants } from "./constants.ts";
 import { graphFromSpec } from "./families.ts";
 import { footprintFromGraph, type ModelFootprint } from "./footprint.ts";
 import { graphFromHfConfig } from "./hf.ts";
-import { anchoredMemory, anchorOn, type Anchor, type TrialMeasurement } from "./anchor.ts";
+import { anchoredMemory, anchorOn } from "./anchor.ts";
 import { COMPONENTS, maxMicroBatch, memoryAt, type Component, type MemoryBreakdown, type Sharding, type TrainingSetup } from "./memory.ts";
 import type { ModelInput } from "./model-file.ts";
 import { footprintFromProfile, type ModelProfile } from "./profile.ts";
 import { peakFor, predictedSamplesPerSecond, SPEED_MODEL } from "./speed.ts";
-import type { ModelSpec, Optimizer, Precision, StageSpec } from "./spec.ts";
+import type { ModelSpec, Precision, StageSpec } from "./spec.ts";
+import { assumptionsOf } from "./assumptions.ts";
+import type { PlanOptions, PlanReport, PlanSection, Suggestion, YourConfig } from "./plan-types.ts";
 
-/** What to plan for. Every field is optional but the GPU: `gpu` or `gpuMemoryBytes`. */
-export interface PlanOptions {
-  gpu?: string | undefined;
-  gpuMemoryBytes?: number | undefined;
-  precision?: Precision | undefined;
-  optimizer?: Optimizer | undefined;
-  batch?: number | undefined;
-  effectiveBatch?: number | undefined;
-  seqLen?: number | undefined;
-  checkpointing?: boolean | undefined;
-  gpus?: number | undefined;
-  sharding?: Sharding | undefined;
-  capBytes?: number | undefined;
-  /** share of the cap kept free, 0.1 by default */
-  margin?: number | undefined;
-  /** measured calibrations to use; the bundled ones ({@link CALIBRATIONS}) by default */
-  calibrations?: readonly Calibration[] | undefined;
-  /** the PyTorch major version the job runs (calibrations are per major version); 2 by default */
-  frameworkMajor?: number | undefined;
-  /** a calibrating trial of this job: the plan is re-anchored on its measured peak */
-  trial?: PlanTrial | undefined;
-}
-
-/** A calibrating trial as the planner takes it: what ran, and what it measured. */
-export interface PlanTrial extends TrialMeasurement {
-  precision: Precision;
-  /** what the peak is: the process tree's GPU memory, or its RAM when the job ran on the CPU */
-  memory: "gpu" | "ram";
-  /** where it was measured, e.g. "run 20261122-145759-4fa3 (python3 train.py)" */
-  source: string;
-}
-
-/** One ranked way to reach the effective batch. */
-export interface Suggestion {
-  micro_batch: number;
-  accumulation: number;
-  precision: Precision;
-  checkpointing: boolean;
-  peak_bytes: number;
-  samples_per_s: number;
-  relative_speed: number;
-  /** predicted samples/s over those of the user's config (1 = the same) */
-  speedup_vs_yours: number;
-  /** this row is the user's config */
-  is_yours: boolean;
-}
-
-/** The configuration the user has now (spec, config or flags), as the plan predicts it. */
-export interface YourConfig {
-  micro_batch: number;
-  accumulation: number;
-  precision: Precision;
-  checkpointing: boolean;
-  peak_bytes: number;
-  /** share of the budget (cap × (1 − margin)) the predicted peak uses */
-  budget_share: number;
-  samples_per_s: number;
-}
-
-/** The plan of one model shape (the whole model, or one training stage). */
-export interface PlanSection {
-  name?: string;
-  seq_len?: number;
-  params: { total: number; trainable: number; frozen: number };
-  setup: {
-    precision: Precision;
-    optimizer: Optimizer;
-    micro_batch: number;
-    micro_batch_from: "--batch" | "spec" | "largest that fits";
-    accumulation: number;
-    effective_batch: number;
-    checkpointing: boolean;
-    gpus: number;
-    sharding: Sharding;
-  };
-  memory: { components: Record<Component, number>; shares: Record<Component, number>; peak_bytes: number; fits: boolean };
-  max_micro_batch: number;
-  /** false when the whole per-GPU effective batch fits in one micro-batch: memory does not limit the job */
-  memory_limited: boolean;
-  your_config: YourConfig;
-  suggestions: Suggestion[];
-  notes: string[];
-}
-
-/** A named value the plan used, with its source. */
-export interface Assumption {
-  name: string;
-  value: number | string;
-  source: string;
-  calibrated: boolean;
-}
-
-/** The whole answer of `brim plan`. */
-export interface PlanReport extends PlanSection {
-  model: { name: string; family: string; source: ModelFootprint["source"]; file?: string };
-  gpu: { id: string; name: string; memory_bytes: number; cap_bytes: number; margin: number; budget_bytes: number; gpus: number };
-  stages: PlanSection[];
-  speed_model: string;
-  /** the GPU calibration the plan used and which constants it set (the rest are defaults); null when none matched */
-  calibration: CalibrationUse | null;
-  /** the calibrating trial the plan was re-anchored on, and what the model had said at its micro-batch; null without one */
-  trial: (PlanTrial & { predicted_before_bytes: number; correction: Anchor }) | null;
-  assumptions: Assumption[];
-}
+export type { Assumption, PlanOptions, PlanReport, PlanSection, PlanTrial, Suggestion, YourConfig } from "./plan-types.ts";
 
 const SUGGESTED_PRECISIONS: readonly Precision[] = ["fp32", "tf32", "bf16-mixed", "fp16-mixed"];
 
@@ -245,75 +145,6 @@ interface PlanContext {
   constants: PlanConstants;
   /** the memory model, re-anchored when the plan has a trial */
   memory: (footprint: ModelFootprint, setup: TrainingSetup, microBatch: number) => MemoryBreakdown;
-}
-
-interface ResolvedGpu {
-  id: string;
-  name: string;
-  memoryBytes: number;
-  memorySource: string;
-  spec: GpuSpec | undefined;
-}
-
-function resolveGpu(options: PlanOptions): ResolvedGpu {
-  if (options.gpu !== undefined) {
-    const spec = findGpu(options.gpu);
-    if (spec === undefined) {
-      const several = ambiguousGpu(options.gpu);
-      if (several !== undefined) {
-        const which = several.map((g) => `${g.id} (${g.name.replace(/^NVIDIA /, "")}, ${g.memoryGiB} GB, ${g.architecture})`);
-        throw new InputError(`${JSON.stringify(options.gpu)} could be ${which.slice(0, -1).join(", ")} or ${which.at(-1) ?? ""}: name one with --gpu`, {
-          field: "--gpu",
-          code: "E_UNKNOWN_GPU",
-        });
-      }
-      const close = closestIds(options.gpu);
-      const hint = `${close.length > 0 ? `did you mean ${close.slice(0, 4).join(", ")}? ` : ""}see \`brim plan --list-gpus\`, or give any card's memory with --gpu-memory <GiB>`;
-      throw new InputError(`unknown GPU ${JSON.stringify(options.gpu)}; ${hint}`, { field: "--gpu", code: "E_UNKNOWN_GPU" });
-    }
-    const memoryBytes = options.gpuMemoryBytes ?? (spec.reportedTotalMiB !== undefined ? spec.reportedTotalMiB * 2 ** 20 : spec.memoryGiB * 2 ** 30);
-    const memorySource =
-      options.gpuMemoryBytes !== undefined
-        ? "--gpu-memory"
-        : spec.reportedTotalMiB !== undefined
-          ? "total the driver reports (catalog)"
-          : "memory as sold (catalog); the driver may report slightly less";
-    return { id: spec.id, name: spec.name, memoryBytes, memorySource, spec };
-  }
-  if (options.gpuMemoryBytes !== undefined) {
-    return {
-      id: "custom",
-      name: `GPU with ${formatBytes(options.gpuMemoryBytes)}`,
-      memoryBytes: options.gpuMemoryBytes,
-      memorySource: "--gpu-memory",
-      spec: undefined,
-    };
-  }
-  throw new InputError("name the GPU to plan for: --gpu <id> (e.g. rtx-4090) or --gpu-memory <GiB>", { field: "--gpu" });
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
-}
-
-function closestIds(wanted: string): string[] {
-  const w = wanted.toLowerCase();
-  return GPU_CATALOG.map((gpu) => ({
-    id: gpu.id,
-    d: Math.min(...[gpu.id, ...gpu.aliases].map((name) => (name.includes(w) || w.includes(name) ? 0 : editDistance(w, name)))),
-  }))
-    .filter((x) => x.d <= Math.max(3, Math.floor(w.length / 3)))
-    .sort((a, b) => a.d - b.d)
-    .slice(0, 3)
-    .map((x) => x.id);
 }
 
 function footprintOf(model: ModelInput, seqLen: number | undefined, stage: StageSpec | undefined, notes: string[]): ModelFootprint {
@@ -591,52 +422,4 @@ function dropDominated(candidates: Suggestion[], yours: YourConfig): void {
 function round(value: number, digits: number): number {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
-}
-
-function assumptionsOf(setup: TrainingSetup, constants: ResolvedConstants, gpu: ResolvedGpu, footprint: ModelFootprint): Assumption[] {
-  const out: Assumption[] = [];
-  for (const [name, value] of Object.entries(constants.values) as [keyof PlanConstants, number][]) {
-    out.push({ name, value, ...constants.sources[name] });
-  }
-  out.push(
-    { name: "gpu_memory_bytes", value: gpu.memoryBytes, source: gpu.memorySource + (gpu.spec === undefined ? "" : `; ${gpu.spec.source}`), calibrated: false },
-    {
-      name: "bytes_per_parameter",
-      value: setup.precision === "bf16" ? "weights 2, gradients 2, optimizer state in bf16" : "weights 4, gradients 4, optimizer state in fp32",
-      source: setup.precision.endsWith("-mixed")
-        ? "mixed precision keeps fp32 master weights and gradients and a 16-bit copy of matmul weights during forward/backward (HF 'model training anatomy'; torch autocast weight cache)"
-        : "PyTorch stores parameters, gradients and optimizer state in the parameter dtype",
-      calibrated: false,
-    },
-    {
-      name: "optimizer_state",
-      value: setup.optimizer,
-      source:
-        "sgd 0, sgd-momentum 1 state, adam/adamw 2 states per trainable parameter; adamw-8bit 2 bytes + block absmax (bitsandbytes); adafactor factored second moment (rows + columns)",
-      calibrated: false,
-    },
-    {
-      name: "activations",
-      value: footprint.source === "profile" ? "measured by the SDK on CPU" : "from the model graph, op by op",
-      source:
-        footprint.source === "profile"
-          ? "saved-tensor hooks, per-sample slope between two batch sizes (docs/schemas/model-profile.v1.json)"
-          : "tensors autograd keeps for backward as PyTorch's derivative formulas save them; a tensor kept by two ops counted once; attention through fused SDPA kernels (no seq² tensor) unless `attention: math`; see docs/model-spec.md",
-      calibrated: false,
-    },
-    {
-      name: "input_batch",
-      value: "one micro-batch resident",
-      source: "inputs and targets of the current micro-batch; a prefetched batch in flight is inside the margin",
-      calibrated: false,
-    },
-    {
-      name: "sharding",
-      value: setup.sharding,
-      source:
-        "zero1 shards optimizer state, zero2 also gradients, zero3/fsdp also weights (plus two gathered tensors); ddp keeps a second copy of gradients in its buckets",
-      calibrated: false,
-    },
-  );
-  return out;
 }

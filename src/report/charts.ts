@@ -144,7 +144,7 @@ export function memoryChart(meta: RunMeta, tl: Timeline, m: RunMeasures): ChartS
   }
   return {
     id: "memory",
-    title: isGpuRun(meta) ? "GPU memory against the cap" : "RAM against the cap",
+    title: `${isGpuRun(meta) ? "GPU memory" : "RAM (RSS; the summary's peak is PSS)"}${lines.some((l) => l.label.startsWith("cap ")) ? " against the cap" : ""}`,
     x: { label: "time since start", kind: "time", min: 0 },
     y: { label: "memory", kind: "bytes", min: 0 },
     series,

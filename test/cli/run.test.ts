@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -78,10 +78,15 @@ describe("brim run (the built CLI as a real process)", () => {
     expect(meta.end?.cause).toBe("ok");
   });
 
-  it("one line and exit 1 for a command that does not exist; exit 2 for a bad option", () => {
+  it("one line and the shell's 127 for a command that does not exist, 126 for one it cannot execute; exit 2 for a bad option", () => {
     const missing = brim(["run", "--store", join(root, "s2"), "--", "no-such-trainer-xyz"]);
-    expect(missing.status).toBe(1);
+    expect(missing.status).toBe(127);
     expect(missing.stderr.trim().split("\n").at(-1)).toBe("brim: cannot start 'no-such-trainer-xyz': command not found");
+    const script = join(root, "not-executable.sh");
+    writeFileSync(script, "echo never\n", { mode: 0o644 });
+    const denied = brim(["run", "--store", join(root, "s2"), "--", script]);
+    expect(denied.status).toBe(126);
+    expect(denied.stderr.trim().split("\n").at(-1)).toBe(`brim: cannot start '${script}': permission denied`);
     const bad = brim(["run", "--cap", "lots", "--", "true"]);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/lots/);
