@@ -5,7 +5,7 @@
 //
 //   node bench/plan-script.bench.mjs [--only nbeats,pe-mnist] [--out bench/results/plan-script.json]
 //
-// Pythons: BRIM_BENCH_PYTHON (default /work/main/.venv/bin/python, else .venv), BRIM_BENCH_EXTRA_PYTHON,
+// Pythons: BRIM_BENCH_PYTHON (default the repository's .venv), BRIM_BENCH_EXTRA_PYTHON,
 // BRIM_BENCH_VISION_PYTHON for the corpus entries that need them.
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -14,13 +14,27 @@ import { join, resolve } from "node:path";
 
 const repo = resolve(import.meta.dirname, "..");
 const args = process.argv.slice(2);
+if (args.includes("--help") || args.includes("-h")) {
+  // the usage is this file's header: nothing runs, no record is rewritten
+  const header = readFileSync(new URL(import.meta.url), "utf8").split("\n");
+  process.stdout.write(
+    `${header
+      .slice(
+        0,
+        header.findIndex((l) => !l.startsWith("//")),
+      )
+      .map((l) => l.replace(/^\/\/ ?/, ""))
+      .join("\n")}\n`,
+  );
+  process.exit(0);
+}
 const option = (name, fallback) => {
   const at = args.indexOf(`--${name}`);
   return at >= 0 && args[at + 1] !== undefined ? args[at + 1] : fallback;
 };
 const out = resolve(option("out", join(repo, "bench", "results", "plan-script.json")));
 const PYTHONS = {
-  main: process.env.BRIM_BENCH_PYTHON ?? (existsSync("/work/main/.venv/bin/python") ? "/work/main/.venv/bin/python" : join(repo, ".venv", "bin", "python")),
+  main: process.env.BRIM_BENCH_PYTHON ?? join(repo, ".venv", "bin", "python"),
   extra: process.env.BRIM_BENCH_EXTRA_PYTHON ?? join(repo, ".venv-corpus", "bin", "python"),
   vision: process.env.BRIM_BENCH_VISION_PYTHON ?? join(repo, ".venv-vision", "bin", "python"),
 };
