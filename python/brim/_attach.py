@@ -21,14 +21,13 @@ DataLoader workers never step an optimizer, so they stay silent.
 """
 
 import functools
-import importlib.abc
-import importlib.util
 import os
 import sys
 import time
 from typing import Any, Dict, List, Optional
 
 from . import _env, _loss, _state, _tracking
+from ._import_hook import OnImport
 from ._samples import BatchDim
 from ._timing import Wait, WaitSum
 
@@ -421,46 +420,6 @@ def patch_torch(torch: Any) -> None:
             _env.warn_once("attach-footprint", "brim plan could not count the step's memory (%s: %s)" % (type(e).__name__, e))
 
 
-class _TorchFinder(importlib.abc.MetaPathFinder):
-    """Waits for `import torch` and wraps torch right after it has loaded.
-
-    A spec asked for without importing (`importlib.util.find_spec("torch")`, as transformers,
-    datasets and accelerate do to see whether torch is there) is never executed: the finder stays
-    on sys.meta_path until torch really loads, and leaves only then."""
-
-    def __init__(self) -> None:
-        self.busy = False
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "torch" or self.busy:
-            return None
-        self.busy = True  # the lookup below asks the other finders, not this one
-        try:
-            spec = importlib.util.find_spec("torch")
-        finally:
-            self.busy = False
-        loader = getattr(spec, "loader", None)
-        if spec is None or loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        original = loader.exec_module
-        finder = self
-
-        def exec_module(module: Any) -> None:
-            try:
-                sys.meta_path.remove(finder)
-            except ValueError:
-                pass
-            try:
-                del loader.exec_module  # the instance attribute set below: back to the class's
-            except AttributeError:
-                pass
-            original(module)
-            patch_torch(module)
-
-        loader.exec_module = exec_module
-        return spec
-
-
 _installed = [False]
 
 
@@ -476,7 +435,7 @@ def install() -> bool:
     if torch is not None:
         patch_torch(torch)
     else:
-        sys.meta_path.insert(0, _TorchFinder())
+        sys.meta_path.insert(0, OnImport("torch", patch_torch))
     from . import _jax_attach
 
     _jax_attach.install()

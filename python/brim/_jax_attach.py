@@ -19,11 +19,10 @@ device's step time. Nothing else is read or copied.
 
 import collections
 import functools
-import importlib.abc
-import importlib.util
 import sys
 from typing import Any, Deque, List, Optional
 
+from ._import_hook import OnImport
 from ._samples import BatchDim
 
 _GRAD_TRANSFORMS = ("grad", "value_and_grad", "vjp")
@@ -168,47 +167,13 @@ def patch_jax(jax: Any) -> None:
             setattr(jax, name, _wrap_transform(f))
 
 
-class _JaxFinder(importlib.abc.MetaPathFinder):
-    """Waits for `import jax` and wraps it right after it has loaded. A spec asked for without importing
-    (`importlib.util.find_spec("jax")`: transformers' and accelerate's availability checks) is never
-    executed, so the finder stays on sys.meta_path until jax really loads."""
+def _patch_or_warn(jax: Any) -> None:
+    try:
+        patch_jax(jax)
+    except Exception as e:
+        from . import _env
 
-    def __init__(self) -> None:
-        self.busy = False
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "jax" or self.busy:
-            return None
-        self.busy = True
-        try:
-            spec = importlib.util.find_spec("jax")
-        finally:
-            self.busy = False
-        loader = getattr(spec, "loader", None)
-        if spec is None or loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        original = loader.exec_module
-        finder = self
-
-        def exec_module(module: Any) -> None:
-            try:
-                sys.meta_path.remove(finder)
-            except ValueError:
-                pass
-            try:
-                del loader.exec_module
-            except AttributeError:
-                pass
-            original(module)
-            try:
-                patch_jax(module)
-            except Exception as e:
-                from . import _env
-
-                _env.warn_once("attach-jax", "attach could not wrap jax (%s: %s); brim sees no JAX step" % (type(e).__name__, e))
-
-        loader.exec_module = exec_module
-        return spec
+        _env.warn_once("attach-jax", "attach could not wrap jax (%s: %s); brim sees no JAX step" % (type(e).__name__, e))
 
 
 def install() -> None:
@@ -217,4 +182,4 @@ def install() -> None:
     if jax is not None:
         patch_jax(jax)
     else:
-        sys.meta_path.insert(0, _JaxFinder())
+        sys.meta_path.insert(0, OnImport("jax", _patch_or_warn))

@@ -210,7 +210,15 @@ function withStage(spec: ModelSpec, seqLen: number | undefined, stage: StageSpec
   return out as ModelSpec;
 }
 
-function divisors(n: number): number[] {
+/**
+ * The divisors of n, ascending: the micro-batches that split an effective batch into whole steps.
+ *
+ * @example
+ * ```ts
+ * divisors(12); // [1, 2, 3, 4, 6, 12]
+ * ```
+ */
+export function divisors(n: number): number[] {
   const out: number[] = [];
   for (let d = 1; d * d <= n; d++) {
     if (n % d === 0) {

@@ -11,7 +11,7 @@ import { z } from "zod";
 import { InputError } from "../errors/index.ts";
 import { findGpu } from "./catalog.ts";
 import { type Component } from "./memory.ts";
-import { plan, type PlanReport } from "./planner.ts";
+import { divisors, plan, type PlanReport } from "./planner.ts";
 import type { ModelProfile } from "./profile.ts";
 import type { Optimizer, Precision } from "./spec.ts";
 
@@ -409,15 +409,4 @@ export function planScript(
     notes,
     profile,
   };
-}
-
-function divisors(n: number): number[] {
-  const out: number[] = [];
-  for (let d = 1; d * d <= n; d++) {
-    if (n % d === 0) {
-      out.push(d);
-      if (d * d !== n) out.push(n / d);
-    }
-  }
-  return out.sort((a, b) => a - b);
 }
