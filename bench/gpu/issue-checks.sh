@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks of issues 22 and 26 on the device machine, beside the campaign (bench/gpu/run.sh):
-#   bash bench/gpu/issue-checks.sh plan|tune|env [out-dir]
+#   bash bench/gpu/issue-checks.sh plan|tune|env [out-dir] [nanogpt|word-language-model]
 # plan: `brim plan --json --gpu h100-sxm -- <example's own command>` for the examples whose peaks the
 #       campaign's plan-accuracy part measured (bench/gpu/plan-script-check.mjs compares them, here).
 # tune: `brim tune -- <a corpus script's own command, on cuda>` (nanoGPT shakespeare-char in fp32 with
@@ -76,14 +76,14 @@ tune_one() {
 }
 
 tune_corpus() {
-  tune_one nanogpt-fp32 nanogpt-shakespeare-char 200s train.py config/train_shakespeare_char.py \
+  [ "${1:-all}" = word-language-model ] || tune_one nanogpt-fp32 nanogpt-shakespeare-char 150s train.py config/train_shakespeare_char.py \
     --compile=False --dtype=float32 --eval_iters=5 --log_interval=1 --batch_size=12 --max_iters=100000 --lr_decay_iters=100000
-  tune_one word-language-model pe-word-language-model 150s main.py --accel --epochs 6 --batch_size 20 --log-interval 5
+  [ "${1:-all}" = nanogpt ] || tune_one word-language-model pe-word-language-model 150s main.py --accel --epochs 6 --batch_size 20 --log-interval 5
 }
 
 case "$what" in
   env) env_report ;;
   plan) env_report >/dev/null; plan_examples ;;
-  tune) env_report >/dev/null; tune_corpus ;;
+  tune) env_report >/dev/null; tune_corpus "${3:-all}" ;;
   *) echo "issue-checks.sh: unknown part '$what' (env, plan, tune)" >&2; exit 2 ;;
 esac

@@ -100,12 +100,28 @@ def framework_versions():
             cuda = getattr(getattr(torch, "version", None), "cuda", None)
             if cuda:
                 versions["cuda"] = str(cuda)
-            cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+            cudnn = _cudnn_version(torch)
             if cudnn:
                 versions["cudnn"] = str(cudnn)
         except Exception:
             pass
     return versions
+
+
+def _cudnn_version(torch):
+    """cuDNN's runtime version as torch.backends.cudnn.version() gives it, without initialising CUDA:
+    that call checks the device's capability, which creates the CUDA context, runs the job's
+    lazy-init hooks (brim's own memory cap among them) and may pick a device the job does not use."""
+    cudnn = getattr(torch.backends, "cudnn", None)
+    if cudnn is None or not cudnn.is_available():
+        return None
+    if torch.cuda.is_initialized():
+        return cudnn.version()
+    runtime = getattr(getattr(torch._C, "_cudnn", None), "getRuntimeVersion", None)
+    if runtime is None:
+        return None
+    major, minor, patch = runtime()
+    return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
 
 
 def primary_framework(versions):
@@ -147,6 +163,8 @@ class Channel:
         self.path = path
         self.sdk_version = sdk_version
         self._lock = threading.Lock()
+        self._owner = None
+        self._reentered = []
         self._sock = None
         self._pid = None
         self._dead = False
@@ -165,6 +183,8 @@ class Channel:
     def after_fork_in_child(self):
         """Forget the parent's connection (without shutting it down: it is the parent's)."""
         self._lock = threading.Lock()
+        self._owner = None
+        self._reentered = []
         sock, self._sock = self._sock, None
         self._pid = None
         self._inbuf = b""
@@ -227,20 +247,7 @@ class Channel:
         except Exception as e:  # a value json cannot write: drop this message, keep the channel
             _env.warn_once("encode", "a message could not be encoded and was dropped (%s)" % e)
             return False
-        with self._lock:
-            if self._dead:
-                return False
-            try:
-                if self._pid != os.getpid():
-                    if self._sock is not None:  # forked without the at-fork hook having run
-                        self.after_fork_in_child()
-                    self._connect()
-                self._sendall(data)
-                self.sent += 1
-                return True
-            except Exception as e:
-                self._fail("%s: %s" % (type(e).__name__, e) if str(e) else type(e).__name__)
-                return False
+        return self._write(data, 1)
 
     def send_many(self, msgs):
         """Send several messages in one write; True when they were written to the socket."""
@@ -254,24 +261,41 @@ class Channel:
                 _env.warn_once("encode", "a message could not be encoded and was dropped (%s)" % e)
         if not parts:
             return True
+        return self._write(b"".join(parts), len(parts))
+
+    def _write(self, data, count):
+        me = threading.get_ident()
+        if self._owner == me:
+            # a send from inside this thread's own send (connecting reads the framework's versions,
+            # which can run the job's hooks and brim's): the outer send writes it once it is done
+            self._reentered.append((data, count))
+            return True
         with self._lock:
             if self._dead:
                 return False
+            self._owner = me
             try:
                 if self._pid != os.getpid():
-                    if self._sock is not None:
+                    if self._sock is not None:  # forked without the at-fork hook having run
                         self.after_fork_in_child()
+                        self._owner = me
                     self._connect()
-                self._sendall(b"".join(parts))
-                self.sent += len(parts)
+                self._sendall(data)
+                self.sent += count
+                while self._reentered:
+                    more, n = self._reentered.pop(0)
+                    self._sendall(more)
+                    self.sent += n
                 return True
             except Exception as e:
                 self._fail("%s: %s" % (type(e).__name__, e) if str(e) else type(e).__name__)
                 return False
+            finally:
+                self._owner = None
 
     def poll(self):
         """Server-to-client messages that have arrived, without waiting. Never connects."""
-        if self._dead or not self.connected:
+        if self._dead or not self.connected or self._owner == threading.get_ident():
             return []
         out = []
         with self._lock:

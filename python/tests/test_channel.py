@@ -197,3 +197,32 @@ def test_forked_child_opens_its_own_connection(server, channel_schema):
         for m in conn.messages:
             schema_check.check(m, channel_schema)
     assert by_pid == {os.getpid(): ["parent_before", "parent_after"], pid: ["child"]}
+
+
+def test_a_send_from_inside_connecting_is_written_after_not_deadlocked(server, monkeypatch):
+    # On a GPU the hello's framework versions once initialised CUDA, whose lazy-init hook (brim's
+    # memory cap) sent an event from inside the first send: the job hung on the channel's own lock.
+    from brim import _channel
+
+    real = _channel.framework_versions
+
+    def versions_that_send():
+        brim.event("inner", message="sent while connecting")
+        return real()
+
+    monkeypatch.setattr(_channel, "framework_versions", versions_that_send)
+    done = threading.Event()
+    threading.Thread(target=lambda: (brim.event("outer", message="first"), done.set()), daemon=True).start()
+    assert done.wait(10), "the first send never returned: the channel deadlocked on itself"
+    flush_channel(server, 3)
+    kinds = [m.get("kind", m["type"]) for m in server.connections[0].messages]
+    assert kinds == ["hello", "outer", "inner"]
+
+
+def test_hello_reads_cudnn_without_initialising_cuda():
+    torch = __import__("pytest").importorskip("torch")
+    from brim import _channel
+
+    before = torch.cuda.is_initialized()
+    _channel.framework_versions()
+    assert torch.cuda.is_initialized() == before

@@ -42,7 +42,7 @@ const ARGV_ALIASES: Readonly<Record<string, readonly string[]>> = {
     "accumulation_steps",
     "gradient_accumulation",
   ],
-  precision: ["precision", "mixed_precision"],
+  precision: ["precision", "mixed_precision", "dtype"],
   num_workers: ["num_workers", "dataloader_num_workers", "workers", "n_workers", "loader_workers"],
   pin_memory: ["pin_memory", "dataloader_pin_memory"],
   persistent_workers: ["persistent_workers", "dataloader_persistent_workers"],
@@ -52,8 +52,28 @@ const ARGV_ALIASES: Readonly<Record<string, readonly string[]>> = {
 const SHORT_FLAGS: Readonly<Record<string, string>> = { b: "batch_size", j: "num_workers" };
 /** Switches that turn a 16-bit precision on (Hugging Face `TrainingArguments`, many scripts). */
 const PRECISION_SWITCHES: Readonly<Record<string, string>> = { bf16: "bf16-mixed", fp16: "fp16-mixed" };
+/**
+ * How scripts spell a precision on their command line besides brim's own names: torch dtype names
+ * (nanoGPT's `--dtype=bfloat16`) and accelerate's `--mixed_precision no|fp16|bf16`. A value is read
+ * into brim's name and written back in the spelling the command used.
+ */
+const PRECISION_SPELLINGS: readonly Readonly<Record<string, string>>[] = [
+  { fp32: "float32", "bf16-mixed": "bfloat16", "fp16-mixed": "float16" },
+  { fp32: "no", "bf16-mixed": "bf16", "fp16-mixed": "fp16" },
+];
+
+function spellingOf(written: string): Readonly<Record<string, string>> | undefined {
+  return PRECISION_SPELLINGS.find((spelling) => Object.values(spelling).includes(written.toLowerCase()));
+}
+
 const INTEGER_KNOBS = new Set(["batch_size", "accumulation", "num_workers", "prefetch_factor"]);
 const BOOLEAN_KNOBS = new Set(["pin_memory", "persistent_workers"]);
+
+/** A value the flag can hold as its knob: a `--dtype` is precision only when it names one (not `int8`). */
+function argvKnobValue(knob: string, flag: string, text: string): KnobValue | null {
+  if (knob === "precision" && /dtype$/i.test(flag) && spellingOf(text) === undefined) return null;
+  return argvValue(knob, text);
+}
 
 function knobOfName(name: string): string | null {
   for (const [knob, names] of Object.entries(ARGV_ALIASES)) if (names.includes(name)) return knob;
@@ -83,6 +103,10 @@ export function argvValue(knob: string, text: string): KnobValue | null {
   if (BOOLEAN_KNOBS.has(knob)) {
     const lower = text.toLowerCase();
     return lower === "true" || lower === "1" ? true : lower === "false" || lower === "0" ? false : null;
+  }
+  if (knob === "precision") {
+    const spelling = spellingOf(text);
+    if (spelling !== undefined) return Object.keys(spelling).find((name) => spelling[name] === text.toLowerCase()) ?? null;
   }
   if (text === "" || text.startsWith("-")) return /^-?\d/.test(text) ? text : null;
   return /^\d+$/.test(text) ? Number(text) : text;
@@ -123,7 +147,7 @@ export function findArgvKnobs(command: readonly string[]): { found: ArgvKnob[]; 
       const knob = knobOfFlag(flag);
       if (knob === null) continue;
       if (equals > 0) {
-        const value = argvValue(knob, arg.slice(equals + 1));
+        const value = argvKnobValue(knob, flag, arg.slice(equals + 1));
         if (value !== null) add({ knob, index, form: "equals", flag, value });
         continue;
       }
@@ -133,7 +157,7 @@ export function findArgvKnobs(command: readonly string[]): { found: ArgvKnob[]; 
         continue;
       }
       if (next === undefined || next.includes("{")) continue;
-      const value = argvValue(knob, next);
+      const value = argvKnobValue(knob, flag, next);
       if (value !== null) add({ knob, index, form: "separate", flag, value });
       index++;
       continue;
@@ -143,7 +167,7 @@ export function findArgvKnobs(command: readonly string[]): { found: ArgvKnob[]; 
     if (override !== null) {
       const key = override[2] as string;
       const knob = knobOfName((key.split(".").pop() ?? "").toLowerCase().replace(/-/g, "_"));
-      const value = knob === null ? null : argvValue(knob, override[3] as string);
+      const value = knob === null ? null : argvKnobValue(knob, key, override[3] as string);
       if (knob !== null && value !== null) add({ knob, index, form: "override", flag: `${override[1] ?? ""}${key}`, value });
     }
   }
@@ -151,6 +175,8 @@ export function findArgvKnobs(command: readonly string[]): { found: ArgvKnob[]; 
 }
 
 function formatValue(value: KnobValue, written: string | undefined): string {
+  const spelling = typeof value === "string" && written !== undefined ? spellingOf(written) : undefined;
+  if (spelling !== undefined && typeof value === "string" && spelling[value] !== undefined) return spelling[value];
   if (typeof value !== "boolean") return String(value);
   if (written !== undefined && /^(True|False)$/.test(written)) return value ? "True" : "False";
   if (written !== undefined && /^[01]$/.test(written)) return value ? "1" : "0";

@@ -28,7 +28,7 @@ export interface SpaceOptions {
   knobValues?: Record<string, KnobValue[]>;
   fixed?: string[];
   maxMicroBatch?: number;
-  /** precision reaches the job as a present/absent switch (--bf16/--fp16): only fp32, fp16-mixed and bf16-mixed can be said */
+  /** precision reaches the job on its command line (--bf16, --dtype=bfloat16, --mixed_precision bf16): only fp32, fp16-mixed and bf16-mixed can be said */
   precisionSwitch?: boolean;
   /** batches per optimizer step trial 0 reported (the attach counts them): the accumulation in force when no knob sets it */
   observedAccumulation?: number;

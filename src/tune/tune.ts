@@ -294,7 +294,7 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
       ...options,
       maxMicroBatch,
       observedAccumulation: first.result.accumulation ?? undefined,
-      precisionSwitch: bindings.some((b) => b.via === "argv" && b.form === "switch" && b.knob === "precision"),
+      precisionSwitch: bindings.some((b) => b.via === "argv" && b.knob === "precision"),
     },
     [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})],
     context,

@@ -104,4 +104,22 @@ describe("knobs on the command line", () => {
     expect(found.map((k) => k.value)).toEqual([8]);
     expect(notes[0]).toMatch(/gives it twice \(--batch-size and --bs\)/);
   });
+  it("reads a precision spelt as a torch dtype (nanoGPT --dtype) or accelerate's --mixed_precision, and writes it back the same way", () => {
+    const nano = ["python", "train.py", "config/train_shakespeare_char.py", "--dtype=float32", "--batch_size=12"];
+    const found = findArgvKnobs(nano).found;
+    expect(found.map((k) => `${k.knob}=${String(k.value)}`)).toEqual(["precision=fp32", "batch_size=12"]);
+    expect(rewriteArgv(nano, found, { precision: "bf16-mixed", batch_size: 48 })).toEqual([
+      "python",
+      "train.py",
+      "config/train_shakespeare_char.py",
+      "--dtype=bfloat16",
+      "--batch_size=48",
+    ]);
+    const accel = ["accelerate", "launch", "t.py", "--mixed_precision", "no"];
+    const inAccel = findArgvKnobs(accel).found;
+    expect(inAccel.map((k) => `${k.knob}=${String(k.value)}`)).toEqual(["precision=fp32"]);
+    expect(rewriteArgv(accel, inAccel, { precision: "fp16-mixed" })).toEqual(["accelerate", "launch", "t.py", "--mixed_precision", "fp16"]);
+    // a --dtype that names no precision is not a knob
+    expect(findArgvKnobs(["python", "t.py", "--dtype", "int8", "--batch-size", "8"]).found.map((k) => k.knob)).toEqual(["batch_size"]);
+  });
 });
