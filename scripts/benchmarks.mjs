@@ -480,12 +480,17 @@ function gpuFolder(dir, out) {
   if (invocation)
     lines.push(`Campaign as its README records it (\`bench/gpu/run.sh\`, [docs/gpu-campaign.md](docs/gpu-campaign.md)):`, "", "```sh", invocation, "```", "");
   const commitOf = (recs) => {
-    const own = uniq(recs.map((r) => r.versions?.brim_commit).filter(Boolean));
-    if (own.length === 1) return namedCommit(own[0], "the records' `versions.brim_commit`");
-    if (own.length > 1)
-      return { commit: null, how: `records made at several commits (${own.map((c) => c.slice(0, 7)).join(", ")}): measure the part again in one campaign` };
-    if (readmeCommit) {
-      return namedCommit(readmeCommit, `${dir}/README.md`);
+    // a record without its own commit was made at the one the folder's README names
+    const own = uniq(recs.map((r) => r.versions?.brim_commit ?? readmeCommit).filter(Boolean));
+    if (own.length === 1) return namedCommit(own[0], own[0] === readmeCommit ? `${dir}/README.md` : "the records' `versions.brim_commit`");
+    if (own.length > 1) {
+      // the oldest commit decides whether the part is stale: every record must be current for it to be
+      const oldest = own.find((c) => own.every((other) => other === c || git(["merge-base", "--is-ancestor", c, other]) !== null)) ?? own[0];
+      const named = namedCommit(oldest, "");
+      return {
+        commit: named.commit,
+        how: `records made at several commits (${own.map((c) => c.slice(0, 7)).join(", ")}), the oldest counted; measure the part again in one campaign`,
+      };
     }
     return { commit: null, how: "not recorded" };
   };
