@@ -98,7 +98,7 @@ const SETTINGS = {
     precisions: ["fp32", "bf16-mixed", "fp16-mixed"],
     accuracy: { steps: 6, warmup: 1, hz: 20, runLimitS: 240, guessS: 12 },
     profile: { samples: 8, limitS: 180 },
-    tune: { maxTrials: 12, maxTime: "60s", steps: 10, warmup: 2, trialTime: "60s", guessS: 80 },
+    tune: { maxTrials: 12, maxTime: "150s", steps: 10, warmup: 2, trialTime: "60s", guessS: 200 },
     grid: { precisions: ["fp32", "bf16-mixed"], maxTime: "100s", guessS: 120 },
     guard: { cap: "12GiB", fitShare: 0.6, pressureShare: 1.5, steps: 12, oomAt: 3, limitS: 300, guessS: 90 },
     overhead: { steps: 150, pairs: 2, hz: 10, limitS: 180, guessS: 60 },
