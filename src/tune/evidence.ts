@@ -193,11 +193,15 @@ export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores
     const workers = typeof knobs.num_workers === "number" ? ` with num_workers=${knobs.num_workers}` : "";
     const bound = loaderBound(evidence);
     const cores = evidence.cpuCores != null && evidence.cpus != null ? `, its processes busy ${evidence.cpuCores.toFixed(2)} of ${evidence.cpus} cores` : "";
+    // cores left idle: the fetch could spread over more loader workers before more cores are needed
+    const idleCores = evidence.cpuCores != null && evidence.cpus != null && evidence.cpus - evidence.cpuCores >= 1;
     const why =
       bound === "io"
         ? ": I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck"
         : bound === "cpu"
-          ? ": CPU-bound — the dataset's __getitem__ / collate work is the bottleneck (more cores, or cheaper per-sample work)"
+          ? idleCores
+            ? ": CPU-bound in too few processes — more loader workers (num_workers, up to the idle cores) would spread the dataset's __getitem__ / collate work"
+            : ": CPU-bound — the dataset's __getitem__ / collate work is the bottleneck (more cores, or cheaper per-sample work)"
           : "";
     out.push(`still waits for data ${pct(wait)} of step time${workers}${cores}${why}`);
   }

@@ -218,9 +218,13 @@ export function candidateValues(knobs: readonly string[], baseline: Knobs, conte
     return [...new Set(all)];
   };
   if (has("precision") && context.backend !== "cpu") {
+    // in the order the descent walks them from fp32, least change first: tf32 keeps fp32's numbers
+    // and costs nothing per step; bf16 needs no loss scaler; fp16 comes last. A walk stops at the first
+    // value clearly slower, so at a small, launch-bound step the later ones are left for the retry at
+    // the micro-batch the memory phase picks.
     const precisions: KnobValue[] = ["fp32"];
+    if (context.bf16) precisions.push("tf32", "bf16-mixed");
     if (context.tensorCores) precisions.push("fp16-mixed");
-    if (context.bf16) precisions.push("bf16-mixed", "tf32");
     out.push({ knob: "precision", values: withBaseline("precision", precisions) });
   }
   if (has("num_workers")) {

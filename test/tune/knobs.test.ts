@@ -93,13 +93,18 @@ describe("knob bindings", () => {
       "still waits for data 60 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck",
     ]);
     expect(stillLimits({ dataWait: 0.01, cpuCores: 1, cpus: 2, gpuUtil: null }, {})).toEqual([]);
+    // the H100 host: one busy core of 16 with num_workers=0 is not a lack of cores (bench/results/gpu/.../issue-checks/tune-nbeats.log)
+    expect(stillLimits({ dataWait: 0.94, cpuCores: 1.01, cpus: 16, gpuUtil: 5 }, { num_workers: 0 })[0]).toMatch(
+      /CPU-bound in too few processes — more loader workers \(num_workers, up to the idle cores\)/,
+    );
+    expect(stillLimits({ dataWait: 0.9, cpuCores: 1.95, cpus: 2, gpuUtil: null }, { num_workers: 1 })[0]).toMatch(/more cores, or cheaper per-sample work/);
     const h100 = candidateValues(
       ["precision", "pin_memory"],
       { precision: "fp32", pin_memory: false },
       { backend: "nvml", bf16: true, tensorCores: true, cpus: 16 },
     );
     expect(h100).toEqual([
-      { knob: "precision", values: ["fp32", "fp16-mixed", "bf16-mixed", "tf32"] },
+      { knob: "precision", values: ["fp32", "tf32", "bf16-mixed", "fp16-mixed"] },
       { knob: "pin_memory", values: [false, true] },
     ]);
     const context = { backend: "cpu" as const, bf16: false, tensorCores: false, cpus: 4 };
@@ -124,7 +129,7 @@ describe("knob bindings", () => {
   it("a precision given as a --bf16/--fp16 switch is tried only as what a switch can say", () => {
     const h100 = { backend: "nvml" as const, bf16: true, tensorCores: true, cpus: 16 };
     const space = buildSpace({ batch_size: 8, precision: "bf16-mixed" }, { precisionSwitch: true }, ["batch_size", "precision"], h100, () => {});
-    expect(space.others).toEqual([{ knob: "precision", values: ["fp32", "fp16-mixed", "bf16-mixed"] }]);
+    expect(space.others).toEqual([{ knob: "precision", values: ["fp32", "bf16-mixed", "fp16-mixed"] }]);
   });
 
   it("holds the configured effective batch when accumulation is above 1, unless told otherwise", () => {

@@ -72,7 +72,8 @@ describe("searchKnobs, for any job", () => {
       }),
       { numRuns: 150 },
     );
-  });
+    // 150 simulated tunes: seconds on a loaded 2-core box, past vitest's 5 s default
+  }, 120_000);
 
   it("the winner ran as given, and no other configuration measured clearly faster", async () => {
     await fc.assert(
@@ -105,5 +106,6 @@ describe("searchKnobs, for any job", () => {
       }),
       { numRuns: 150 },
     );
-  });
+    // 150 simulated tunes: seconds on a loaded 2-core box, past vitest's 5 s default
+  }, 120_000);
 });
