@@ -74,6 +74,8 @@ export interface RunControl {
   requestStop(reason: string): void;
   /** Ends the job now: SIGTERM to its process group, SIGKILL after `graceS`. */
   stop(detail: string, graceS?: number): void;
+  /** The Python stacks of the job's main processes, dumped into the run's stacks/ folder (where a job that makes no step is stuck). */
+  dumpStacks(): Promise<{ file: string | null; top: string | null }[]>;
 }
 
 /** What the guard needs from outside. */
@@ -311,7 +313,11 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
       runId: writer.id,
       pid: job.pid,
       dir: writer.dir,
-      control: { requestStop: (reason) => void job.requestStop(reason), stop: (detail, graceS) => job.stop("hung", detail, graceS) },
+      control: {
+        requestStop: (reason) => void job.requestStop(reason),
+        stop: (detail, graceS) => job.stop("hung", detail, graceS),
+        dumpStacks: () => job.dumpStacks(),
+      },
     }),
   )();
   started = job;

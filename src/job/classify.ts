@@ -77,7 +77,9 @@ export function classifyEnd(evidence: EndEvidence): RunEnd {
       "hung",
       /ranks stalled/.test(evidence.stopDetail ?? "")
         ? `${evidence.stopDetail}; brim ended the ranks. Every rank's stacks are in the run's stacks/ folder (brim doctor names where each was); raise --hang-after if a step can take this long`
-        : `${evidence.stopDetail ?? "no training step for too long"}; brim stopped it. Look at the end of output.log for where it was stuck, or raise --hung-after`,
+        : /stacks in /.test(evidence.stopDetail ?? "")
+          ? `${evidence.stopDetail}; brim stopped it`
+          : `${evidence.stopDetail ?? "no training step for too long"}; brim stopped it. Look at the end of output.log for where it was stuck, or raise --hung-after`,
     );
   }
   if (evidence.stoppedBy === "store_failed") {

@@ -82,6 +82,11 @@ export class Steppers {
   }
 
   /** The processes that stepped, by rank then pid. */
+  /** Every main process that said hello or stepped. */
+  get known(): Stepper[] {
+    return [...this.#byPid.values()];
+  }
+
   get stepping(): Stepper[] {
     return [...this.#byPid.values()].filter((s) => s.lastStepAt !== null).sort((a, b) => (a.rank ?? 1e9) - (b.rank ?? 1e9) || a.pid - b.pid);
   }

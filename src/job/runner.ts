@@ -7,7 +7,7 @@ import { jobEnvironment } from "./environment.ts";
 import { pipeOutput } from "./output-text.ts";
 import { inProcessTree, reapGroup, signalGroup } from "./processes.ts";
 import { parseProgressLine, progressPattern, ProgressSteps } from "./progress-lines.ts";
-import { describeStall, dumpStacks, STACK_SIGNAL, Steppers, tidyStacks } from "./ranks.ts";
+import { describeStall, dumpStacks, STACK_SIGNAL, Steppers, tidyStacks, type StackDump } from "./ranks.ts";
 import { startCommand, type Exit, type Source, type Spawned } from "./spawn.ts";
 import type { JobOptions, JobResult } from "./types.ts";
 
@@ -180,6 +180,17 @@ export class Job {
     this.channel.broadcast({ v: 1, type: "stop", reason: detail });
     this.#signalGroup("SIGTERM");
     this.#escalateLater(graceS);
+  }
+
+  /**
+   * The Python stacks of the job's main processes (those that said hello, else the one started) in
+   * the stacks folder, while they are alive: where a job that makes no step is stuck.
+   */
+  async dumpStacks(): Promise<StackDump[]> {
+    const dir = this.#options.stacksDir;
+    if (dir === undefined || this.#stoppedBy !== null) return [];
+    const known = this.#steppers.known;
+    return dumpStacks(known.length > 0 ? known : [{ pid: this.pid, rank: null }], dir);
   }
 
   /** Asks the job's SDK clients to end at the next step boundary (the job exits on its own). */

@@ -149,7 +149,7 @@ export async function runTrial(
       if (typeof details?.name === "string" && value !== undefined && !knobsRead.has(details.name)) knobsRead.set(details.name, value);
     }
     const loaders = loadersOf(run.timeline.events);
-    const result = classifyTrial(run, settings, watch.verdict, watch.timedOut, knobs);
+    const result = classifyTrial(run, settings, watch.verdict, watch.timedOut, knobs, watch.stuck);
     // a batch larger than the data the loader sees runs no step (drop_last) or fails: say so
     const data = dataLimit(loaders, typeof knobs.batch_size === "number" ? knobs.batch_size : null);
     if (data !== null && typeof knobs.batch_size === "number" && knobs.batch_size > data.samples && (result.end === "no_steps" || result.end === "crashed")) {
@@ -168,6 +168,8 @@ export async function runTrial(
 class TrialWatch {
   verdict: { stop: WindowStop; detail: string; bound?: number; rate?: number } | null = null;
   timedOut = false;
+  /** where a trial that made no step was stuck at its time limit (its stacks), when it could tell */
+  stuck: { file: string | null; top: string | null } | null = null;
   readonly #settings: TrialSettings;
   readonly #trialContext: TrialContext;
   #context: WindowContext;
@@ -192,7 +194,7 @@ class TrialWatch {
     this.#pid = pid;
     this.#control = control;
     this.#timer = setInterval(() => this.#check(), 250);
-    this.#limit = setTimeout(() => this.#timeLimit(), this.#settings.timeLimitS * 1000);
+    this.#limit = setTimeout(() => void this.#timeLimit(), this.#settings.timeLimitS * 1000);
   }
 
   message(message: ChannelMessage): void {
@@ -245,15 +247,22 @@ class TrialWatch {
     this.#backstop = setTimeout(() => this.#control?.stop(`brim tune ended the trial once measured (${verdict.detail})`, 2), STOP_WAIT_S * 1000);
   }
 
-  #timeLimit(): void {
-    if (this.#control === null) return;
+  async #timeLimit(): Promise<void> {
+    const control = this.#control;
+    if (control === null) return;
     const steady = splitWarmup(this.#main(), this.#settings.window.warmupSteps).steady;
+    let where = "";
     if (this.verdict === null && steady.length >= 2) {
       this.verdict = { stop: "window", detail: `the trial time limit of ${this.#settings.timeLimitS} s (${steady.length} steps)` };
     } else {
       this.timedOut = true;
+      if (this.#main().length === 0) {
+        // no step at all: where it is stuck, while it is alive (a start-up that never ends, a lock)
+        this.stuck = (await control.dumpStacks()).find((dump) => dump.file !== null) ?? null;
+        if (this.stuck !== null) where = `; stacks in ${this.stuck.file}${this.stuck.top !== null ? ` (at ${this.stuck.top})` : ""}`;
+      }
     }
-    this.#control.stop(`brim tune ended the trial at its time limit of ${this.#settings.timeLimitS} s`, 2);
+    control.stop(`brim tune ended the trial at its time limit of ${this.#settings.timeLimitS} s${where}`, 2);
   }
 }
 
@@ -292,6 +301,7 @@ export function classifyTrial(
   verdict: { stop: WindowStop; detail: string; bound?: number; rate?: number } | null,
   timedOut: boolean,
   knobs: Knobs = {},
+  stuck: { file: string | null; top: string | null } | null = null,
 ): TrialResult {
   const all = mainSteps(run.timeline);
   // the printed progress is the last resort: the steps the attach or the SDK counted replace it
@@ -364,7 +374,7 @@ export function classifyTrial(
   };
   if (end === "ok" && result.samplesPerSecond === null) result.end = "no_steps";
   if (result.end !== "ok") {
-    result.failure = failureOf(result.end, run, verdict, settings.timeLimitS);
+    result.failure = failureOf(result.end, run, verdict, settings.timeLimitS, steps.length === 0 ? stuck : null, steps.length);
     if (result.end !== "slower" && result.end !== "interrupted") result.tail = lastLines(run.job.tail, TAIL_KEPT);
   }
   return result;
@@ -378,7 +388,14 @@ export function classifyTrial(
  * failureOf("crashed", run, null, 120); // { kind: "crash", cause: "ValueError: batch_size 4096 is larger than the dataset (3000)" }
  * ```
  */
-export function failureOf(end: TrialEnd, run: Pick<GuardResult, "meta" | "job">, verdict: { detail: string } | null, timeLimitS: number): TrialFailure {
+export function failureOf(
+  end: TrialEnd,
+  run: Pick<GuardResult, "meta" | "job">,
+  verdict: { detail: string } | null,
+  timeLimitS: number,
+  stuck: { file: string | null; top: string | null } | null = null,
+  steps: number | null = null,
+): TrialFailure {
   const message = run.meta.end?.message ?? "";
   switch (end) {
     case "gpu_oom":
@@ -387,6 +404,13 @@ export function failureOf(end: TrialEnd, run: Pick<GuardResult, "meta" | "job">,
     case "cap_exceeded":
       return { kind: "cap", cause: message.split(";")[0] ?? message };
     case "time_limit":
+      if (steps === 0)
+        return {
+          kind: "time_limit",
+          cause: `no training step within the trial time limit of ${timeLimitS} s${
+            stuck?.file != null ? `; stuck at ${stuck.top ?? "?"} (every thread's stack: ${stuck.file})` : ""
+          } (raise --trial-time if its start-up takes this long)`,
+        };
       return {
         kind: "time_limit",
         cause: `no two steady steps within the trial time limit of ${timeLimitS} s (slow, not out of memory; raise --trial-time to measure it)`,
