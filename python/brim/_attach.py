@@ -439,6 +439,9 @@ def install() -> bool:
     from . import _jax_attach
 
     _jax_attach.install()
+    from . import _metrics
+
+    _metrics.install()
     return True
 
 

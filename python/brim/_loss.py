@@ -24,6 +24,7 @@ loss-read bench compares with (bench/loss-read.bench.py).
 """
 
 import functools
+import math
 import os
 import sys
 from typing import Any, Dict, List, Optional
@@ -73,6 +74,10 @@ class Read:
             self._release()
         return self._value
 
+    def fill(self, fields: Dict[str, Any]) -> None:
+        """Puts the value into a step message (waits only where value(block=True) does)."""
+        fields["loss"] = self.value(block=True)
+
     def _give_up(self) -> None:
         self._value = None
         self._release()
@@ -112,6 +117,38 @@ def take() -> Optional[Read]:
     tensor, _seen["tensor"] = _seen["tensor"], None
     if tensor is None:
         return None
+    return read_of(tensor)
+
+
+class StepReads:
+    """A step's lazy reads: its loss and the job's own logged scalars (brim._metrics), with Read's
+    ready()/fill(); fill() adds the scalars to the message's `extra`."""
+
+    __slots__ = ("loss", "metrics")
+
+    def __init__(self, loss: Optional[Read], metrics: Dict[str, Any]):
+        self.loss = loss
+        self.metrics = metrics
+
+    def ready(self) -> bool:
+        if self.loss is not None and not self.loss.ready():
+            return False
+        return all(r.ready() for r in self.metrics.values() if isinstance(r, Read))
+
+    def fill(self, fields: Dict[str, Any]) -> None:
+        if self.loss is not None:
+            self.loss.fill(fields)
+        values = {}
+        for name, r in self.metrics.items():
+            v = r.value(block=True) if isinstance(r, Read) else r
+            if isinstance(v, float) and math.isfinite(v):
+                values[name] = v
+        if values:
+            fields["extra"] = dict(fields.get("extra") or {}, **values)
+
+
+def read_of(tensor: Any) -> Optional[Read]:
+    """A scalar tensor's value, read without waiting for the device (see the module's text)."""
     try:
         kind = tensor.device.type
         if kind == "cpu":

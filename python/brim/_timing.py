@@ -154,7 +154,7 @@ class PendingSteps:
         return len(self._queue)
 
     def push(self, fields: Dict[str, Any], wait: Any, interval_s: Optional[float], loss: Any = None) -> None:
-        """loss: a lazy read of the step's loss (brim._loss.Read) that becomes fields["loss"]."""
+        """loss: the step's lazy reads (brim._loss.Read or StepReads) that fill fields["loss"] and "extra"."""
         self._queue.append((fields, wait, interval_s, loss))
 
     def clear(self) -> None:
@@ -169,7 +169,7 @@ class PendingSteps:
                 break
             self._queue.popleft()
             if loss is not None:
-                fields["loss"] = loss.value(block=True)
+                loss.fill(fields)
             if wait is not None:
                 w = wait.value(block=True)
                 fields["wait_s"] = w

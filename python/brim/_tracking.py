@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Union
 
-from . import _env, _loss, _memory, _state
+from . import _env, _loss, _memory, _metrics, _state
 from ._samples import BatchDim
 from ._timing import DeviceClock, PendingSteps, Wait
 
@@ -174,7 +174,13 @@ def count_step(samples: Optional[int] = None, wait_s: Optional[float] = None, co
             msg.update(fields)
         if extra:
             msg["extra"] = extra
-        _pending.push(msg, wait, interval_s, loss if isinstance(loss, _loss.Read) else None)
+        # the scalars the job logged since the last counted step (Lightning's self.log, the Trainer's
+        # log) go out with this one, whoever counts it (the SDK, or the attach)
+        reads: Any = loss if isinstance(loss, _loss.Read) else None
+        metrics = _metrics.take()
+        if metrics:
+            reads = _loss.StepReads(reads, metrics)
+        _pending.push(msg, wait, interval_s, reads)
         flush()
     if last:
         if st.stop_reason is None:

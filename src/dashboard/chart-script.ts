@@ -35,7 +35,7 @@ export const CHART_SCRIPT = `
     if (!slider) return;
     const w = Math.min(0.999, Math.max(0, Number(slider.value)));
     if (shown) shown.textContent = w.toFixed(2);
-    for (const svg of document.querySelectorAll('svg[data-chart="loss"]')) {
+    for (const svg of document.querySelectorAll('svg[data-chart="loss"], svg[data-chart^="metric-"]')) {
       const rect = svg.querySelector("rect.plot");
       if (!rect) continue;
       const m = mapper(rect);

@@ -13,7 +13,7 @@ import type { RecordedRun } from "../record/load.ts";
 import { isGpuRun } from "../record/timeline/index.ts";
 import type { RunMeta, TuneRecord, TuneTrialRecord } from "../record/types.ts";
 import { runCharts, trialPoints, tuneMemoryChart, tuneThroughputChart, type TrialPoint } from "./charts.ts";
-import { lossChart } from "./progress.ts";
+import { lossChart, metricCharts } from "./progress.ts";
 import type { ChartSpec } from "./svg.ts";
 
 export type { RecordedRun } from "../record/load.ts";
@@ -190,7 +190,11 @@ export function runReport(run: RecordedRun, vs?: RecordedRun): RunReportModel {
     facts: runFacts(run.meta, m),
     numbers: measureRows(m, isGpuRun(run.meta)),
     doctor,
-    charts: [...runCharts(run.meta, tl, m), ...[lossChart([{ label: "this run", meta: run.meta, timeline: tl }])].filter((c) => c !== null)],
+    charts: [
+      ...runCharts(run.meta, tl, m),
+      ...[lossChart([{ label: "this run", meta: run.meta, timeline: tl }])].filter((c) => c !== null),
+      ...metricCharts([{ label: "this run", meta: run.meta, timeline: tl }]),
+    ],
     comparison: vs === undefined ? null : compareRuns(comparedRun(vs, `before (${vs.meta.id})`), comparedRun(run, `after (${run.meta.id})`)),
   };
 }

@@ -144,30 +144,69 @@ export interface LossOptions {
  * ```
  */
 export function lossChart(runs: readonly ProgressRun[], axis: ProgressAxis = "step", options: LossOptions = {}): ChartSpec | null {
+  return scalarChart(runs, axis, options, { id: "loss", label: "loss", title: "Loss", read: (step) => numericLoss(step.loss) });
+}
+
+/** A scalar per step drawn as the loss is: raw points under a smoothed line, log scale when it spans decades. */
+function scalarChart(
+  runs: readonly ProgressRun[],
+  axis: ProgressAxis,
+  options: LossOptions,
+  what: { id: string; label: string; title: string; read: (step: ReturnType<typeof mainSteps>[number]) => number | null },
+): ChartSpec | null {
   const smoothing = options.smoothing ?? LOSS_SMOOTHING;
   const series: Series[] = [];
   const all: [number, number | null][] = [];
   runs.forEach((run, i) => {
     const color = COLORS[i % COLORS.length] as string;
-    const name = (what: string): string => (runs.length > 1 ? `${run.label}: ${what}` : what);
+    const name = (text: string): string => (runs.length > 1 ? `${run.label}: ${text}` : text);
     const raw = stepsOn(run, axis)
-      .map(({ x, step }): [number, number | null] => [x, numericLoss(step.loss)])
+      .map(({ x, step }): [number, number | null] => [x, what.read(step)])
       .filter((p) => p[1] !== null);
     if (raw.length === 0) return;
     all.push(...raw);
-    series.push({ name: name("loss"), color: faint(color), style: "points", points: thin(raw) });
-    series.push({ name: name("loss, smoothed"), color, points: thin(smoothPoints(raw, smoothing)) });
+    series.push({ name: name(what.label), color: faint(color), style: "points", points: thin(raw) });
+    series.push({ name: name(`${what.label}, smoothed`), color, points: thin(smoothPoints(raw, smoothing)) });
   });
   if (series.length === 0) return null;
   const scale = options.scale ?? lossScale(all);
   return {
-    id: "loss",
-    title: `Loss ${AXIS_BY[axis]}${scale === "log10" ? " (log scale)" : ""}`,
+    id: what.id,
+    title: `${what.title} ${AXIS_BY[axis]}${scale === "log10" ? " (log scale)" : ""}`,
     x: AXIS_X[axis],
-    y: { label: "loss", kind: "number", scale },
+    y: { label: what.label, kind: "number", scale },
     series,
-    empty: "no loss reported",
+    empty: `no ${what.label} reported`,
   };
+}
+
+/** At most this many charts of the job's own scalars. */
+export const MAX_METRIC_CHARTS = 8;
+
+/**
+ * The job's own logged scalars (Lightning's `self.log`, the HF Trainer's log, `brim.log` fields), one
+ * chart each, in the order they first appear, drawn as the loss is; ids `metric-<name>`.
+ *
+ * @example
+ * ```ts
+ * metricCharts([{ label: "this run", meta, timeline }]).map((c) => c.id); // ["metric-train_loss", "metric-learning_rate"]
+ * ```
+ */
+export function metricCharts(runs: readonly ProgressRun[], axis: ProgressAxis = "step", options: LossOptions = {}): ChartSpec[] {
+  const names: string[] = [];
+  for (const run of runs)
+    for (const step of mainSteps(run.timeline)) for (const name of Object.keys(step.metrics ?? {})) if (!names.includes(name)) names.push(name);
+  return names
+    .slice(0, MAX_METRIC_CHARTS)
+    .map((name) =>
+      scalarChart(
+        runs,
+        axis,
+        { smoothing: options.smoothing },
+        { id: `metric-${name.replace(/[^\w.-]/g, "_")}`, label: name, title: `${name} (logged by the job)`, read: (step) => step.metrics?.[name] ?? null },
+      ),
+    )
+    .filter((chart): chart is ChartSpec => chart !== null);
 }
 
 /**
@@ -218,6 +257,7 @@ export function progressCharts(runs: readonly ProgressRun[], axis: ProgressAxis 
       series: rate,
       empty: "no step reports",
     },
+    ...metricCharts(runs, axis, { smoothing: lossOptions.smoothing }),
   ];
 }
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readTimeline } from "../../src/record/timeline/index.ts";
 import { RunStore } from "../../src/record/store.ts";
-import { lossChart, lossScale, smoothPoints } from "../../src/report/progress.ts";
+import { lossChart, lossScale, metricCharts, progressCharts, smoothPoints } from "../../src/report/progress.ts";
 import { renderChart } from "../../src/report/svg.ts";
 import { writeReport } from "../../src/report/write.ts";
 import { syntheticRun, writeSyntheticRun } from "../analyze/synthetic.ts";
@@ -103,5 +103,34 @@ describe("the loss chart", () => {
     const svg = readFileSync(join(out, "charts/loss.svg"), "utf8");
     expect(svg).toContain('data-series="loss, smoothed"');
     expect(readFileSync(join(out, "report.md"), "utf8")).toContain("![Loss by step](charts/loss.svg)");
+  });
+});
+
+describe("the job's own logged scalars", () => {
+  const withExtra = (extra: (i: number) => Record<string, unknown> | undefined) => {
+    const { meta, timeline } = syntheticRun({ steps: 30 });
+    let i = 0;
+    const entries = timeline.map((e) => (e.kind === "step" ? { ...e, extra: extra(i++) } : e));
+    return { label: "this run", meta, timeline: readTimeline(entries) };
+  };
+
+  it("are read from a step's extra fields (finite numbers only) and drawn one chart each, as the loss is", () => {
+    const run = withExtra((i) => (i % 10 === 0 ? { learning_rate: 0.1 / (i + 1), grad_norm: 2, note: "text", bad: Number.NaN } : { train_loss: 3 - i * 0.05 }));
+    const steps = run.timeline.steps;
+    expect(steps[0]?.metrics).toEqual({ learning_rate: 0.1, grad_norm: 2 });
+    expect(steps[1]?.metrics).toEqual({ train_loss: 2.95 });
+    const charts = metricCharts([run]);
+    expect(charts.map((c) => c.id)).toEqual(["metric-learning_rate", "metric-grad_norm", "metric-train_loss"]);
+    expect(charts[0]?.title).toBe("learning_rate (logged by the job) by step");
+    expect(charts[2]?.series.map((s) => s.name)).toEqual(["train_loss", "train_loss, smoothed"]);
+    expect(charts[2]?.series[0]?.points.length).toBe(27);
+    // the dashboard's progress charts carry them after loss and throughput
+    expect(progressCharts([run]).map((c) => c.id)).toEqual(["loss", "throughput_steps", "metric-learning_rate", "metric-grad_norm", "metric-train_loss"]);
+  });
+
+  it("are none without extra fields, and at most eight charts", () => {
+    expect(metricCharts([withExtra(() => undefined)])).toEqual([]);
+    const many = withExtra(() => Object.fromEntries(Array.from({ length: 12 }, (_, k) => [`m${k}`, k])));
+    expect(metricCharts([many]).length).toBe(8);
   });
 });

@@ -146,7 +146,17 @@ export function stepOf(e: TimelineEntry): StepEntry | null {
     precision: str(e.precision),
     trigger: str(e.trigger),
     backward_s: nonNegative(num(e.backward_s)),
+    ...metricsOf(e.extra),
   };
+}
+
+/** The finite numbers among a step's `extra` fields, as `{ metrics }`, or nothing. */
+function metricsOf(extra: unknown): { metrics?: Record<string, number> } {
+  const fields = obj(extra);
+  if (fields === null) return {};
+  const metrics: Record<string, number> = {};
+  for (const [name, value] of Object.entries(fields)) if (typeof value === "number" && Number.isFinite(value)) metrics[name] = value;
+  return Object.keys(metrics).length > 0 ? { metrics } : {};
 }
 
 /** An event entry, or null without its name. */

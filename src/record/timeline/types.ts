@@ -105,6 +105,8 @@ export interface StepEntry {
   trigger: string | null;
   /** attach: host seconds inside backward() in the step, where DDP's all-reduce waits for the slowest rank; absent when unknown */
   backward_s?: number | null;
+  /** the job's own scalars logged in the step (brim.log's extra fields, Lightning's self.log, the HF Trainer's log); absent when none */
+  metrics?: Record<string, number>;
 }
 
 /**

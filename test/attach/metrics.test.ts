@@ -1,0 +1,69 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { readTimeline } from "../../src/record/timeline/index.ts";
+import type { RunMeta, TimelineEntry } from "../../src/record/types.ts";
+
+// The job's own logged scalars with no code change (python/brim/_metrics.py): Lightning's self.log in
+// training and the HF Trainer's log, through the built CLI, on the real frameworks of BRIM_TEST_PYTHON.
+const REPO = resolve(import.meta.dirname, "..", "..");
+const BRIM = join(REPO, "bin", "brim.js");
+const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
+const root = mkdtempSync(join(tmpdir(), "brim-metrics-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const has = (module: string): boolean => spawnSync(PYTHON, ["-c", `import ${module}`]).status === 0;
+const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
+
+function run(name: string, args: string[]): { meta: RunMeta; dir: string; steps: ReturnType<typeof readTimeline>["steps"] } {
+  const store = join(root, name);
+  const result = spawnSync(process.execPath, [BRIM, "run", "--json", "--quiet", "--store", store, ...args], { cwd: REPO, encoding: "utf8", timeout: 300_000 });
+  expect(result.status, result.stderr).toBe(0);
+  const meta = JSON.parse(result.stdout) as RunMeta;
+  const dir = join(store, "runs", meta.id);
+  const entries = readFileSync(join(dir, "timeline.ndjson"), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as TimelineEntry);
+  return { meta, dir, steps: readTimeline(entries).steps };
+}
+
+describe("the job's own logged scalars, with no code change", () => {
+  it.skipIf(!required && !has("lightning"))(
+    "Lightning: every step carries what self.log got, the same value that went backward",
+    () => {
+      const { steps, meta } = run("lightning", ["--steps", "8", "--", PYTHON, "examples/lightning/train.py", "--config", "examples/lightning/config.yaml"]);
+      expect(steps.length).toBe(8);
+      for (const step of steps) {
+        // the example logs self.log("loss", loss) and returns the same loss for backward
+        expect(step.metrics?.loss).toBeTypeOf("number");
+        expect(step.metrics?.loss).toBeCloseTo(step.loss as number, 5);
+      }
+      // brim report draws it beside brim's own charts
+      const out = join(root, "report-lightning");
+      const report = spawnSync(process.execPath, [BRIM, "report", meta.id, "--store", join(root, "lightning"), "--out", out, "--no-png"], { encoding: "utf8" });
+      expect(report.status, report.stderr).toBe(0);
+      expect(existsSync(join(out, "charts", "metric-loss.svg"))).toBe(true);
+      expect(readFileSync(join(out, "report.md"), "utf8")).toContain("loss (logged by the job)");
+    },
+    300_000,
+  );
+
+  it.skipIf(!required && !has("transformers"))(
+    "HF Trainer: its log (loss, learning rate, gradient norm) lands on the steps it was made at",
+    () => {
+      const { steps } = run("hf", ["--steps", "25", "--", PYTHON, "examples/hf-trainer/train.py", "--config", "examples/hf-trainer/config.yaml"]);
+      // the example logs every 10 steps: two logs within 25 steps, each on the step after the Trainer's
+      const logged = steps.filter((step) => step.metrics?.learning_rate !== undefined);
+      expect(logged.length).toBeGreaterThanOrEqual(2);
+      for (const step of logged) {
+        expect(step.metrics?.loss).toBeGreaterThan(0);
+        expect(step.metrics?.grad_norm).toBeGreaterThanOrEqual(0);
+      }
+      expect(steps.some((step) => step.metrics?.train_runtime !== undefined)).toBe(false);
+    },
+    300_000,
+  );
+});
