@@ -20,7 +20,6 @@ asks the job to stop, the job ends with exit status 0 at the next of these point
 DataLoader workers never step an optimizer, so they stay silent.
 """
 
-import functools
 import os
 import sys
 import time
@@ -30,6 +29,7 @@ from . import _env, _loss, _state, _tracking
 from ._import_hook import OnImport
 from ._samples import BatchDim
 from ._timing import Wait, WaitSum
+from ._wrap import wrap_once
 
 ENV_ATTACH = "BRIM_ATTACH"
 _OFF = ("0", "false", "no", "off")
@@ -198,7 +198,6 @@ if hasattr(os, "register_at_fork"):
 # -- the wrappers ---------------------------------------------------------------------------------
 
 def _wrap_step(step: Any) -> Any:
-    @functools.wraps(step)
     def step_with_brim(self: Any, *args: Any, **kwargs: Any) -> Any:
         if attach.depth:
             return step(self, *args, **kwargs)
@@ -211,37 +210,24 @@ def _wrap_step(step: Any) -> Any:
         attach.step_end("optimizer", self)
         return out
 
-    step_with_brim._brim_attach = True  # type: ignore[attr-defined]
     return step_with_brim
 
 
 def _patch_optimizer(torch: Any) -> None:
-    optimizer = torch.optim.Optimizer
-    if getattr(optimizer.__init__, "_brim_attach", False):
-        return
-    original_init = optimizer.__init__
+    def wrap_init(original: Any) -> Any:
+        def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            attach.optimizer_created = True
+            # torch's own profiling wrapper (1.13 and 2.x) is put on the class by __init__ once and
+            # marked `hooked`; functools.wraps carries that mark, so it is not put on twice
+            wrap_once(type(self), "step", _wrap_step)
 
-    @functools.wraps(original_init)
-    def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
-        original_init(self, *args, **kwargs)
-        attach.optimizer_created = True
-        cls = type(self)
-        # torch's own profiling wrapper (1.13 and 2.x) is put on the class by __init__ once and
-        # marked `hooked`; functools.wraps carries that mark, so it is not put on twice
-        if not getattr(cls.step, "_brim_attach", False):
-            cls.step = _wrap_step(cls.step)
+        return init_with_brim
 
-    init_with_brim._brim_attach = True  # type: ignore[attr-defined]
-    optimizer.__init__ = init_with_brim
+    wrap_once(torch.optim.Optimizer, "__init__", wrap_init)
 
 
-def _patch_backward(torch: Any) -> None:
-    tensor = torch.Tensor
-    if getattr(tensor.backward, "_brim_attach", False):
-        return
-    original = tensor.backward
-
-    @functools.wraps(original)
+def _wrap_backward(original: Any) -> Any:
     def backward_with_brim(self: Any, *args: Any, **kwargs: Any) -> Any:
         _loss.seen(self, args, kwargs)
         if attach.optimizer_created:  # also inside optimizer.step(closure) (Lightning)
@@ -262,25 +248,24 @@ def _patch_backward(torch: Any) -> None:
             attach.step_end("backward")
         return out
 
-    backward_with_brim._brim_attach = True  # type: ignore[attr-defined]
-    tensor.backward = backward_with_brim
+    return backward_with_brim
+
+
+def _patch_backward(torch: Any) -> None:
+    wrap_once(torch.Tensor, "backward", _wrap_backward)
 
 
 def _patch_loader(torch: Any) -> None:
-    iterator = torch.utils.data.dataloader._BaseDataLoaderIter
-    if getattr(iterator.__next__, "_brim_attach", False):
-        return
-    original = iterator.__next__
+    def wrap_next(original: Any) -> Any:
+        def next_with_brim(self: Any) -> Any:
+            token = attach.fetch_begin()
+            batch = original(self)
+            attach.fetch_end(self, token, batch)
+            return batch
 
-    @functools.wraps(original)
-    def next_with_brim(self: Any) -> Any:
-        token = attach.fetch_begin()
-        batch = original(self)
-        attach.fetch_end(self, token, batch)
-        return batch
+        return next_with_brim
 
-    next_with_brim._brim_attach = True  # type: ignore[attr-defined]
-    iterator.__next__ = next_with_brim
+    wrap_once(torch.utils.data.dataloader._BaseDataLoaderIter, "__next__", wrap_next)
 
 
 _LOADERS_SEEN = set()  # type: set
@@ -321,45 +306,39 @@ def _loader_details(loader: Any) -> Dict[str, Any]:
 
 
 def _patch_loader_init(torch: Any) -> None:
-    loader = torch.utils.data.DataLoader
-    if getattr(loader.__init__, "_brim_attach", False):
-        return
-    original = loader.__init__
+    def wrap_init(original: Any) -> Any:
+        def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            try:
+                where = _caller_site(torch)
+                if where in _LOADERS_SEEN:
+                    return
+                _LOADERS_SEEN.add(where)
+                _state.event("loader", message="a DataLoader was built", where=where, **_loader_details(self))
+            except Exception:
+                pass
 
-    @functools.wraps(original)
-    def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        try:
-            where = _caller_site(torch)
-            if where in _LOADERS_SEEN:
-                return
-            _LOADERS_SEEN.add(where)
-            _state.event("loader", message="a DataLoader was built", where=where, **_loader_details(self))
-        except Exception:
-            pass
+        return init_with_brim
 
-    init_with_brim._brim_attach = True  # type: ignore[attr-defined]
-    loader.__init__ = init_with_brim
+    wrap_once(torch.utils.data.DataLoader, "__init__", wrap_init)
 
 
 def _patch_autocast(torch: Any) -> None:
+    def wrap_enter(original: Any) -> Any:
+        def enter_with_brim(self: Any) -> Any:
+            out = original(self)
+            try:
+                if getattr(self, "_enabled", True):
+                    attach.precision = _PRECISIONS.get(str(getattr(self, "fast_dtype", None)), attach.precision)
+            except Exception:
+                pass
+            return out
+
+        return enter_with_brim
+
     autocast = getattr(torch, "autocast", None)
-    if autocast is None or getattr(autocast.__enter__, "_brim_attach", False):
-        return
-    original = autocast.__enter__
-
-    @functools.wraps(original)
-    def enter_with_brim(self: Any) -> Any:
-        out = original(self)
-        try:
-            if getattr(self, "_enabled", True):
-                attach.precision = _PRECISIONS.get(str(getattr(self, "fast_dtype", None)), attach.precision)
-        except Exception:
-            pass
-        return out
-
-    enter_with_brim._brim_attach = True  # type: ignore[attr-defined]
-    autocast.__enter__ = enter_with_brim
+    if autocast is not None:
+        wrap_once(autocast, "__enter__", wrap_enter)
 
 
 def _cap_device(cuda: Any) -> int:
@@ -376,28 +355,27 @@ def _patch_cap(torch: Any) -> None:
     if _env.memory_cap_bytes() is None and _env.memory_cap_fraction() is None:
         return
     cuda = torch.cuda
-    original = cuda._lazy_init
-    if getattr(original, "_brim_attach", False):
-        return
-    done = [False]
 
-    @functools.wraps(original)
-    def lazy_init_with_brim() -> None:
-        original()
-        if done[0]:
-            return
-        done[0] = True  # set first: apply_cap calls _lazy_init again
-        try:
-            from .torch._setup import apply_cap
+    def wrap_lazy_init(original: Any) -> Any:
+        done = [False]
 
-            index = _cap_device(cuda)
-            with cuda.device(index):
-                apply_cap(device=index, measure_overhead=False)
-        except Exception as e:
-            _env.warn_once("attach-cap", "could not apply the GPU memory cap: %s: %s" % (type(e).__name__, e))
+        def lazy_init_with_brim() -> None:
+            original()
+            if done[0]:
+                return
+            done[0] = True  # set first: apply_cap calls _lazy_init again
+            try:
+                from .torch._setup import apply_cap
 
-    lazy_init_with_brim._brim_attach = True  # type: ignore[attr-defined]
-    cuda._lazy_init = lazy_init_with_brim
+                index = _cap_device(cuda)
+                with cuda.device(index):
+                    apply_cap(device=index, measure_overhead=False)
+            except Exception as e:
+                _env.warn_once("attach-cap", "could not apply the GPU memory cap: %s: %s" % (type(e).__name__, e))
+
+        return lazy_init_with_brim
+
+    wrap_once(cuda, "_lazy_init", wrap_lazy_init)
 
 
 def patch_torch(torch: Any) -> None:

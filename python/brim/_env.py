@@ -4,6 +4,7 @@ import json
 import math
 import os
 import sys
+from typing import Any, Dict, FrozenSet, List, NoReturn, Optional, Set, Tuple
 
 ENV_CHANNEL = "BRIM_CHANNEL"
 ENV_CHANNEL_TOKEN = "BRIM_CHANNEL_TOKEN"
@@ -18,10 +19,10 @@ ENV_RUN_ID = "BRIM_RUN_ID"
 ENV_FAULT_OOM_AT_STEP = "BRIM_FAULT_OOM_AT_STEP"
 ENV_FAULT_OOM_PHASE = "BRIM_FAULT_OOM_PHASE"
 
-_warned = set()
+_warned: Set[str] = set()
 
 
-def warn_once(key, message):
+def warn_once(key: str, message: str) -> None:
     """Print one line 'brim: warning: ...' on stderr, once per key and process."""
     if key in _warned:
         return
@@ -37,20 +38,20 @@ class KnobError(ValueError):
     """A knob value from BRIM_KNOBS cannot be used as the type of the job's default."""
 
 
-def channel_path():
+def channel_path() -> Optional[str]:
     path = os.environ.get(ENV_CHANNEL, "")
     return path or None
 
 
-def channel_token():
+def channel_token() -> Optional[str]:
     """The secret brim's channel admits this job's processes on (BRIM_CHANNEL_TOKEN), or None."""
     return os.environ.get(ENV_CHANNEL_TOKEN) or None
 
 
-_int_cache = {}
+_int_cache: Dict[Tuple[str, str, int], Optional[int]] = {}
 
 
-def _int_env(name, minimum=0):
+def _int_env(name: str, minimum: int = 0) -> Optional[int]:
     raw = os.environ.get(name, "")
     key = (name, raw, minimum)
     if key in _int_cache:  # read at every step: parse each value once
@@ -60,7 +61,7 @@ def _int_env(name, minimum=0):
     return value
 
 
-def _parse_int_env(name, raw, minimum):
+def _parse_int_env(name: str, raw: str, minimum: int) -> Optional[int]:
     if not raw:
         return None
     try:
@@ -80,22 +81,22 @@ def _parse_int_env(name, raw, minimum):
     return value
 
 
-def step_budget():
+def step_budget() -> Optional[int]:
     """Steps the trial may run (BRIM_STEP_BUDGET, a positive integer), or None."""
     return _int_env(ENV_STEP_BUDGET, minimum=1)
 
 
-def warmup_steps():
+def warmup_steps() -> int:
     """Steps reported as warm-up (BRIM_WARMUP_STEPS), 0 when unset."""
     return _int_env(ENV_WARMUP_STEPS, minimum=0) or 0
 
 
-def memory_cap_bytes():
+def memory_cap_bytes() -> Optional[int]:
     """The memory cap in bytes (BRIM_MEMORY_CAP_BYTES), or None."""
     return _int_env(ENV_MEMORY_CAP_BYTES, minimum=1)
 
 
-def memory_cap_fraction():
+def memory_cap_fraction() -> Optional[float]:
     """The memory cap as a fraction of the device (BRIM_MEMORY_CAP_FRACTION, 0 < f <= 1), or None."""
     raw = os.environ.get(ENV_MEMORY_CAP_FRACTION, "").strip()
     if not raw:
@@ -110,20 +111,20 @@ def memory_cap_fraction():
     return f
 
 
-def memory_cap_overhead_bytes():
+def memory_cap_overhead_bytes() -> Optional[int]:
     return _int_env(ENV_MEMORY_CAP_OVERHEAD_BYTES, minimum=0)
 
 
-def run_id():
+def run_id() -> Optional[str]:
     return os.environ.get(ENV_RUN_ID) or None
 
 
-def fault_oom_steps():
+def fault_oom_steps() -> FrozenSet[int]:
     """Step indices (0-based TrainStep calls) at which an out-of-memory error is injected."""
     raw = os.environ.get(ENV_FAULT_OOM_AT_STEP, "").strip()
     if not raw:
         return frozenset()
-    steps = set()
+    steps: Set[int] = set()
     for part in raw.split(","):
         part = part.strip()
         if not part:
@@ -135,7 +136,7 @@ def fault_oom_steps():
     return frozenset(steps)
 
 
-def fault_oom_phase():
+def fault_oom_phase() -> str:
     """Where the injected OOM is raised: 'forward' (default) or 'backward'."""
     raw = os.environ.get(ENV_FAULT_OOM_PHASE, "").strip().lower() or "forward"
     if raw not in ("forward", "backward"):
@@ -144,19 +145,20 @@ def fault_oom_phase():
     return raw
 
 
-_knob_cache = (None, {})
+_knob_cache: Tuple[Optional[str], Dict[str, Any]] = (None, {})
 
 
-_knob_file = [None]
+_knob_file: List[Optional[Dict[str, Any]]] = [None]
 
 
-def _knobs_from_file():
+def _knobs_from_file() -> Dict[str, Any]:
     """Knobs brim decided during the run (BRIM_KNOBS_FILE: a smaller micro-batch after a rank ran
     out of memory, for the launcher's next round). Read once per process: every rank of a round
     starts after brim wrote it, so all of them read the same values. {} while brim wrote none."""
-    if _knob_file[0] is None:
+    loaded = _knob_file[0]
+    if loaded is None:
         path = os.environ.get(ENV_KNOBS_FILE, "")
-        data = {}
+        data: Any = {}
         if path:
             try:
                 with open(path) as f:
@@ -166,11 +168,11 @@ def _knobs_from_file():
             except (OSError, ValueError) as e:
                 warn_once("knobs-file", "could not read %s (%s); the knobs of BRIM_KNOBS hold" % (path, e))
                 data = {}
-        _knob_file[0] = data if isinstance(data, dict) else {}
-    return _knob_file[0]
+        loaded = _knob_file[0] = data if isinstance(data, dict) else {}
+    return loaded
 
 
-def knobs():
+def knobs() -> Dict[str, Any]:
     """All knobs of the current trial: the JSON object in BRIM_KNOBS ({} when unset), with the ones
     brim decided during the run (BRIM_KNOBS_FILE) over them."""
     global _knob_cache
@@ -178,7 +180,7 @@ def knobs():
     if raw == _knob_cache[0]:
         return dict(_knob_cache[1])
     if not raw.strip():
-        parsed = {}
+        parsed: Dict[str, Any] = {}
     else:
         try:
             parsed = json.loads(raw)
@@ -195,10 +197,10 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-def cast_knob(name, value, default):
+def cast_knob(name: str, value: Any, default: Any) -> Any:
     """Cast a knob value to the type of the default; raise KnobError when it cannot be done."""
 
-    def fail():
+    def fail() -> NoReturn:
         raise KnobError(
             "brim: knob %r = %r cannot be used as %s (the job's default is %r)"
             % (name, value, type(default).__name__, default)

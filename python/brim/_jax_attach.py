@@ -24,6 +24,7 @@ from typing import Any, Deque, List, Optional
 
 from ._import_hook import OnImport
 from ._samples import BatchDim
+from ._wrap import wrap_once
 
 _GRAD_TRANSFORMS = ("grad", "value_and_grad", "vjp")
 AHEAD = 4  # steps the loop may run ahead of the device
@@ -122,7 +123,6 @@ def _first_array(tree: Any) -> Any:
 
 
 def _wrap_jit(jit: Any) -> Any:
-    @functools.wraps(jit)
     def jit_with_brim(*args: Any, **kwargs: Any) -> Any:
         out = jit(*args, **kwargs)
         if args and callable(args[0]) and callable(out):
@@ -131,12 +131,10 @@ def _wrap_jit(jit: Any) -> Any:
             return lambda fun: _Jitted(out(fun))
         return out
 
-    jit_with_brim._brim_attach = True  # type: ignore[attr-defined]
     return jit_with_brim
 
 
 def _wrap_transform(transform: Any) -> Any:
-    @functools.wraps(transform)
     def transform_with_brim(*args: Any, **kwargs: Any) -> Any:
         if _trace.stack:
             _trace.gradient_seen()
@@ -152,19 +150,14 @@ def _wrap_transform(transform: Any) -> Any:
 
         return transformed
 
-    transform_with_brim._brim_attach = True  # type: ignore[attr-defined]
     return transform_with_brim
 
 
 def patch_jax(jax: Any) -> None:
     """Put brim's wrappers on an imported jax: `jax.jit` and the gradient transforms."""
-    jit = getattr(jax, "jit", None)
-    if jit is not None and not getattr(jit, "_brim_attach", False):
-        jax.jit = _wrap_jit(jit)
+    wrap_once(jax, "jit", _wrap_jit)
     for name in _GRAD_TRANSFORMS:
-        f = getattr(jax, name, None)
-        if f is not None and not getattr(f, "_brim_attach", False):
-            setattr(jax, name, _wrap_transform(f))
+        wrap_once(jax, name, _wrap_transform)
 
 
 def _patch_or_warn(jax: Any) -> None:

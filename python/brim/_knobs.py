@@ -22,4 +22,4 @@ def knob(name: str, default: T) -> T:
     else:
         value, source = _env.cast_knob(name, values[name], default), "knobs"
     _state.note_knob(name, value, default, source)
-    return value  # type: ignore[no-any-return]
+    return value

@@ -23,11 +23,12 @@ BRIM_LOSS=0 turns the read off (the loss is then null, as before brim read it): 
 loss-read bench compares with (bench/loss-read.bench.py).
 """
 
-import functools
 import math
 import os
 import sys
 from typing import Any, Dict, List, Optional
+
+from ._wrap import wrap_once
 
 ENABLED = os.environ.get("BRIM_LOSS", "1") != "0"
 _seen: Dict[str, Any] = {"tensor": None, "scaled": None, "unscaled": None}
@@ -171,13 +172,11 @@ def reset() -> None:
 
 
 def _wrap_scale(scale: Any) -> Any:
-    @functools.wraps(scale)
     def scale_with_brim(self: Any, outputs: Any) -> Any:
         out = scale(self, outputs)
         _seen["scaled"], _seen["unscaled"] = out, outputs
         return out
 
-    scale_with_brim._brim_attach = True  # type: ignore[attr-defined]
     return scale_with_brim
 
 
@@ -189,6 +188,5 @@ def _patch_scaler(torch: Any) -> None:
         if cls is not None and cls not in classes:
             classes.append(cls)
     for cls in classes:
-        scale = cls.__dict__.get("scale")
-        if scale is not None and not getattr(scale, "_brim_attach", False):
-            cls.scale = _wrap_scale(scale)
+        if "scale" in cls.__dict__:  # its own, not a base class's
+            wrap_once(cls, "scale", _wrap_scale)

@@ -9,13 +9,13 @@ out with the next step brim counts. Values logged outside training (validation) 
 BRIM_METRICS=0 turns this off.
 """
 
-import functools
 import os
 import sys
 from typing import Any, Dict
 
 from . import _loss
 from ._import_hook import OnImport
+from ._wrap import wrap_once
 
 ENABLED = os.environ.get("BRIM_METRICS", "1") != "0"
 #: at most this many names a run (a job logging per-layer figures must not flood the channel)
@@ -59,13 +59,7 @@ def take() -> Dict[str, Any]:
     return out
 
 
-def _patch_lightning(module: Any) -> None:
-    cls = getattr(module, "LightningModule", None)
-    original = getattr(cls, "log", None)
-    if original is None or getattr(original, "_brim_attach", False):
-        return
-
-    @functools.wraps(original)
+def _lightning_log(original: Any) -> Any:
     def log_with_brim(self: Any, name: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
         out = original(self, name, value, *args, **kwargs)
         try:
@@ -76,17 +70,10 @@ def _patch_lightning(module: Any) -> None:
             pass
         return out
 
-    log_with_brim._brim_attach = True  # type: ignore[attr-defined]
-    cls.log = log_with_brim  # type: ignore[union-attr]
+    return log_with_brim
 
 
-def _patch_trainer(module: Any) -> None:
-    cls = getattr(module, "Trainer", None)
-    original = getattr(cls, "log", None)
-    if original is None or getattr(original, "_brim_attach", False):
-        return
-
-    @functools.wraps(original)
+def _trainer_log(original: Any) -> Any:
     def log_with_brim(self: Any, logs: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             for name, value in dict(logs).items():
@@ -96,8 +83,19 @@ def _patch_trainer(module: Any) -> None:
             pass
         return original(self, logs, *args, **kwargs)
 
-    log_with_brim._brim_attach = True  # type: ignore[attr-defined]
-    cls.log = log_with_brim  # type: ignore[union-attr]
+    return log_with_brim
+
+
+def _patch_lightning(module: Any) -> None:
+    cls = getattr(module, "LightningModule", None)
+    if cls is not None:
+        wrap_once(cls, "log", _lightning_log)
+
+
+def _patch_trainer(module: Any) -> None:
+    cls = getattr(module, "Trainer", None)
+    if cls is not None:
+        wrap_once(cls, "log", _trainer_log)
 
 
 _TARGETS = (

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from . import _env, _state
+from ._wrap import wrap_once
 
 OOM_EXIT_CODE = 75  # EX_TEMPFAIL: worth trying again (with a smaller micro-batch)
 
@@ -66,25 +67,23 @@ def _patch_init_process_group(torch: Any) -> None:
     exists its rank is known: tell brim (event "rank_known"), so that the job's steps are counted
     once and its samples/s summed over the ranks."""
     dist = getattr(torch, "distributed", None)
-    original = getattr(dist, "init_process_group", None)
-    if original is None or getattr(original, "_brim_attach", False):
-        return
 
-    def init_with_brim(*args: Any, **kwargs: Any) -> Any:
-        out = original(*args, **kwargs)
-        if os.environ.get("RANK") is None:
-            try:
-                local = os.environ.get("LOCAL_RANK")
-                _state.event("rank_known", rank=int(dist.get_rank()), world_size=int(dist.get_world_size()),
-                             local_rank=int(local) if local is not None and local.isdigit() else None)
-            except Exception:
-                pass
-        return out
+    def wrap_init(original: Any) -> Any:
+        def init_with_brim(*args: Any, **kwargs: Any) -> Any:
+            out = original(*args, **kwargs)
+            if os.environ.get("RANK") is None:
+                try:
+                    local = os.environ.get("LOCAL_RANK")
+                    _state.event("rank_known", rank=int(dist.get_rank()), world_size=int(dist.get_world_size()),
+                                 local_rank=int(local) if local is not None and local.isdigit() else None)
+                except Exception:
+                    pass
+            return out
 
-    init_with_brim._brim_attach = True  # type: ignore[attr-defined]
-    init_with_brim.__wrapped__ = original  # type: ignore[attr-defined]
-    init_with_brim.__doc__ = original.__doc__
-    dist.init_process_group = init_with_brim
+        return init_with_brim
+
+    if dist is not None:
+        wrap_once(dist, "init_process_group", wrap_init)
 
 
 def install() -> bool:

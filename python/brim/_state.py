@@ -20,8 +20,9 @@ class State:
         self.reset()
 
     def reset(self) -> None:
-        if getattr(self, "channel", None) is not None:
-            self.channel.close()
+        channel: Optional[Channel] = getattr(self, "channel", None)
+        if channel is not None:
+            channel.close()
         self.channel = None
         self.channel_path = None
         self.steps = 0  # steps counted in this process (SDK and attach together, each once)

@@ -235,9 +235,8 @@ class Tracker:
     def __enter__(self) -> "Tracker":
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
-        return False
 
     def log(self, **fields: Any) -> None:
         """Add fields to the current step: loss, micro_batch, accumulation, samples, or any other

@@ -236,21 +236,8 @@ function firstLine(error: unknown): string {
   return text.split("\n")[0]?.trim() ?? "failed";
 }
 
-/**
- * Runs nvidia-smi once to find the GPUs and the fields this version answers; never throws.
- *
- * @example
- * ```ts
- * const opened = openSmiGpus("/usr/bin/nvidia-smi");
- * if ("error" in opened) console.log(opened.error);
- * ```
- */
-export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: SmiGpus } | { error: string } {
-  const timeout = options.timeoutMs ?? 10_000;
-  const nowMs = options.nowMs ?? Date.now;
-  const minIntervalMs = options.minIntervalMs ?? 1000;
-  let fields: string[] = [];
-  let rows: SmiGpuRow[] | null = null;
+/** Queries nvidia-smi with the widest set of fields it answers; the rows and the fields, or why none came. */
+function firstQuery(path: string, timeout: number): { rows: SmiGpuRow[]; fields: string[] } | { error: string } {
   let lastError = "no output";
   for (const optional of OPTIONAL_FIELD_SETS) {
     const tried = [...SMI_GPU_FIELDS, ...optional];
@@ -260,18 +247,18 @@ export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: Smi
         timeout,
         stdio: ["ignore", "pipe", "pipe"],
       });
-      fields = tried;
-      rows = parseSmiGpus(stdout, fields);
-      break;
+      return { rows: parseSmiGpus(stdout, tried), fields: tried };
     } catch (error) {
       lastError = firstLine(error);
       if ((error as { code?: string }).code === "ENOENT" || (error as { code?: string }).code === "EACCES") break;
     }
   }
-  if (rows === null) return { error: `nvidia-smi failed: ${lastError}` };
-  if (rows.length === 0) return { error: "nvidia-smi lists no GPU" };
+  return { error: `nvidia-smi failed: ${lastError}` };
+}
 
-  const gpus: GpuInfo[] = rows.map((row) => ({
+/** A GPU as nvidia-smi listed it, with the features its first answer showed. */
+function smiGpuInfo(row: SmiGpuRow): GpuInfo {
+  return {
     index: row.index,
     name: row.name,
     uuid: row.uuid,
@@ -285,7 +272,76 @@ export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: Smi
       ...(row.smClockMHz !== null ? (["clocks"] as const) : []),
       ...(row.throttle !== null ? (["throttle"] as const) : []),
     ],
-  }));
+  };
+}
+
+/** A reading with nothing measured: before nvidia-smi first answered. */
+function emptyReading(gpu: { index: number; totalBytes: number }, lost: boolean, sampledAt: number): GpuReading {
+  return {
+    index: gpu.index,
+    usedBytes: 0,
+    totalBytes: gpu.totalBytes,
+    reservedBytes: null,
+    util: null,
+    memUtil: null,
+    utilSamples: null,
+    smActivity: null,
+    smOccupancy: null,
+    tensorActivity: null,
+    dramBandwidth: null,
+    powerW: null,
+    powerLimitW: null,
+    energyJ: null,
+    smClockMHz: null,
+    memClockMHz: null,
+    throttle: null,
+    pcieTxKBs: null,
+    pcieRxKBs: null,
+    processes: [],
+    xids: [],
+    lost,
+    sampledAt,
+  };
+}
+
+/** One row of `--query-gpu` and the compute apps on that GPU, as a reading. */
+function smiReading(row: SmiGpuRow, apps: ReturnType<typeof parseSmiApps>, lost: boolean, sampledAt: number): GpuReading {
+  const processes: GpuProcess[] = apps
+    .filter((app) => app.uuid !== null && app.uuid === row.uuid)
+    .map((app) => ({ pid: app.pid, usedBytes: app.usedBytes, smUtil: null, memUtil: null }));
+  return {
+    ...emptyReading(row, lost, sampledAt),
+    usedBytes: row.usedBytes ?? 0,
+    util: row.util,
+    memUtil: row.memUtil,
+    powerW: row.powerW,
+    powerLimitW: row.powerLimitW,
+    smClockMHz: row.smClockMHz,
+    memClockMHz: row.memClockMHz,
+    throttle: row.throttle,
+    processes,
+  };
+}
+
+/**
+ * Runs nvidia-smi once to find the GPUs and the fields this version answers; never throws.
+ *
+ * @example
+ * ```ts
+ * const opened = openSmiGpus("/usr/bin/nvidia-smi");
+ * if ("error" in opened) console.log(opened.error);
+ * ```
+ */
+export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: SmiGpus } | { error: string } {
+  const timeout = options.timeoutMs ?? 10_000;
+  const nowMs = options.nowMs ?? Date.now;
+  const minIntervalMs = options.minIntervalMs ?? 1000;
+  const first = firstQuery(path, timeout);
+  if ("error" in first) return first;
+  const { rows, fields } = first;
+  if (rows.length === 0) return { error: "nvidia-smi lists no GPU" };
+
+  const gpus = rows.map(smiGpuInfo);
   const controller = new AbortController();
   const run = async (args: string[]): Promise<string> => (await execFileAsync(path, args, { encoding: "utf8", timeout, signal: controller.signal })).stdout;
   const lost = new Set<number>(rows.filter((r) => r.lost).map((r) => r.index));
@@ -303,34 +359,7 @@ export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: Smi
       const apps = parseSmiApps(appText);
       latest = parseSmiGpus(gpuText, fields).map((row) => {
         if (row.lost) lost.add(row.index);
-        const processes: GpuProcess[] = apps
-          .filter((app) => app.uuid !== null && app.uuid === row.uuid)
-          .map((app) => ({ pid: app.pid, usedBytes: app.usedBytes, smUtil: null, memUtil: null }));
-        return {
-          index: row.index,
-          usedBytes: row.usedBytes ?? 0,
-          totalBytes: row.totalBytes,
-          reservedBytes: null,
-          util: row.util,
-          memUtil: row.memUtil,
-          utilSamples: null,
-          smActivity: null,
-          smOccupancy: null,
-          tensorActivity: null,
-          dramBandwidth: null,
-          powerW: row.powerW,
-          powerLimitW: row.powerLimitW,
-          energyJ: null,
-          smClockMHz: row.smClockMHz,
-          memClockMHz: row.memClockMHz,
-          throttle: row.throttle,
-          pcieTxKBs: null,
-          pcieRxKBs: null,
-          processes,
-          xids: [],
-          lost: lost.has(row.index),
-          sampledAt: startedMs / 1000,
-        };
+        return smiReading(row, apps, lost.has(row.index), startedMs / 1000);
       });
     } catch (error) {
       if (/GPU is lost|requires reset/i.test(firstLine(error)) || /GPU is lost/i.test(String((error as { stdout?: string }).stdout ?? ""))) {
@@ -340,33 +369,6 @@ export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: Smi
     }
     latestAtMs = startedMs;
   };
-
-  const stale = (): GpuReading[] =>
-    gpus.map((gpu) => ({
-      index: gpu.index,
-      usedBytes: 0,
-      totalBytes: gpu.totalBytes,
-      reservedBytes: null,
-      util: null,
-      memUtil: null,
-      utilSamples: null,
-      smActivity: null,
-      smOccupancy: null,
-      tensorActivity: null,
-      dramBandwidth: null,
-      powerW: null,
-      powerLimitW: null,
-      energyJ: null,
-      smClockMHz: null,
-      memClockMHz: null,
-      throttle: null,
-      pcieTxKBs: null,
-      pcieRxKBs: null,
-      processes: [],
-      xids: [],
-      lost: lost.has(gpu.index),
-      sampledAt: latestAtMs / 1000,
-    }));
 
   return {
     gpus: {
@@ -380,7 +382,7 @@ export function openSmiGpus(path: string, options: SmiOptions = {}): { gpus: Smi
         } else if (inFlight === null && nowMs() - latestAtMs >= minIntervalMs) {
           inFlight = refresh().finally(() => (inFlight = null));
         }
-        return latest ?? stale();
+        return latest ?? gpus.map((gpu) => emptyReading(gpu, lost.has(gpu.index), latestAtMs / 1000));
       },
       close() {
         controller.abort();

@@ -3,13 +3,15 @@ import { startSampler, type Devices, type Reading, type Sampler } from "../devic
 import type { ChannelMessage } from "../job/channel.ts";
 import { Job, type JobResult, type PtySize } from "../job/runner.ts";
 import type { RunStore } from "../record/store.ts";
+import type { RunWriter } from "../record/writer.ts";
 import { summarizeRun } from "../record/summary.ts";
 import { loadTimeline, type Timeline } from "../record/timeline/index.ts";
 import type { RunDevice, RunMeta, RunSummary, TimelineEntry } from "../record/types.ts";
-import { BrimError } from "../errors/index.ts";
-import { ioCause } from "../files.ts";
 import { CapWatcher } from "./cap.ts";
 import { followEscapes } from "./escapes.ts";
+import { channelRefusedEntry, guardFailure, withOomAdvice, withStoreLoss } from "./finish.ts";
+import { capEventOf, cappedBytes, isReapingReading, liveReadingOf, peaksAfter, type TreePeaks } from "./reading.ts";
+import { forwardSignals } from "./signals.ts";
 import { sampleEntryOf } from "./samples.ts";
 import { LiveTracker, type LiveState } from "./live.ts";
 import { OomRestart } from "./oom-restart.ts";
@@ -142,6 +144,29 @@ function versionsFrom(hello: ChannelMessage | undefined): Record<string, string>
   return versions;
 }
 
+/** Everything one guarded run changes as it goes, in one place. */
+interface GuardState {
+  /** the main process's hello (versions for run.json) */
+  mainHello: ChannelMessage | undefined;
+  peaks: TreePeaks;
+  lastKeptSampleAt: number;
+  /** the last reading not yet kept in the timeline (written at the end) */
+  pendingSample: Reading | null;
+  /** what a handler or a timer does when brim itself fails while guarding (set once the job runs) */
+  failGuard: (error: unknown) => void;
+}
+
+/** The parts of one guarded run its steps share. */
+interface GuardContext {
+  options: GuardOptions;
+  capScope: "gpu" | "ram";
+  writer: RunWriter;
+  live: LiveTracker;
+  state: GuardState;
+  /** `fn`, with a failure in it failing the guard instead of escaping into Node's event loop */
+  guarded: <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+}
+
 /**
  * Runs a user's command under brim's guard: records it in the run store, samples the devices and
  * the process tree, keeps the tree under the cap (shrink requests to the SDK, then a stop as the last
@@ -159,7 +184,6 @@ function versionsFrom(hello: ChannelMessage | undefined): Record<string, string>
 export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<GuardResult> {
   const inventory = deps.devices.inventory();
   const capScope = inventory.backend === "cpu" ? "ram" : "gpu";
-  const firstGpu = inventory.gpus[0];
   const writer = await deps.store.createRun({
     kind: options.kind ?? "run",
     tune_id: options.tuneId ?? null,
@@ -174,317 +198,210 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   });
   const dog =
     options.watchdog === false ? null : Watchdog.start({ runDir: writer.dir, graceS: options.killGraceS ?? 10, keep: options.keepOnSupervisorLoss === true });
-  // Set once the job runs: what a handler or a timer does when brim itself fails while guarding.
-  let failGuard: (error: unknown) => void = () => {};
-  const guarded =
-    <A extends unknown[]>(fn: (...args: A) => void) =>
-    (...args: A): void => {
-      try {
-        fn(...args);
-      } catch (error) {
-        failGuard(error);
-      }
-    };
-  const live = new LiveTracker({ startedAt: Date.now() / 1000, capBytes: options.capBytes, capScope, totalSteps: options.stepBudget ?? null });
-  const watcher =
-    options.capBytes !== null
-      ? new CapWatcher({ capBytes: options.capBytes, scope: capScope, ...(options.shrinkAt !== undefined ? { shrinkAt: options.shrinkAt } : {}) })
-      : null;
-  let mainHello: ChannelMessage | undefined;
-  let peakGpu: number | null = null;
-  let peakRss: number | null = null;
-  let peakPss: number | null = null;
-  let lastKeptSampleAt = Number.NEGATIVE_INFINITY;
-  let pendingSample: Reading | null = null;
-
-  // Registered before the job starts: a signal that arrives while it starts waits for it.
-  let started: Job | null = null;
-  let early: (() => void) | null = null;
-  const onSignal = guarded((signal: NodeJS.Signals): void => {
-    if (started === null) {
-      early = () => onSignal(signal);
-      return;
-    }
-    writer.append({
-      t: Date.now() / 1000,
-      kind: "event",
-      event: "signal_forwarded",
-      pid: null,
-      step: null,
-      message: `brim received ${signal} and passed it to the job`,
-      details: { signal },
-    });
-    started.interrupt(signal);
-  });
-  const onHangup = guarded((): void => {
-    if (started === null) {
-      early = () => onHangup();
-      return;
-    }
-    if (options.keepOnSupervisorLoss === true) {
-      writer.append({
-        t: Date.now() / 1000,
-        kind: "event",
-        event: "sighup_ignored",
-        pid: null,
-        step: null,
-        message: "brim lost its terminal (SIGHUP) and goes on guarding the job (--keep-on-supervisor-loss)",
-        details: {},
-      });
-      return;
-    }
-    writer.append({
-      t: Date.now() / 1000,
-      kind: "event",
-      event: "signal_forwarded",
-      pid: null,
-      step: null,
-      message: "brim lost its terminal (SIGHUP): it stops the job rather than leave it unguarded",
-      details: { signal: "SIGHUP" },
-    });
-    started.interrupt("SIGTERM");
-  });
-  const removeSignalHandlers = (): void => {
-    if (!options.forwardSignals) return;
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    process.off("SIGHUP", onHangup);
+  const state: GuardState = {
+    mainHello: undefined,
+    peaks: { gpu: null, rss: null, pss: null },
+    lastKeptSampleAt: Number.NEGATIVE_INFINITY,
+    pendingSample: null,
+    failGuard: () => {},
   };
-  if (options.forwardSignals) {
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-    process.on("SIGHUP", onHangup);
-  }
-
+  const context: GuardContext = {
+    options,
+    capScope,
+    writer,
+    state,
+    live: new LiveTracker({ startedAt: Date.now() / 1000, capBytes: options.capBytes, capScope, totalSteps: options.stepBudget ?? null }),
+    guarded:
+      (fn) =>
+      (...args) => {
+        try {
+          fn(...args);
+        } catch (error) {
+          state.failGuard(error);
+        }
+      },
+  };
+  // Registered before the job starts: a signal that arrives while it starts waits for it.
+  const signals = forwardSignals(
+    { enabled: options.forwardSignals === true, keepOnSupervisorLoss: options.keepOnSupervisorLoss === true },
+    (entry) => writer.append(entry),
+    context.guarded,
+  );
   // a rank that runs out of memory: one smaller micro-batch for every rank of the launcher's next round
-  const knobsFile = join(writer.dir, "knobs.json");
-  const oomRestart = new OomRestart(knobsFile, options.knobs ?? {});
+  const oomRestart = new OomRestart(join(writer.dir, "knobs.json"), options.knobs ?? {});
   let job: Job;
   try {
-    job = await Job.start({
-      command: options.command,
-      cwd: options.cwd,
-      runId: writer.id,
-      knobs: options.knobs,
-      stepBudget: options.stepBudget,
-      warmupSteps: options.warmupSteps,
-      gpuCapBytes: capScope === "gpu" ? options.capBytes : null,
-      gpuTotalBytes: firstGpu?.totalBytes ?? null,
-      hungAfterS: options.hungAfterS,
-      rankHangAfterS: options.rankHangAfterS,
-      stacksDir: join(writer.dir, "stacks"),
-      killGraceS: options.killGraceS,
-      env: { BRIM_KNOBS_FILE: knobsFile, ...options.env },
-      pty: options.pty,
-      onChunk: options.onChunk === undefined ? undefined : guarded(options.onChunk),
-      onBytes: options.onBytes === undefined ? undefined : guarded(options.onBytes),
-      onMessage: guarded((message: ChannelMessage) => {
-        if (message.type === "hello" && message.role === "main" && mainHello === undefined) mainHello = message;
-        const entry = timelineEntryOf(message);
-        if (entry) writer.append(entry);
-        const planned = oomRestart.message(message);
-        if (planned) writer.append(planned);
-        live.message(message);
-        options.onMessage?.(message);
-      }),
-      onOutput: guarded((stream: 1 | 2, line: string) => {
-        writer.appendOutput(stream, line);
-        options.onOutput?.(stream, line);
-      }),
-    });
+    job = await startJob(context, oomRestart, inventory.gpus[0]?.totalBytes ?? null);
   } catch (error) {
-    removeSignalHandlers();
+    signals.remove();
     await writer.finish({ cause: "crashed", exit_code: null, signal: null, message: (error as Error).message }, null).catch(() => undefined);
     dog?.release();
     throw error;
   }
   dog?.arm(job.pid, job.channel.path);
-  failGuard = (error) => {
-    const io = error instanceof BrimError ? error.code === "E_IO" : typeof (error as NodeJS.ErrnoException | undefined)?.code === "string";
-    const why = error instanceof BrimError ? error.message : ioCause(error);
-    if (io) job.stop("store_failed", error instanceof BrimError ? why : `an I/O error while guarding the job: ${why}`, 2);
-    else job.stop("guard_failed", `brim's guard failed: ${why}`, 2);
+  state.failGuard = (error) => {
+    const failure = guardFailure(error);
+    job.stop(failure.reason, failure.detail, 2);
   };
   writer.onFailure((loss) => job.stop("store_failed", loss.error.message, 2));
   writer.append({ t: job.startedAt, kind: "start", pid: job.pid });
-  live.started(job.startedAt, job.pid);
-  guarded(() =>
-    options.onStart?.({
-      runId: writer.id,
-      pid: job.pid,
-      dir: writer.dir,
-      control: {
-        requestStop: (reason) => void job.requestStop(reason),
-        stop: (detail, graceS) => job.stop("hung", detail, graceS),
-        dumpStacks: () => job.dumpStacks(),
-      },
-    }),
-  )();
-  started = job;
-  (early as (() => void) | null)?.();
-
-  const timers: NodeJS.Timeout[] = [];
-  if (options.timeLimitS != null) {
-    const limit = options.timeLimitS;
-    timers.push(
-      setTimeout(
-        guarded(() => {
-          job.requestStop(`time limit of ${limit} s`);
-          timers.push(
-            setTimeout(
-              guarded(() => job.stop("hung", `the job ran past its time limit of ${limit} s`, 2)),
-              5000,
-            ),
-          );
-        }),
-        limit * 1000,
-      ),
-    );
+  context.live.started(job.startedAt, job.pid);
+  context.guarded(() => options.onStart?.({ runId: writer.id, pid: job.pid, dir: writer.dir, control: controlOf(job) }))();
+  signals.attach(job);
+  let result: JobResult;
+  try {
+    result = await superviseJob(context, job, deps.devices);
+  } finally {
+    signals.remove();
   }
+  try {
+    return await finishRun(context, result, oomRestart, deps.store);
+  } finally {
+    dog?.release();
+  }
+}
 
+/** Starts the job, its messages and output going to the record, the live state and the caller. */
+function startJob(context: GuardContext, oomRestart: OomRestart, gpuTotalBytes: number | null): Promise<Job> {
+  const { options, writer, live, state, guarded } = context;
+  return Job.start({
+    command: options.command,
+    cwd: options.cwd,
+    runId: writer.id,
+    knobs: options.knobs,
+    stepBudget: options.stepBudget,
+    warmupSteps: options.warmupSteps,
+    gpuCapBytes: context.capScope === "gpu" ? options.capBytes : null,
+    gpuTotalBytes,
+    hungAfterS: options.hungAfterS,
+    rankHangAfterS: options.rankHangAfterS,
+    stacksDir: join(writer.dir, "stacks"),
+    killGraceS: options.killGraceS,
+    env: { BRIM_KNOBS_FILE: join(writer.dir, "knobs.json"), ...options.env },
+    pty: options.pty,
+    onChunk: options.onChunk === undefined ? undefined : guarded(options.onChunk),
+    onBytes: options.onBytes === undefined ? undefined : guarded(options.onBytes),
+    onMessage: guarded((message: ChannelMessage) => {
+      if (message.type === "hello" && message.role === "main" && state.mainHello === undefined) state.mainHello = message;
+      const entry = timelineEntryOf(message);
+      if (entry) writer.append(entry);
+      const planned = oomRestart.message(message);
+      if (planned) writer.append(planned);
+      live.message(message);
+      options.onMessage?.(message);
+    }),
+    onOutput: guarded((stream: 1 | 2, line: string) => {
+      writer.appendOutput(stream, line);
+      options.onOutput?.(stream, line);
+    }),
+  });
+}
+
+/** What a caller may do to the running job. */
+function controlOf(job: Job): RunControl {
+  return {
+    requestStop: (reason) => void job.requestStop(reason),
+    stop: (detail, graceS) => job.stop("hung", detail, graceS),
+    dumpStacks: () => job.dumpStacks(),
+  };
+}
+
+/**
+ * Guards the running job to its end: the time limit, the processes that left its group, the sampler
+ * and the cap. Returns how the job ended, its escaped processes dealt with.
+ */
+async function superviseJob(context: GuardContext, job: Job, devices: Devices): Promise<JobResult> {
+  const { options, writer, live, guarded } = context;
+  const timers: NodeJS.Timeout[] = [];
+  if (options.timeLimitS != null) armTimeLimit(options.timeLimitS, job, guarded, timers);
   // Processes of the job outside its group (double-forked daemons): counted in the tree and the cap.
   const escapes = followEscapes(writer.id, job.pid, (entry) => writer.append(entry));
   timers.push(setInterval(guarded(escapes.look), 1000));
   const leftBehind = { stop: options.leaveDaemons !== true, graceS: Math.min(options.killGraceS ?? 10, 5) };
-
-  let result: JobResult;
   let sampler: Sampler | null = null;
   try {
-    sampler = startSampler(deps.devices, {
+    sampler = startSampler(devices, {
       rootPid: job.pid,
       extraRoots: escapes.roots,
       hz: options.hz ?? 10,
-      onReading: guarded((reading: Reading) => {
-        // A reading taken while the job is being reaped shows its pid with no memory: not a measurement.
-        if (reading.tree !== null && reading.tree.rssBytes === 0) return;
-        const gpuBytes = reading.tree?.gpuBytes ?? null;
-        const rssBytes = reading.tree?.rssBytes ?? null;
-        const pssBytes = reading.tree?.pssBytes ?? null;
-        if (gpuBytes !== null) peakGpu = Math.max(peakGpu ?? 0, gpuBytes);
-        if (rssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakRss = Math.max(peakRss ?? 0, rssBytes);
-        if (pssBytes !== null && (reading.tree?.pids.length ?? 0) > 0) peakPss = Math.max(peakPss ?? 0, pssBytes);
-        // RAM as the OS counts it: PSS (shared pages of forked workers counted once), RSS where PSS is unreadable.
-        const used = capScope === "gpu" ? gpuBytes : (pssBytes ?? rssBytes);
-        const gpus = reading.gpus;
-        const mean = (values: (number | null)[]): number | null => {
-          const known = values.filter((value): value is number => value !== null);
-          return known.length === 0 ? null : known.reduce((a, b) => a + b, 0) / known.length;
-        };
-        const powers = gpus.map((gpu) => gpu.powerW).filter((value): value is number => value !== null);
-        live.reading({
-          t: reading.t,
-          usedBytes: used,
-          treeGpuBytes: gpuBytes,
-          treeRssBytes: rssBytes,
-          gpuUtil: mean(gpus.map((gpu) => gpu.util)),
-          smActivity: mean(gpus.map((gpu) => gpu.smActivity)),
-          powerW: powers.length > 0 ? powers.reduce((a, b) => a + b, 0) : null,
-          cpuPercent: reading.tree?.cpuPercent ?? null,
-          processes: reading.tree?.pids.length ?? null,
-          perGpu: gpus.map((gpu) => ({ index: gpu.index, util: gpu.util, smActivity: gpu.smActivity, powerW: gpu.powerW, usedBytes: gpu.usedBytes })),
-        });
-        if (gpus.some((gpu) => gpu.lost)) job.markGpuLost();
-        if (watcher !== null && used !== null && job.stoppedBy === null) {
-          const action = watcher.observe(used, reading.t, options.shrink !== false && job.channel.stats.open > 0);
-          if (action.kind === "shrink" && job.requestShrink(`memory ${used} bytes near the cap ${options.capBytes}`) > 0) {
-            live.shrinkRequested();
-            writer.append({
-              t: reading.t,
-              kind: "event",
-              event: "shrink_requested",
-              pid: null,
-              step: null,
-              message: "near the cap: brim asked the job to shrink its micro-batch",
-              details: { used_bytes: used, cap_bytes: options.capBytes },
-            });
-          } else if (action.kind === "stop") {
-            writer.append({
-              t: reading.t,
-              kind: "event",
-              event: "cap_stop",
-              pid: null,
-              step: null,
-              message: action.detail,
-              details: { used_bytes: used, cap_bytes: options.capBytes },
-            });
-            job.stop("cap_exceeded", action.detail, 3);
-          }
-        }
-        pendingSample = reading;
-        if (reading.t - lastKeptSampleAt >= TIMELINE_SAMPLE_EVERY_S) {
-          lastKeptSampleAt = reading.t;
-          const kept = sampleEntryOf(reading);
-          writer.append(kept);
-          live.sample(kept);
-          pendingSample = null;
-        }
-        options.onState?.(live.snapshot(reading.t), reading.t);
-      }),
+      onReading: guarded(readingHandler(context, job)),
     });
-
-    result = await job.wait();
-    result = await escapes.finish(result, leftBehind);
+    const result = await escapes.finish(await job.wait(), leftBehind);
     // the last steps arrive after the last reading: one more state, so the final frame agrees with the summary
     options.onState?.(live.snapshot(result.endedAt), result.endedAt);
+    return result;
   } catch (error) {
     // brim itself failed mid-run (the sampler could not start): the job must not outlive it
-    failGuard(error);
-    result = await escapes.finish(await job.wait(), leftBehind);
+    context.state.failGuard(error);
+    return await escapes.finish(await job.wait(), leftBehind);
   } finally {
     for (const timer of timers) clearTimeout(timer);
     await sampler?.stop().catch(() => undefined);
-    removeSignalHandlers();
   }
-  try {
-    const lastSample = pendingSample as Reading | null;
-    if (lastSample !== null) writer.append(sampleEntryOf(lastSample));
-    const { refused, overflowed, admittedByPid } = result.channel;
-    if (refused > 0 || overflowed > 0) {
-      const message = `the SDK channel refused ${refused} connection(s) from outside the job and closed ${overflowed} that sent more than it holds`;
-      writer.append({
-        t: result.endedAt,
-        kind: "event",
-        event: "channel_refused",
-        pid: null,
-        step: null,
-        message,
-        details: { refused, overflowed, admitted_by_pid: admittedByPid },
-      });
+}
+
+/** The time limit: asks the job to stop after `limitS`, stops it 5 s later (both timers join `timers`). */
+function armTimeLimit(limitS: number, job: Job, guarded: GuardContext["guarded"], timers: NodeJS.Timeout[]): void {
+  const stopLater = guarded(() => job.stop("hung", `the job ran past its time limit of ${limitS} s`, 2));
+  const ask = guarded(() => {
+    job.requestStop(`time limit of ${limitS} s`);
+    timers.push(setTimeout(stopLater, 5000));
+  });
+  timers.push(setTimeout(ask, limitS * 1000));
+}
+
+/** What the guard does with each sampler reading: peaks, live state, the cap, the timeline's samples. */
+function readingHandler(context: GuardContext, job: Job): (reading: Reading) => void {
+  const { options, writer, live, state } = context;
+  const watcher =
+    options.capBytes !== null
+      ? new CapWatcher({ capBytes: options.capBytes, scope: context.capScope, ...(options.shrinkAt !== undefined ? { shrinkAt: options.shrinkAt } : {}) })
+      : null;
+  return (reading) => {
+    if (isReapingReading(reading)) return;
+    state.peaks = peaksAfter(state.peaks, reading);
+    const used = cappedBytes(reading, context.capScope);
+    live.reading(liveReadingOf(reading, used));
+    if (reading.gpus.some((gpu) => gpu.lost)) job.markGpuLost();
+    if (watcher !== null && used !== null && job.stoppedBy === null) {
+      const action = watcher.observe(used, reading.t, options.shrink !== false && job.channel.stats.open > 0);
+      if (action.kind === "shrink" && job.requestShrink(`memory ${used} bytes near the cap ${options.capBytes}`) > 0) {
+        live.shrinkRequested();
+        writer.append(capEventOf(action, reading.t, options.capBytes));
+      } else if (action.kind === "stop") {
+        writer.append(capEventOf(action, reading.t, options.capBytes));
+        job.stop("cap_exceeded", action.detail, 3);
+      }
     }
-    const decided = oomRestart.rounds > 0 ? oomRestart.written() : null;
-    if (decided !== null && result.end.cause !== "ok") {
-      const flags = Object.entries(decided)
-        .map(([name, value]) => `--knob ${name}=${String(value)}`)
-        .join(" ");
-      result = {
-        ...result,
-        end: {
-          ...result.end,
-          message: `${result.end.message}; a rank ran out of memory and brim chose for every rank: ${flags} (run again with them, or let the launcher restart the ranks: torchrun --max-restarts 1)`,
-        },
-      };
+    state.pendingSample = reading;
+    if (reading.t - state.lastKeptSampleAt >= TIMELINE_SAMPLE_EVERY_S) {
+      state.lastKeptSampleAt = reading.t;
+      const kept = sampleEntryOf(reading);
+      writer.append(kept);
+      live.sample(kept);
+      state.pendingSample = null;
     }
-    writer.flush();
-    const loss = writer.loss;
-    if (loss !== null && result.end.cause !== "store_failed") {
-      result = { ...result, end: { ...result.end, cause: "store_failed", message: `${loss.error.message}; the record is incomplete` } };
-    }
-    if (loss !== null) {
-      result = {
-        ...result,
-        end: { ...result.end, message: `${result.end.message} (${loss.entriesLost} timeline entries and ${loss.outputLinesLost} output lines not recorded)` },
-      };
-    }
-    const timeline = await loadTimeline(join(writer.dir, "timeline.ndjson"));
-    const summary: RunSummary = {
-      ...summarizeRun(timeline, { treeGpuBytes: peakGpu, treeRssBytes: peakRss }, result.endedAt - result.startedAt),
-      peak_tree_pss_bytes: peakPss,
-    };
-    if (loss === null) await writer.update({ versions: versionsFrom(mainHello) }).catch(() => undefined);
-    await writer.finish(result.end, summary, new Date(result.endedAt * 1000));
-    const meta = await deps.store.readRunMeta(writer.id);
-    return { meta, job: result, summary, timeline: { ...timeline, end: { t: result.endedAt, cause: result.end.cause } } };
-  } finally {
-    dog?.release();
-  }
+    options.onState?.(live.snapshot(reading.t), reading.t);
+  };
+}
+
+/** Closes the record: the last sample, the channel's refusals, the end's message, the summary, run.json. */
+async function finishRun(context: GuardContext, ended: JobResult, oomRestart: OomRestart, store: RunStore): Promise<GuardResult> {
+  const { writer, state } = context;
+  if (state.pendingSample !== null) writer.append(sampleEntryOf(state.pendingSample));
+  const refused = channelRefusedEntry(ended);
+  if (refused !== null) writer.append(refused);
+  let result = withOomAdvice(ended, oomRestart.rounds > 0 ? oomRestart.written() : null);
+  writer.flush();
+  const loss = writer.loss;
+  result = withStoreLoss(result, loss);
+  const timeline = await loadTimeline(join(writer.dir, "timeline.ndjson"));
+  const summary: RunSummary = {
+    ...summarizeRun(timeline, { treeGpuBytes: state.peaks.gpu, treeRssBytes: state.peaks.rss }, result.endedAt - result.startedAt),
+    peak_tree_pss_bytes: state.peaks.pss,
+  };
+  if (loss === null) await writer.update({ versions: versionsFrom(state.mainHello) }).catch(() => undefined);
+  await writer.finish(result.end, summary, new Date(result.endedAt * 1000));
+  const meta = await store.readRunMeta(writer.id);
+  return { meta, job: result, summary, timeline: { ...timeline, end: { t: result.endedAt, cause: result.end.cause } } };
 }
