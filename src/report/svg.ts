@@ -205,8 +205,9 @@ export function renderChart(spec: ChartSpec): string {
     color: s.color ?? PALETTE[i % PALETTE.length] ?? "#000",
     points: downsample(s.points, spec.maxPoints ?? 1200),
   }));
-  const plot = plotOf(spec, series);
-  const { width, height, pw, ph, xDomain, yDomain } = plot;
+  const legendAt = legendLayout(series, spec.width ?? 760);
+  const plot = plotOf(spec, series, new Set(legendAt.map((at) => at.y)).size || 1);
+  const { width, height, top, pw, ph, xDomain, yDomain } = plot;
   const out: string[] = [];
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" class="brim-chart" data-chart="${escapeXml(spec.id)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-labelledby="${escapeXml(spec.id)}-title" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif" font-size="11">`,
@@ -214,22 +215,22 @@ export function renderChart(spec: ChartSpec): string {
   out.push(`<title id="${escapeXml(spec.id)}-title">${escapeXml(spec.title)}</title>`);
   out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
   out.push(`<text x="${MARGIN.left}" y="18" font-size="13" font-weight="600" fill="#111">${escapeXml(spec.title)}</text>`);
-  legend(out, series);
+  legend(out, series, legendAt);
   out.push(
-    `<rect class="plot" x="${MARGIN.left}" y="${MARGIN.top}" width="${pw}" height="${ph}" fill="#fafafa" stroke="#d0d0d0" data-x-min="${raw(xDomain[0])}" data-x-max="${raw(xDomain[1])}" data-y-min="${raw(yDomain[0])}" data-y-max="${raw(yDomain[1])}" data-x-scale="${spec.x.scale ?? "linear"}" data-y-scale="${spec.y.scale ?? "linear"}" data-x-label="${escapeXml(spec.x.label)}"/>`,
+    `<rect class="plot" x="${MARGIN.left}" y="${top}" width="${pw}" height="${ph}" fill="#fafafa" stroke="#d0d0d0" data-x-min="${raw(xDomain[0])}" data-x-max="${raw(xDomain[1])}" data-y-min="${raw(yDomain[0])}" data-y-max="${raw(yDomain[1])}" data-x-scale="${spec.x.scale ?? "linear"}" data-y-scale="${spec.y.scale ?? "linear"}" data-x-label="${escapeXml(spec.x.label)}"/>`,
   );
   axes(out, spec, plot);
   bands(out, spec.bands ?? [], plot);
   refLines(out, spec.lines ?? [], plot);
   const clip = `${spec.id}-clip`.replace(/[^A-Za-z0-9_-]/g, "_");
-  out.push(`<clipPath id="${clip}"><rect x="${MARGIN.left - 4}" y="${MARGIN.top - 4}" width="${pw + 8}" height="${ph + 8}"/></clipPath>`);
+  out.push(`<clipPath id="${clip}"><rect x="${MARGIN.left - 4}" y="${top - 4}" width="${pw + 8}" height="${ph + 8}"/></clipPath>`);
   out.push(`<g class="series-group" clip-path="url(#${clip})">`);
   let drawn = 0;
   for (const s of series) drawn += seriesMarks(out, s, plot);
   out.push(`</g>`);
   if (drawn === 0) {
     out.push(
-      `<text class="empty" x="${num(MARGIN.left + pw / 2)}" y="${num(MARGIN.top + ph / 2)}" text-anchor="middle" fill="#777">${escapeXml(spec.empty ?? "nothing recorded")}</text>`,
+      `<text class="empty" x="${num(MARGIN.left + pw / 2)}" y="${num(top + ph / 2)}" text-anchor="middle" fill="#777">${escapeXml(spec.empty ?? "nothing recorded")}</text>`,
     );
   }
   out.push(`</svg>`);
@@ -242,6 +243,8 @@ type DrawnSeries = Series & { color: string };
 interface Plot {
   width: number;
   height: number;
+  /** the plot's top edge (below the title and the legend) */
+  top: number;
   pw: number;
   ph: number;
   xDomain: [number, number];
@@ -252,11 +255,13 @@ interface Plot {
   ty: (v: number) => number;
 }
 
-function plotOf(spec: ChartSpec, series: readonly DrawnSeries[]): Plot {
+function plotOf(spec: ChartSpec, series: readonly DrawnSeries[], legendRows = 1): Plot {
   const width = spec.width ?? 760;
-  const height = spec.height ?? 280;
+  // legend rows past the first make the chart taller, not its plot smaller
+  const top = MARGIN.top + (legendRows - 1) * LEGEND_ROW;
+  const height = (spec.height ?? 280) + top - MARGIN.top;
   const pw = width - MARGIN.left - MARGIN.right;
-  const ph = height - MARGIN.top - MARGIN.bottom;
+  const ph = height - top - MARGIN.bottom;
   const xs: number[] = [];
   const ys: number[] = [];
   for (const s of series) {
@@ -288,6 +293,7 @@ function plotOf(spec: ChartSpec, series: readonly DrawnSeries[]): Plot {
   return {
     width,
     height,
+    top,
     pw,
     ph,
     xDomain,
@@ -295,24 +301,42 @@ function plotOf(spec: ChartSpec, series: readonly DrawnSeries[]): Plot {
     xTicks: xt.ticks,
     yTicks: yt.ticks,
     tx: (v) => MARGIN.left + along(v, xDomain, spec.x.scale) * pw,
-    ty: (v) => MARGIN.top + ph - along(v, yDomain, spec.y.scale) * ph,
+    ty: (v) => top + ph - along(v, yDomain, spec.y.scale) * ph,
   };
 }
 
-function legend(out: string[], series: readonly DrawnSeries[]): void {
+/** Where each legend item goes: left to right, onto a new row where the next would run past the chart's right edge. */
+function legendLayout(series: readonly DrawnSeries[], width: number): { x: number; y: number }[] {
   let lx = MARGIN.left;
-  for (const s of series) {
+  let y = 32;
+  return series.map((s) => {
+    const w = 26 + s.name.length * 6.2;
+    if (lx > MARGIN.left && lx + w - 8 > width - MARGIN.right) {
+      lx = MARGIN.left;
+      y += LEGEND_ROW;
+    }
+    const at = { x: lx, y };
+    lx += w;
+    return at;
+  });
+}
+
+/** The height of one row of the legend; rows past the first push the plot down by as much. */
+const LEGEND_ROW = 16;
+
+function legend(out: string[], series: readonly DrawnSeries[], at: readonly { x: number; y: number }[]): void {
+  series.forEach((s, i) => {
+    const { x: lx, y } = at[i] ?? { x: MARGIN.left, y: 32 };
     const dash = s.style === "dashed" ? ` stroke-dasharray="5 3"` : "";
     out.push(`<g class="legend-item" data-series="${escapeXml(s.name)}">`);
-    if (s.style === "points" || s.style === "cross") out.push(`<circle cx="${lx + 6}" cy="32" r="3.5" fill="${s.color}"/>`);
-    else out.push(`<line x1="${lx}" y1="32" x2="${lx + 14}" y2="32" stroke="${s.color}" stroke-width="2.5"${dash}/>`);
-    out.push(`<text x="${lx + 18}" y="36" fill="#333">${escapeXml(s.name)}</text></g>`);
-    lx += 26 + s.name.length * 6.2;
-  }
+    if (s.style === "points" || s.style === "cross") out.push(`<circle cx="${num(lx + 6)}" cy="${y}" r="3.5" fill="${s.color}"/>`);
+    else out.push(`<line x1="${num(lx)}" y1="${y}" x2="${num(lx + 14)}" y2="${y}" stroke="${s.color}" stroke-width="2.5"${dash}/>`);
+    out.push(`<text x="${num(lx + 18)}" y="${y + 4}" fill="#333">${escapeXml(s.name)}</text></g>`);
+  });
 }
 
 function axes(out: string[], spec: ChartSpec, plot: Plot): void {
-  const { height, pw, ph, xDomain, yDomain, tx, ty } = plot;
+  const { height, top, pw, ph, xDomain, yDomain, tx, ty } = plot;
   const xSpan = xDomain[1] - xDomain[0];
   const ySpan = Math.max(Math.abs(yDomain[0]), Math.abs(yDomain[1]));
   out.push(`<g class="y-axis">`);
@@ -325,15 +349,15 @@ function axes(out: string[], spec: ChartSpec, plot: Plot): void {
     );
   }
   out.push(
-    `<text class="axis-label" transform="translate(14 ${num(MARGIN.top + ph / 2)}) rotate(-90)" text-anchor="middle" fill="#333">${escapeXml(spec.y.label)}</text></g>`,
+    `<text class="axis-label" transform="translate(14 ${num(top + ph / 2)}) rotate(-90)" text-anchor="middle" fill="#333">${escapeXml(spec.y.label)}</text></g>`,
   );
   out.push(`<g class="x-axis">`);
   for (const v of plot.xTicks) {
     if (v < xDomain[0] - 1e-9 || v > xDomain[1] + 1e-9) continue;
     const x = num(tx(v));
-    out.push(`<line x1="${x}" y1="${MARGIN.top + ph}" x2="${x}" y2="${MARGIN.top + ph + 4}" stroke="#999"/>`);
+    out.push(`<line x1="${x}" y1="${top + ph}" x2="${x}" y2="${top + ph + 4}" stroke="#999"/>`);
     out.push(
-      `<text class="tick" x="${x}" y="${MARGIN.top + ph + 16}" text-anchor="middle" fill="#555">${escapeXml(formatAxisValue(v, spec.x.kind ?? "number", xSpan))}</text>`,
+      `<text class="tick" x="${x}" y="${top + ph + 16}" text-anchor="middle" fill="#555">${escapeXml(formatAxisValue(v, spec.x.kind ?? "number", xSpan))}</text>`,
     );
   }
   out.push(
@@ -369,9 +393,9 @@ function refLines(out: string[], lines: readonly RefLine[], plot: Plot): void {
       if (l.value < xDomain[0] || l.value > xDomain[1]) continue;
       const x = num(tx(l.value));
       out.push(
-        `<g class="ref-line" data-axis="x" data-value="${raw(l.value)}" data-label="${escapeXml(l.label)}"><line x1="${x}" y1="${MARGIN.top}" x2="${x}" y2="${MARGIN.top + ph}" stroke="${color}" stroke-width="1.5" stroke-dasharray="6 4"/>`,
+        `<g class="ref-line" data-axis="x" data-value="${raw(l.value)}" data-label="${escapeXml(l.label)}"><line x1="${x}" y1="${plot.top}" x2="${x}" y2="${plot.top + ph}" stroke="${color}" stroke-width="1.5" stroke-dasharray="6 4"/>`,
       );
-      out.push(`<text x="${x}" y="${MARGIN.top + 12}" dx="4" fill="${color}"${HALO}>${escapeXml(l.label)}</text></g>`);
+      out.push(`<text x="${x}" y="${plot.top + 12}" dx="4" fill="${color}"${HALO}>${escapeXml(l.label)}</text></g>`);
     }
   }
   out.push(`</g>`);

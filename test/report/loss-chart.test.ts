@@ -134,3 +134,42 @@ describe("the job's own logged scalars", () => {
     expect(metricCharts([many]).length).toBe(8);
   });
 });
+
+describe("a chart's legend", () => {
+  it("wraps onto a second row where it would run past the right edge, and moves the plot down by a row (the --vs CPU chart's fourth entry was cut off)", () => {
+    const names = ["after: CPU of the job's processes", "after: whole host", "before: CPU of the job's processes", "before: whole host"];
+    const svg = renderChart({
+      id: "cpu",
+      title: "CPU use",
+      x: { label: "time", kind: "time" },
+      y: { label: "cores busy", kind: "number" },
+      series: names.map((name, i) => ({
+        name,
+        points: [
+          [0, i],
+          [1, i + 1],
+        ] as [number, number][],
+      })),
+    });
+    const rows = [...svg.matchAll(/<g class="legend-item" data-series="([^"]+)">\n<line x1="([\d.]+)" y1="(\d+)"/g)].map((m) => [
+      m[1]?.replace(/&#39;/g, "'"),
+      Number(m[3]),
+    ]);
+    expect(rows).toEqual([
+      [names[0], 32],
+      [names[1], 32],
+      [names[2], 32],
+      [names[3], 48],
+    ]);
+    expect(svg).toMatch(/<rect class="plot" x="68" y="66"/);
+    expect(svg).toMatch(/height="296" viewBox="0 0 760 296"/);
+    const short = renderChart({
+      id: "one",
+      title: "t",
+      x: { label: "x", kind: "number" },
+      y: { label: "y", kind: "number" },
+      series: [{ name: "loss", points: [[0, 1]] }],
+    });
+    expect(short).toMatch(/<rect class="plot" x="68" y="50"/);
+  });
+});
