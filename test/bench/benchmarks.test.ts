@@ -71,7 +71,7 @@ describe("BENCHMARKS.md in this repository", () => {
     const doc = readFileSync(join(root, "BENCHMARKS.md"), "utf8");
     expect(doc).toContain("| the bundled model spec, as recorded | 60 | 21.7 % | 52.9 % (`cnn-lstm|fp32|2048`) | 56 of 60 (93 %) |");
     expect(doc).toContain("| profile, CUDA context := 758 MiB (post hoc) | 48 | 4.9 % |");
-    expect(doc).toMatch(/\| nbeats \| 2 \| 1896\.2 \| 1603\.8 \| 0\.85 \|/);
+    expect(doc).toMatch(/\| nbeats \| 2 \| 1752\.3 \| 1905\.8 \| 1\.09 \|/);
     expect(doc).toContain("at brim commit 076c849 (from bench/results/gpu/nvidia-h100-80gb-hbm3/README.md)");
   });
 });
