@@ -76,12 +76,16 @@ class _Capture:
         self.state_bytes = 0
         self.forwards = 0
         self.depth = 0
+        # autocast is entered around the forward and left before the backward: read it while saving
+        self.forward_autocast: Optional[str] = None
 
     # -- hooks -------------------------------------------------------------------------------
     def pack(self, t: Any) -> Any:
         s = _storage(t)
         if s is not None and s[0]:
             self.window[s[0]] = max(s[1], self.window.get(s[0], 0))
+        if self.forward_autocast is None:
+            self.forward_autocast = self._autocast()
         return t
 
     def fetched(self, batch: Any) -> None:
@@ -136,8 +140,9 @@ class _Capture:
             "grad_bytes": self.grad_bytes,
             "optimizer_state_bytes": self.state_bytes,
             "optimizers": sorted({type(o).__name__ for o in self.optimizers}),
-            "autocast": self._autocast(),
+            "autocast": self.forward_autocast or self._autocast(),
         }
+        self.forward_autocast = None
         if self.forwards == 1 and self.params is not None:
             details["params"] = self.params
         _state.event("footprint", message="what one training step holds (brim plan)", **details)
