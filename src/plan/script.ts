@@ -208,7 +208,14 @@ export function optimizerOf(classes: readonly string[], stateBytes: number, trai
  * ```
  */
 export function profileFromFit(fit: FootprintFit, params: NonNullable<FootprintEvent["params"]>, name: string): ModelProfile {
+  const lo = fit.points[0] as MeasuredPoint;
   const hi = fit.points.at(-1) as MeasuredPoint;
+  // the largest saved tensor can be one that does not grow with the batch (autocast's 16-bit copy of a
+  // weight): per sample it is what grows between the two points, not what one point holds ÷ its batch
+  const largestPerSample =
+    fit.method === "two-point"
+      ? Math.max(0, (hi.largest_saved_bytes - lo.largest_saved_bytes) / (hi.micro_batch - lo.micro_batch))
+      : hi.largest_saved_bytes / hi.micro_batch;
   // a run under autocast saved 16-bit activations: they are that precision's bytes, and fp32 is modelled as twice them
   const measuredIn = mixedOf(hi.autocast);
   const saved = measuredIn === null ? { fp32: fit.saved_per_sample_bytes } : { fp32: 2 * fit.saved_per_sample_bytes, [measuredIn]: fit.saved_per_sample_bytes };
@@ -226,7 +233,7 @@ export function profileFromFit(fit: FootprintFit, params: NonNullable<FootprintE
     per_sample: {
       input_bytes: Math.round(fit.input_per_sample_bytes),
       saved_bytes: saved,
-      largest_saved_bytes: hi.largest_saved_bytes / hi.micro_batch,
+      largest_saved_bytes: largestPerSample,
     },
     fixed: { saved_bytes: { [measuredIn ?? "fp32"]: fit.saved_fixed_bytes } },
     measured: { batches: fit.points.map((p) => p.micro_batch), device: "cpu" },

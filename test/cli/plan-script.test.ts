@@ -95,7 +95,7 @@ describe("brim plan -- <command>", () => {
     const p = JSON.parse(r.stdout) as {
       yours: { precision: string; precision_from: string };
       fit: { points: { autocast: string | null }[] };
-      profile: { per_sample: { saved_bytes: Record<string, number> } };
+      profile: { per_sample: { saved_bytes: Record<string, number>; largest_saved_bytes: number } };
     };
     expect(p.yours).toMatchObject({ precision: "bf16-mixed", precision_from: "--knob precision: bf16-mixed" });
     // autocast is left before the backward: the footprint reads it during the forward
@@ -103,6 +103,10 @@ describe("brim plan -- <command>", () => {
     const saved = p.profile.per_sample.saved_bytes;
     expect(saved["bf16-mixed"]).toBeGreaterThan(0);
     expect(saved.fp32).toBe(2 * (saved["bf16-mixed"] ?? 0));
+    // the largest saved tensor at both points is the first Linear's bf16 weight copy (fixed): the
+    // per-sample largest is the activation's, which grows with the batch
+    expect(p.profile.per_sample.largest_saved_bytes).toBeGreaterThan(0);
+    expect(p.profile.per_sample.largest_saved_bytes).toBeLessThan(10_000);
   }, 240_000);
 
   it("prints a failed measuring run's last lines and exits non-zero", () => {

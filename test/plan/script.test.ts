@@ -90,6 +90,16 @@ describe("the script path's footprint", () => {
     expect(plain.per_sample.saved_bytes).toEqual({ fp32: 50_000 });
   });
 
+  it("counts per sample only the part of the largest saved tensor that grows with the batch", () => {
+    // at both micro-batches the largest saved tensor is a 16-bit weight copy of 983,040 B (nbeats under bf16 autocast)
+    const at = (micro: number, saved: number, largest: number): MeasuredPoint => ({ ...point(micro, saved), largest_saved_bytes: largest });
+    const fixedLargest = profileFromFit(fitFootprint([at(16, 23_821_248, 983_040), at(32, 24_699_840, 983_040)]), params, "train.py");
+    expect(fixedLargest.per_sample.largest_saved_bytes).toBe(0);
+    const growing = profileFromFit(fitFootprint([at(16, 1_689_600, 61_440), at(32, 3_379_200, 122_880)]), params, "train.py");
+    expect(growing.per_sample.largest_saved_bytes).toBe(3_840);
+    expect(profileFromFit(fitFootprint([at(32, 3_379_200, 122_880)]), params, "train.py").per_sample.largest_saved_bytes).toBe(3_840);
+  });
+
   it("names the optimizer from its class and the state it held per trainable parameter", () => {
     expect(optimizerOf(["AdamW"], 8_000, 1_000)).toBe("adamw");
     expect(optimizerOf(["Adam"], 8_000, 1_000)).toBe("adam");
