@@ -12,7 +12,10 @@
 // itself takes (checked: at the plan's own micro-batch both give the same peak). Per pair: error =
 // (predicted − measured) / measured; per job and precision the median and worst; whether the plan's
 // largest micro-batch would have fitted (the measured peaks' line through the recorded micro-batches,
-// taken at that micro-batch, against the card). It also runs the plan on the CPU for the commands of
+// taken at that micro-batch, against the card). Every precision is also planned from the job's fp32
+// run (`brim plan --precision <p>` with the job left in fp32: 16-bit activations modelled as half of
+// fp32) — the other way to ask on a CPU, whose autocast is not CUDA's (`error_from_fp32_run`).
+// It also runs the plan on the CPU for the commands of
 // issue-checks/plan/*.json (the same plan made on the H100 host) and compares the two fits.
 // Needs `npm run build` first. Runs under `nice`; about 15 minutes on 2 shared cores.
 //
@@ -126,6 +129,26 @@ const rows = [];
 const plans = [];
 const profileDir = mkdtempSync(join(tmpdir(), "brim-plan-h100-profiles-"));
 try {
+  /** Would the plan's largest micro-batch have fitted: the measured peaks' line through the recorded micro-batches, taken there. */
+  const largestCheck = (plan, precision, pairs) => {
+    const g = plan.gpus[0];
+    const measuredLine = line(pairs.map((r) => ({ x: r.micro_batch, y: r.measured.peak_tree_gpu_bytes })));
+    const largest = g.largest[precision] ?? null;
+    const atLargest = largest === null ? null : measuredLine.fixed_bytes + measuredLine.per_sample_bytes * largest;
+    return {
+      predicted: largest,
+      budget_bytes: g.gpu.budget_bytes,
+      card_bytes: cardBytes,
+      measured_line: { fixed_bytes: Math.round(measuredLine.fixed_bytes), per_sample_bytes: Math.round(measuredLine.per_sample_bytes) },
+      measured_peak_at_predicted_bytes: atLargest === null ? null : Math.round(atLargest),
+      extrapolated: largest !== null && largest > Math.max(...pairs.map((r) => r.micro_batch)),
+      share_of_card: atLargest === null || cardBytes === null ? null : round(atLargest / cardBytes),
+      would_fit: atLargest === null || cardBytes === null ? null : atLargest <= cardBytes,
+    };
+  };
+  // per job, its fp32 run (the records list fp32 first): every precision is also planned from it, as
+  // `brim plan --precision <p> -- <command>` with the job left in fp32 plans it (16-bit modelled)
+  const fp32Runs = new Map();
   for (const [key, pairs] of groups) {
     const [job, precision] = key.split("|");
     const first = pairs[0];
@@ -133,53 +156,43 @@ try {
     // the H100 run's knobs but its micro-batch: the plan measures at the config's and predicts the rest
     const knobs = Object.fromEntries(Object.entries(first.knobs).filter(([k]) => k !== "batch_size"));
     const made = planScript(command, knobs);
+    const base = fp32Runs.get(job) ?? null;
+    const entry = { job, precision, command: made.command, h100_command: first.command_line, wall_s: made.wall_s };
+    let p = null;
+    let profilePath = null;
     if (made.error) {
       console.log(`${key}: the plan failed: ${made.error}`);
-      plans.push({ job, precision, command: made.command, wall_s: made.wall_s, error: made.error, stderr_tail: made.stderr_tail });
-      for (const r of pairs) rows.push({ job, precision, micro_batch: r.micro_batch, measured_peak_bytes: r.measured.peak_tree_gpu_bytes, error: made.error });
-      continue;
+      plans.push({ ...entry, error: made.error, stderr_tail: made.stderr_tail, largest_from_fp32_run: base && largestCheck(base.plan, precision, pairs) });
+    } else {
+      p = made.plan;
+      const g = p.gpus[0];
+      profilePath = join(profileDir, `${job}-${precision}.json`);
+      writeFileSync(profilePath, JSON.stringify(p.profile));
+      if (precision === "fp32") fp32Runs.set(job, { plan: p, profilePath });
+      // the same planner the script plan used, asked at the plan's own micro-batch: both must agree
+      const own = peakAt(profilePath, p, g.yours.precision, p.yours.micro_batch);
+      plans.push({
+        ...entry,
+        yours: p.yours,
+        optimizer: `${p.optimizer_classes.join(",")} → ${p.optimizer}`,
+        fit: fitDigest(p),
+        components_at_yours: g.components,
+        check_same_planner: {
+          at_micro_batch: p.yours.micro_batch,
+          script_plan_peak_bytes: g.yours.peak_bytes,
+          profile_plan_peak_bytes: own.peak_bytes ?? null,
+          equal: own.peak_bytes === g.yours.peak_bytes,
+        },
+        largest: largestCheck(p, precision, pairs),
+        largest_from_fp32_run: precision === "fp32" || base === null ? null : largestCheck(base.plan, precision, pairs),
+        notes: p.notes,
+      });
     }
-    const p = made.plan;
-    const g = p.gpus[0];
-    const profilePath = join(profileDir, `${job}-${precision}.json`);
-    writeFileSync(profilePath, JSON.stringify(p.profile));
-    // the same planner the script plan used, asked at the plan's own micro-batch: both must agree
-    const own = peakAt(profilePath, p, g.yours.precision, p.yours.micro_batch);
-    const measuredLine = line(pairs.map((r) => ({ x: r.micro_batch, y: r.measured.peak_tree_gpu_bytes })));
-    const largest = g.largest[precision] ?? null;
-    const atLargest = largest === null ? null : measuredLine.fixed_bytes + measuredLine.per_sample_bytes * largest;
-    const maxMeasured = Math.max(...pairs.map((r) => r.micro_batch));
-    plans.push({
-      job,
-      precision,
-      command: made.command,
-      h100_command: first.command_line,
-      wall_s: made.wall_s,
-      yours: p.yours,
-      optimizer: `${p.optimizer_classes.join(",")} → ${p.optimizer}`,
-      fit: fitDigest(p),
-      components_at_yours: g.components,
-      check_same_planner: {
-        at_micro_batch: p.yours.micro_batch,
-        script_plan_peak_bytes: g.yours.peak_bytes,
-        profile_plan_peak_bytes: own.peak_bytes ?? null,
-        equal: own.peak_bytes === g.yours.peak_bytes,
-      },
-      largest: {
-        predicted: largest,
-        budget_bytes: g.gpu.budget_bytes,
-        card_bytes: cardBytes,
-        measured_line: { fixed_bytes: Math.round(measuredLine.fixed_bytes), per_sample_bytes: Math.round(measuredLine.per_sample_bytes) },
-        measured_peak_at_predicted_bytes: atLargest === null ? null : Math.round(atLargest),
-        extrapolated: largest !== null && largest > maxMeasured,
-        share_of_card: atLargest === null || cardBytes === null ? null : round(atLargest / cardBytes),
-        would_fit: atLargest === null || cardBytes === null ? null : atLargest <= cardBytes,
-      },
-      notes: p.notes,
-    });
     for (const r of pairs.sort((a, b) => a.micro_batch - b.micro_batch)) {
-      const at = peakAt(profilePath, p, precision, r.micro_batch);
       const measured = r.measured.peak_tree_gpu_bytes;
+      const at = p === null ? { error: made.error } : peakAt(profilePath, p, precision, r.micro_batch);
+      const fromFp32 = precision === "fp32" ? at : base === null ? { error: "no fp32 run" } : peakAt(base.profilePath, base.plan, precision, r.micro_batch);
+      const err = (x) => (x.peak_bytes === undefined ? null : round((x.peak_bytes - measured) / measured));
       rows.push({
         job,
         precision,
@@ -188,14 +201,18 @@ try {
         measured_framework_reserved_bytes: r.measured.framework_peak_reserved_bytes,
         measured_framework_allocated_bytes: r.measured.framework_peak_allocated_bytes,
         predicted_peak_bytes: at.peak_bytes ?? null,
-        error: at.peak_bytes === undefined ? null : round((at.peak_bytes - measured) / measured),
+        error: err(at),
         predicted_components: at.components ?? null,
         plan_error: at.error ?? null,
+        // the job measured in fp32, planned for this precision (16-bit activations modelled as half)
+        predicted_from_fp32_run_bytes: fromFp32.peak_bytes ?? null,
+        error_from_fp32_run: err(fromFp32),
         h100_run: r.run_id,
       });
     }
-    const errs = rows.filter((x) => x.job === job && x.precision === precision && x.error !== null).map((x) => x.error);
-    console.log(`${key}: plan ${made.wall_s} s; errors ${errs.map((e) => `${(e * 100).toFixed(1)}%`).join(", ")}; largest ${largest}`);
+    const list = rows.filter((x) => x.job === job && x.precision === precision);
+    const show = (k) => list.map((x) => (x[k] === null ? "—" : `${(x[k] * 100).toFixed(1)}%`)).join(", ");
+    console.log(`${key}: plan ${made.wall_s} s; errors ${show("error")}; from the fp32 run ${show("error_from_fp32_run")}`);
   }
 
   // the same plan made on the H100 host (issue checks) against this CPU's, for the same command
@@ -236,8 +253,8 @@ try {
     }
   }
 
-  const summarise = (list) => {
-    const errs = list.filter((x) => x.error !== null && x.error !== undefined).map((x) => x.error);
+  const summarise = (list, field = "error") => {
+    const errs = list.filter((x) => x[field] !== null && x[field] !== undefined).map((x) => x[field]);
     return {
       pairs: errs.length,
       median_abs_error: round(median(errs.map(Math.abs))),
@@ -249,8 +266,19 @@ try {
   const perGroup = [...groups.keys()].map((key) => {
     const [job, precision] = key.split("|");
     const planned = plans.find((x) => x.job === job && x.precision === precision);
-    return { job, precision, ...summarise(rows.filter((x) => x.job === job && x.precision === precision)), largest: planned?.largest ?? null };
+    const list = rows.filter((x) => x.job === job && x.precision === precision);
+    return {
+      job,
+      precision,
+      ...summarise(list),
+      largest: planned?.largest ?? null,
+      from_fp32_run: { ...summarise(list, "error_from_fp32_run"), largest: planned?.largest_from_fp32_run ?? planned?.largest ?? null },
+    };
   });
+  const fits = (key) => {
+    const known = perGroup.map((x) => key(x)?.would_fit).filter((v) => v === true || v === false);
+    return `${known.filter((v) => v).length} of ${known.length}`;
+  };
   const jobs = [...new Set(rows.map((x) => x.job))];
   const report = {
     schema: "brim.bench-plan-script-h100/v1",
@@ -272,11 +300,35 @@ try {
       peak: "peak_tree_gpu_bytes (NVML, the job's process tree)",
     },
     summary: {
+      // each precision measured in that precision (its own --knob precision=<p> run, under CPU autocast)
       all: summarise(rows),
       per_job: Object.fromEntries(jobs.map((j) => [j, summarise(rows.filter((x) => x.job === j))])),
       per_precision: Object.fromEntries(["fp32", "bf16-mixed", "fp16-mixed"].map((p) => [p, summarise(rows.filter((x) => x.precision === p))])),
+      largest_would_fit: fits((x) => x.largest),
+      // every precision planned from the job's fp32 run
+      from_fp32_run: {
+        all: summarise(rows, "error_from_fp32_run"),
+        per_job: Object.fromEntries(
+          jobs.map((j) => [
+            j,
+            summarise(
+              rows.filter((x) => x.job === j),
+              "error_from_fp32_run",
+            ),
+          ]),
+        ),
+        per_precision: Object.fromEntries(
+          ["fp32", "bf16-mixed", "fp16-mixed"].map((p) => [
+            p,
+            summarise(
+              rows.filter((x) => x.precision === p),
+              "error_from_fp32_run",
+            ),
+          ]),
+        ),
+        largest_would_fit: fits((x) => x.from_fp32_run.largest),
+      },
       per_job_precision: perGroup,
-      largest_would_fit: `${perGroup.filter((x) => x.largest?.would_fit === true).length} of ${perGroup.filter((x) => x.largest?.would_fit !== null && x.largest?.would_fit !== undefined).length}`,
       same_planner_checks_equal: plans.every((x) => x.error || x.check_same_planner.equal),
     },
     plans,
@@ -285,8 +337,12 @@ try {
   };
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   const s = report.summary.all;
+  const f = report.summary.from_fp32_run.all;
   console.log(
-    `${s.pairs} pairs: median |error| ${(s.median_abs_error * 100).toFixed(1)} %, worst ${(s.worst_error * 100).toFixed(1)} %, ${s.under_by_more_than_3pct} under by > 3 %; largest would fit ${report.summary.largest_would_fit}; written to ${out}`,
+    `${s.pairs} pairs: median |error| ${(s.median_abs_error * 100).toFixed(1)} %, worst ${(s.worst_error * 100).toFixed(1)} %, ${s.under_by_more_than_3pct} under by > 3 %; largest would fit ${report.summary.largest_would_fit}`,
+  );
+  console.log(
+    `from the fp32 runs, ${f.pairs} pairs: median |error| ${(f.median_abs_error * 100).toFixed(1)} %, worst ${(f.worst_error * 100).toFixed(1)} %, ${f.under_by_more_than_3pct} under by > 3 %; largest would fit ${report.summary.from_fp32_run.largest_would_fit}; written to ${out}`,
   );
 } finally {
   rmSync(store, { recursive: true, force: true });
