@@ -70,6 +70,18 @@ const SOURCES = {
   // brim's own code: the corpus is the fixed test data, so a change to src or the SDK is what makes the record stale
   "tune-corpus.json": ["src", "python/brim", "bin"],
   "loss-read.json": ["python/brim/_loss.py", "python/brim/_attach.py", "python/brim/_tracking.py", "bench/loss-read.bench.py"],
+  // the prediction side: the H100 peaks it is compared with are fixed records
+  "plan-script-h100.json": [
+    "src/plan",
+    "src/cli/plan-script.ts",
+    "src/cli/plan.ts",
+    "src/tune/tune.ts",
+    "src/configs",
+    "python/brim/_footprint.py",
+    "python/brim/torch/_step.py",
+    "examples",
+    "bench/plan-script-h100.bench.mjs",
+  ],
   "run-overhead.json": ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "examples", "bench/run-overhead.bench.mjs"],
 };
 const NOT_RECORDS = new Set(["README.md", "campaign.log", "detect.txt", "detect.json", "machine.json"]);
@@ -681,6 +693,7 @@ function cpuFigures(name, r) {
       "",
     ]);
   if (name === "tune-corpus.json" && Array.isArray(r.entries)) return corpusFigures(r);
+  if (name === "plan-script-h100.json" && r.summary?.per_job_precision) return planScriptH100Figures(r);
   if (name === "search-sim.json" && Array.isArray(r.results)) {
     const keys = uniq(r.results.map((x) => `${x.noise}|${x.strategy}`));
     return [
@@ -713,6 +726,77 @@ function cpuFigures(name, r) {
     ];
   }
   return null;
+}
+
+/** bench/plan-script-h100.bench.mjs: `brim plan -- <command>` made on the CPU against the peaks measured on the H100. */
+function planScriptH100Figures(r) {
+  const a = r.summary.all;
+  const f = r.summary.from_fp32_run;
+  const signed = (v) => (typeof v === "number" ? `${v > 0 ? "+" : ""}${pct(v)}` : "—");
+  const largest = (l) =>
+    l?.predicted === null || l?.predicted === undefined
+      ? "—"
+      : `${l.predicted}: ${l.share_of_card === null ? "?" : pct(l.share_of_card, 0)}${l.would_fit ? "" : ", would not fit"}`;
+  return [
+    `Pairs of ${code(r.measured.record)} (${r.measured.gpu}, torch ${r.measured.torch}; peak: ${r.measured.peak}), predicted from \`brim plan -- <command>\` made on this CPU (${r.python}), the H100 run's command and knobs, one plan per job and precision. Each precision measured in that precision (its \`--knob precision=<p>\` run, under the CPU's autocast): ${a.pairs} pairs, median abs. error ${pct(a.median_abs_error)}, worst ${signed(a.worst_error)}, ${a.under_by_more_than_3pct} under by more than 3 %; the plan's largest micro-batch would have fitted the card (the measured peaks' line, taken there) ${r.summary.largest_would_fit}. Every precision planned from the job's fp32 run: ${f.all.pairs} pairs, median abs. error ${pct(f.all.median_abs_error)}, worst ${signed(f.all.worst_error)}, ${f.all.under_by_more_than_3pct} under by more than 3 %; largest would fit ${f.largest_would_fit}.`,
+    "",
+    table(
+      [
+        "job",
+        "precision",
+        "pairs",
+        "median abs. error",
+        "worst",
+        "under > 3 %",
+        "largest planned: measured line there, share of card",
+        "from the fp32 run: median abs. error",
+        "worst",
+        "largest planned",
+      ],
+      r.summary.per_job_precision.map((x) => [
+        x.job,
+        x.precision,
+        String(x.pairs),
+        pct(x.median_abs_error),
+        signed(x.worst_error),
+        String(x.under_by_more_than_3pct),
+        largest(x.largest),
+        pct(x.from_fp32_run?.median_abs_error),
+        signed(x.from_fp32_run?.worst_error),
+        largest(x.from_fp32_run?.largest),
+      ]),
+    ),
+    "",
+    ...(r.issue_checks?.length
+      ? [
+          "The same plan measured on the H100 host (issue-checks/plan) and on this CPU, for the same command:",
+          "",
+          table(
+            [
+              "example",
+              "saved per sample, H100",
+              "CPU",
+              "CPU / H100",
+              "your config's peak, CPU / H100",
+              "largest fp32, H100 → CPU",
+              "largest bf16-mixed, H100 → CPU",
+            ],
+            r.issue_checks
+              .filter((x) => !x.error)
+              .map((x) => [
+                x.name,
+                `${x.measured_on_h100.fit.saved_per_sample_bytes} B`,
+                `${x.measured_on_cpu.fit.saved_per_sample_bytes} B`,
+                fmt(x.cpu_over_gpu.saved_per_sample, 2),
+                fmt(x.cpu_over_gpu.yours_peak, 3),
+                `${x.measured_on_h100.largest?.fp32 ?? "—"} → ${x.measured_on_cpu.largest?.fp32 ?? "—"}`,
+                `${x.measured_on_h100.largest?.["bf16-mixed"] ?? "—"} → ${x.measured_on_cpu.largest?.["bf16-mixed"] ?? "—"}`,
+              ]),
+          ),
+          "",
+        ]
+      : []),
+  ];
 }
 
 /** bench/tune-corpus.bench.mjs: `brim tune` and `brim run --steps N` on each real public script of corpus/. */
@@ -809,6 +893,9 @@ function writerOf(name) {
   const bench = readdirSync(join(ROOT, "bench"))
     .filter((f) => f.endsWith(".mjs"))
     .sort();
+  // the bench named after the record first: plan-script.json is not plan-script-h100.bench.mjs's
+  const own = `${name.replace(/\.jsonl?$/, "")}.bench.mjs`;
+  if (bench.includes(own)) return own;
   return bench.find((f) => readFileSync(join(ROOT, "bench", f), "utf8").includes(name.replace(/\.json$/, ""))) ?? null;
 }
 

@@ -46,6 +46,20 @@ def _storage(t: Any) -> Optional[tuple]:
         return None
 
 
+def _weight_copy(t: Any) -> bool:
+    """Is `t` (or the tensor it views: a Linear saves the copy transposed) a dtype copy of a
+    parameter, autocast's cast of a weight?"""
+    try:
+        for x in (t, getattr(t, "_base", None)):
+            fn = getattr(x, "grad_fn", None) if x is not None else None
+            if fn is not None and type(fn).__name__.startswith("ToCopyBackward"):
+                if any(f is not None and hasattr(f, "variable") for f, _ in fn.next_functions):
+                    return True
+        return False
+    except Exception:
+        return False
+
+
 def _tensors(x: Any, out: List[Any], depth: int = 0) -> None:
     if depth > 4 or len(out) > 256:
         return
@@ -76,12 +90,20 @@ class _Capture:
         self.state_bytes = 0
         self.forwards = 0
         self.depth = 0
+        # autocast is entered around the forward and left before the backward: read it while saving
+        self.forward_autocast: Optional[str] = None
+        # storages that are a dtype copy of a parameter (autocast's cache): saved, but of fixed size
+        self.copies: Set[int] = set()
 
     # -- hooks -------------------------------------------------------------------------------
     def pack(self, t: Any) -> Any:
         s = _storage(t)
         if s is not None and s[0]:
             self.window[s[0]] = max(s[1], self.window.get(s[0], 0))
+            if _weight_copy(t):
+                self.copies.add(s[0])
+        if self.forward_autocast is None:
+            self.forward_autocast = self._autocast()
         return t
 
     def fetched(self, batch: Any) -> None:
@@ -104,6 +126,7 @@ class _Capture:
         self.batch_bytes = total
         self.batch_samples = samples
         self.window = {}
+        self.copies = set()
 
     def backward_begin(self) -> tuple:
         if self.params is None:
@@ -111,9 +134,12 @@ class _Capture:
         skip = set(self.param_ptrs)
         for ptrs in self.batch_ptrs:
             skip |= ptrs
-        kept = [n for p, n in self.window.items() if p not in skip]
+        kept = [(p, n) for p, n in self.window.items() if p not in skip]
+        # the largest saved tensor stands for the backward's per-sample buffers: a weight copy is not one
+        grows = [n for p, n in kept if p not in self.copies]
         self.window = {}
-        return (sum(kept), max(kept) if kept else 0)
+        self.copies = set()
+        return (sum(n for _, n in kept), max(grows) if grows else 0)
 
     def backward_end(self, saved: Optional[tuple]) -> None:
         self.forwards += 1
@@ -136,8 +162,9 @@ class _Capture:
             "grad_bytes": self.grad_bytes,
             "optimizer_state_bytes": self.state_bytes,
             "optimizers": sorted({type(o).__name__ for o in self.optimizers}),
-            "autocast": self._autocast(),
+            "autocast": self.forward_autocast or self._autocast(),
         }
+        self.forward_autocast = None
         if self.forwards == 1 and self.params is not None:
             details["params"] = self.params
         _state.event("footprint", message="what one training step holds (brim plan)", **details)

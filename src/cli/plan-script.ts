@@ -100,7 +100,11 @@ export async function planScriptCommand(command: string[], options: PlanScriptOp
   }
   const baselineAcc = baseline[ACCUMULATION_KNOB];
   const accumulation = typeof baselineAcc === "number" && baselineAcc >= 1 ? baselineAcc : (a.result.summary.accumulation ?? 1);
-  const precision = precisionOf(options.precision, baseline.precision, a.point);
+  // a precision given with --knob is the one the measuring runs ran in: it wins over the config file's
+  const precision =
+    fixed.precision !== undefined
+      ? precisionOf(options.precision, fixed.precision, "--knob precision", a.point)
+      : precisionOf(options.precision, baseline.precision, "the config's precision", a.point);
   return planScript(points, a.params, a.optimizers, {
     command,
     gpus,
@@ -110,7 +114,12 @@ export async function planScriptCommand(command: string[], options: PlanScriptOp
   });
 }
 
-function precisionOf(flag: Precision | undefined, configured: number | string | boolean | undefined, point: MeasuredPoint): { value: Precision; from: string } {
+function precisionOf(
+  flag: Precision | undefined,
+  configured: number | string | boolean | undefined,
+  configuredFrom: string,
+  point: MeasuredPoint,
+): { value: Precision; from: string } {
   if (flag !== undefined) return { value: flag, from: "--precision" };
   if (configured !== undefined) {
     const text = String(configured).toLowerCase();
@@ -123,7 +132,7 @@ function precisionOf(flag: Precision | undefined, configured: number | string | 
           : /^(32|fp32|32-true|float32)$/.test(text)
             ? "fp32"
             : undefined;
-    if (value !== undefined) return { value, from: `the config's precision: ${String(configured)}` };
+    if (value !== undefined) return { value, from: `${configuredFrom}: ${String(configured)}` };
   }
   if (point.autocast?.includes("bfloat16") === true) return { value: "bf16-mixed", from: "autocast seen in the measuring run" };
   if (point.autocast?.includes("float16") === true) return { value: "fp16-mixed", from: "autocast seen in the measuring run" };

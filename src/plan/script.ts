@@ -208,7 +208,17 @@ export function optimizerOf(classes: readonly string[], stateBytes: number, trai
  * ```
  */
 export function profileFromFit(fit: FootprintFit, params: NonNullable<FootprintEvent["params"]>, name: string): ModelProfile {
+  const lo = fit.points[0] as MeasuredPoint;
   const hi = fit.points.at(-1) as MeasuredPoint;
+  // the largest saved tensor can be one that does not grow with the batch (autocast's 16-bit copy of a
+  // weight): per sample it is what grows between the two points, not what one point holds ÷ its batch
+  const largestPerSample =
+    fit.method === "two-point"
+      ? Math.max(0, (hi.largest_saved_bytes - lo.largest_saved_bytes) / (hi.micro_batch - lo.micro_batch))
+      : hi.largest_saved_bytes / hi.micro_batch;
+  // a run under autocast saved 16-bit activations: they are that precision's bytes, and fp32 is modelled as twice them
+  const measuredIn = mixedOf(hi.autocast);
+  const saved = measuredIn === null ? { fp32: fit.saved_per_sample_bytes } : { fp32: 2 * fit.saved_per_sample_bytes, [measuredIn]: fit.saved_per_sample_bytes };
   return {
     schema: "brim.model-profile",
     version: 1,
@@ -222,12 +232,19 @@ export function profileFromFit(fit: FootprintFit, params: NonNullable<FootprintE
     },
     per_sample: {
       input_bytes: Math.round(fit.input_per_sample_bytes),
-      saved_bytes: { fp32: fit.saved_per_sample_bytes },
-      largest_saved_bytes: hi.largest_saved_bytes / hi.micro_batch,
+      saved_bytes: saved,
+      largest_saved_bytes: largestPerSample,
     },
-    fixed: { saved_bytes: { fp32: fit.saved_fixed_bytes } },
+    fixed: { saved_bytes: { [measuredIn ?? "fp32"]: fit.saved_fixed_bytes } },
     measured: { batches: fit.points.map((p) => p.micro_batch), device: "cpu" },
   };
+}
+
+/** The mixed precision an autocast dtype seen in a measuring run stands for (`torch.bfloat16` → bf16-mixed). */
+export function mixedOf(autocast: string | null): "bf16-mixed" | "fp16-mixed" | null {
+  if (autocast?.includes("bfloat16") === true) return "bf16-mixed";
+  if (autocast?.includes("float16") === true) return "fp16-mixed";
+  return null;
 }
 
 /** Where a figure of the plan comes from. */
@@ -386,7 +403,7 @@ export function planScript(
       activations: {
         provenance: two ? "measured" : "modelled",
         how: two
-          ? `bytes autograd saved per forward at micro-batches ${fit.points.map((p) => p.micro_batch).join(" and ")} on the CPU (fp32), fixed and per-sample parts fitted; 16-bit precisions modelled as half of fp32`
+          ? `bytes autograd saved per forward at micro-batches ${fit.points.map((p) => p.micro_batch).join(" and ")} on the CPU (${mixedOf(hi.autocast) ?? "fp32"}), fixed and per-sample parts fitted; ${mixedOf(hi.autocast) === null ? "16-bit precisions modelled as half of fp32" : "fp32 modelled as twice the 16-bit bytes"}`
           : "bytes autograd saved at one micro-batch, all counted per sample",
       },
       input_batch: { provenance: "measured", how: "bytes of the tensors the DataLoader gave per sample" },

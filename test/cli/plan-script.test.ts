@@ -74,6 +74,41 @@ describe("brim plan -- <command>", () => {
     }
   }, 240_000);
 
+  it("plans the precision given with --knob, from activations measured under the job's own autocast", () => {
+    const r = plan(
+      REPO,
+      {},
+      "--json",
+      "--gpu",
+      "h100-sxm",
+      "--steps",
+      "2",
+      "--knob",
+      "precision=bf16-mixed",
+      "--",
+      PYTHON,
+      "examples/nbeats/train.py",
+      "--config",
+      "examples/nbeats/config.yaml",
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const p = JSON.parse(r.stdout) as {
+      yours: { precision: string; precision_from: string };
+      fit: { points: { autocast: string | null }[] };
+      profile: { per_sample: { saved_bytes: Record<string, number>; largest_saved_bytes: number } };
+    };
+    expect(p.yours).toMatchObject({ precision: "bf16-mixed", precision_from: "--knob precision: bf16-mixed" });
+    // autocast is left before the backward: the footprint reads it during the forward
+    expect(p.fit.points.map((x) => x.autocast)).toEqual(["torch.bfloat16", "torch.bfloat16"]);
+    const saved = p.profile.per_sample.saved_bytes;
+    expect(saved["bf16-mixed"]).toBeGreaterThan(0);
+    expect(saved.fp32).toBe(2 * (saved["bf16-mixed"] ?? 0));
+    // the largest saved tensor at both points is the first Linear's bf16 weight copy (fixed): the
+    // per-sample largest is the activation's, which grows with the batch
+    expect(p.profile.per_sample.largest_saved_bytes).toBeGreaterThan(0);
+    expect(p.profile.per_sample.largest_saved_bytes).toBeLessThan(10_000);
+  }, 240_000);
+
   it("prints a failed measuring run's last lines and exits non-zero", () => {
     const r = plan(REPO, {}, "--", PYTHON, "-c", "import sys; print('loading data'); sys.exit('bad config: no such file data.csv')");
     expect(r.status).not.toBe(0);

@@ -1,7 +1,17 @@
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { fitFootprint, optimizerOf, planScript, pointFromEvents, PROFILE_ACCURACY, type FootprintEvent, type MeasuredPoint } from "../../src/plan/script.ts";
+import {
+  fitFootprint,
+  optimizerOf,
+  planScript,
+  pointFromEvents,
+  profileFromFit,
+  PROFILE_ACCURACY,
+  type FootprintEvent,
+  type MeasuredPoint,
+} from "../../src/plan/script.ts";
+import { footprintFromProfile } from "../../src/plan/profile.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 
@@ -65,6 +75,29 @@ describe("the script path's footprint", () => {
     const one = fitFootprint([point(32, 3_300_000)]);
     expect(one).toMatchObject({ method: "one-point", saved_fixed_bytes: 0 });
     expect(one.saved_per_sample_bytes).toBeCloseTo(103_125);
+  });
+
+  it("keeps bytes saved under autocast as that precision's, not as fp32 (a 16-bit plan would halve them twice)", () => {
+    const bf16 = (micro: number, saved: number): MeasuredPoint => ({ ...point(micro, saved), autocast: "torch.bfloat16" });
+    const profile = profileFromFit(fitFootprint([bf16(16, 900_000), bf16(32, 1_700_000)]), params, "train.py");
+    expect(profile.per_sample.saved_bytes).toEqual({ fp32: 100_000, "bf16-mixed": 50_000 });
+    expect(profile.fixed?.saved_bytes).toEqual({ "bf16-mixed": 100_000 });
+    const footprint = footprintFromProfile(profile);
+    expect(footprint.activations["bf16-mixed"].perSample).toBe(50_000);
+    expect(footprint.activations["bf16-mixed"].fixed).toBe(100_000);
+    expect(footprint.activations.fp32.perSample).toBe(100_000);
+    const plain = profileFromFit(fitFootprint([point(16, 900_000), point(32, 1_700_000)]), params, "train.py");
+    expect(plain.per_sample.saved_bytes).toEqual({ fp32: 50_000 });
+  });
+
+  it("counts per sample only the part of the largest saved tensor that grows with the batch", () => {
+    // at both micro-batches the largest saved tensor is a 16-bit weight copy of 983,040 B (nbeats under bf16 autocast)
+    const at = (micro: number, saved: number, largest: number): MeasuredPoint => ({ ...point(micro, saved), largest_saved_bytes: largest });
+    const fixedLargest = profileFromFit(fitFootprint([at(16, 23_821_248, 983_040), at(32, 24_699_840, 983_040)]), params, "train.py");
+    expect(fixedLargest.per_sample.largest_saved_bytes).toBe(0);
+    const growing = profileFromFit(fitFootprint([at(16, 1_689_600, 61_440), at(32, 3_379_200, 122_880)]), params, "train.py");
+    expect(growing.per_sample.largest_saved_bytes).toBe(3_840);
+    expect(profileFromFit(fitFootprint([at(32, 3_379_200, 122_880)]), params, "train.py").per_sample.largest_saved_bytes).toBe(3_840);
   });
 
   it("names the optimizer from its class and the state it held per trainable parameter", () => {
