@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -107,6 +107,22 @@ describe("brim plan -- <command>", () => {
     // per-sample largest is the activation's, which grows with the batch
     expect(p.profile.per_sample.largest_saved_bytes).toBeGreaterThan(0);
     expect(p.profile.per_sample.largest_saved_bytes).toBeLessThan(10_000);
+  }, 240_000);
+
+  it("on a host with no GPU, measures a config's 16-bit precision in fp32 and models it (CPU autocast is not CUDA's)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "brim-plan-bf16-"));
+    cpSync(join(REPO, "examples/nbeats/model.yaml"), join(dir, "model.yaml"));
+    writeFileSync(
+      join(dir, "config.yaml"),
+      readFileSync(join(REPO, "examples/nbeats/config.yaml"), "utf8").replace(/precision: fp32 /, "precision: bf16-mixed "),
+    );
+    const r = plan(REPO, {}, "--json", "--gpu", "h100-sxm", "--steps", "2", "--", PYTHON, "examples/nbeats/train.py", "--config", join(dir, "config.yaml"));
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.status, r.stderr).toBe(0);
+    const p = JSON.parse(r.stdout) as { yours: { precision: string; precision_from: string }; fit: { points: { autocast: string | null }[] }; notes: string[] };
+    expect(p.yours).toMatchObject({ precision: "bf16-mixed", precision_from: "the config's precision: bf16-mixed" });
+    expect(p.fit.points.map((x) => x.autocast)).toEqual([null, null]);
+    expect(p.notes.join("\n")).toMatch(/measured in fp32 on this host with no GPU, your bf16-mixed modelled from it/);
   }, 240_000);
 
   it("prints a failed measuring run's last lines and exits non-zero", () => {
