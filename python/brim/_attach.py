@@ -23,6 +23,7 @@ DataLoader workers never step an optimizer, so they stay silent.
 import os
 import sys
 import time
+from types import FrameType
 from typing import Any, Dict, List, Optional
 
 from . import _env, _loss, _state, _tracking
@@ -275,7 +276,7 @@ _SKIP_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),)
 def _caller_site(torch: Any) -> Optional[str]:
     """file:line of the job's code that built the object: the first frame outside torch and brim."""
     skip = _SKIP_DIRS + (os.path.dirname(os.path.abspath(torch.__file__)),)
-    frame = sys._getframe(2)
+    frame: Optional[FrameType] = sys._getframe(2)
     while frame is not None:
         name = os.path.abspath(frame.f_code.co_filename)
         if not name.startswith(skip) and not name.startswith("<"):
@@ -297,7 +298,7 @@ def _loader_details(loader: Any) -> Dict[str, Any]:
         details["dataset_len"] = len(loader.dataset)
     except Exception:
         details["dataset_len"] = None
-    sampler = getattr(loader, "sampler", None)
+    sampler: Any = getattr(loader, "sampler", None)
     try:
         details["samples_per_rank"] = int(sampler.num_samples) if hasattr(sampler, "num_replicas") else len(sampler)
     except Exception:

@@ -15,6 +15,7 @@ import socket
 import sys
 import threading
 import time
+from typing import Any, Dict, Iterable, List, Optional, Tuple, cast
 
 from . import _env
 
@@ -27,7 +28,7 @@ MAX_INBOUND_LINE = 1 << 20
 _FRAMEWORK_MODULES = ("torch", "lightning", "pytorch_lightning", "transformers", "jax", "jaxlib", "tensorflow")
 
 
-def _json_safe(obj):
+def _json_safe(obj: Any) -> Any:
     """Copy of obj that json can write: non-finite floats become "nan"/"inf"/"-inf", tensors and
     numpy scalars become numbers, tuples become lists."""
     if obj is None or isinstance(obj, (bool, int, str)):
@@ -55,7 +56,7 @@ def _json_safe(obj):
     return str(obj)
 
 
-def encode(msg):
+def encode(msg: Dict[str, Any]) -> bytes:
     """One message as one line of UTF-8 JSON ending in a newline."""
     try:  # the common case: plain values only (walking every value first costs more than the dump)
         text = json.dumps(msg, separators=(",", ":"), allow_nan=False)
@@ -64,7 +65,7 @@ def encode(msg):
     return (text + "\n").encode("utf-8")
 
 
-def _env_int(name):
+def _env_int(name: str) -> Optional[int]:
     raw = os.environ.get(name)
     if raw is None:
         return None
@@ -74,7 +75,7 @@ def _env_int(name):
         return None
 
 
-def _role():
+def _role() -> str:
     torch = sys.modules.get("torch")
     if torch is not None:
         try:
@@ -85,9 +86,9 @@ def _role():
     return "main"
 
 
-def framework_versions():
+def framework_versions() -> Dict[str, str]:
     """Versions of the frameworks this process has imported (name -> version string)."""
-    versions = {}
+    versions: Dict[str, str] = {}
     for name in _FRAMEWORK_MODULES:
         mod = sys.modules.get(name)
         if mod is None:
@@ -108,7 +109,7 @@ def framework_versions():
     return versions
 
 
-def _cudnn_version(torch):
+def _cudnn_version(torch: Any) -> Optional[int]:
     """cuDNN's runtime version as torch.backends.cudnn.version() gives it, without initialising CUDA:
     that call checks the device's capability, which creates the CUDA context, runs the job's
     lazy-init hooks (brim's own memory cap among them) and may pick a device the job does not use."""
@@ -124,14 +125,14 @@ def _cudnn_version(torch):
     return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
 
 
-def primary_framework(versions):
+def primary_framework(versions: Dict[str, str]) -> str:
     for name in ("torch", "jax", "tensorflow"):
         if name in versions:
             return name
     return "none"
 
 
-def hello_message(sdk_version):
+def hello_message(sdk_version: str) -> Dict[str, Any]:
     versions = framework_versions()
     return {
         "v": PROTOCOL_VERSION,
@@ -159,28 +160,28 @@ def hello_message(sdk_version):
 class Channel:
     """Client end of the channel. Thread-safe; fork-aware; never raises from send() or poll()."""
 
-    def __init__(self, path, sdk_version):
+    def __init__(self, path: str, sdk_version: str) -> None:
         self.path = path
         self.sdk_version = sdk_version
         self._lock = threading.Lock()
-        self._owner = None
-        self._reentered = []
-        self._sock = None
-        self._pid = None
+        self._owner: Optional[int] = None
+        self._reentered: List[Tuple[bytes, int]] = []
+        self._sock: Optional[socket.socket] = None
+        self._pid: Optional[int] = None
         self._dead = False
         self._inbuf = b""
         self.sent = 0
 
     # -- state ------------------------------------------------------------------------------
     @property
-    def connected(self):
+    def connected(self) -> bool:
         return self._sock is not None and self._pid == os.getpid()
 
     @property
-    def dead(self):
+    def dead(self) -> bool:
         return self._dead
 
-    def after_fork_in_child(self):
+    def after_fork_in_child(self) -> None:
         """Forget the parent's connection (without shutting it down: it is the parent's)."""
         self._lock = threading.Lock()
         self._owner = None
@@ -197,7 +198,7 @@ class Channel:
             except Exception:
                 pass
 
-    def _fail(self, why):
+    def _fail(self, why: str) -> None:
         self._dead = True
         sock, self._sock = self._sock, None
         if sock is not None:
@@ -207,7 +208,7 @@ class Channel:
                 pass
         _env.warn_once("channel", "brim channel %s: %s; the job goes on without reporting to brim" % (self.path, why))
 
-    def _connect(self):
+    def _connect(self) -> None:
         path = self.path
         if path.startswith("@"):  # Linux abstract namespace
             path = "\0" + path[1:]
@@ -223,22 +224,23 @@ class Channel:
         self._pid = os.getpid()
         self._sendall(encode(hello_message(self.sdk_version)))
 
-    def _sendall(self, data):
+    def _sendall(self, data: bytes) -> None:
+        sock = cast(socket.socket, self._sock)  # connected: the callers check (None raises, as before)
         view = memoryview(data)
         deadline = time.monotonic() + SEND_TIMEOUT_S
         flags = getattr(socket, "MSG_NOSIGNAL", 0)
         while view:
             try:
-                n = self._sock.send(view, flags)
+                n = sock.send(view, flags)
                 view = view[n:]
             except (BlockingIOError, InterruptedError):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError("the server did not read for %.0f s" % SEND_TIMEOUT_S)
-                select.select([], [self._sock], [], remaining)
+                select.select([], [sock], [], remaining)
 
     # -- API --------------------------------------------------------------------------------
-    def send(self, msg):
+    def send(self, msg: Dict[str, Any]) -> bool:
         """Send one message; True when it was written to the socket."""
         if self._dead:
             return False
@@ -249,11 +251,11 @@ class Channel:
             return False
         return self._write(data, 1)
 
-    def send_many(self, msgs):
+    def send_many(self, msgs: Iterable[Dict[str, Any]]) -> bool:
         """Send several messages in one write; True when they were written to the socket."""
         if self._dead:
             return False
-        parts = []
+        parts: List[bytes] = []
         for msg in msgs:
             try:
                 parts.append(encode(msg))
@@ -263,7 +265,7 @@ class Channel:
             return True
         return self._write(b"".join(parts), len(parts))
 
-    def _write(self, data, count):
+    def _write(self, data: bytes, count: int) -> bool:
         me = threading.get_ident()
         if self._owner == me:
             # a send from inside this thread's own send (connecting reads the framework's versions,
@@ -293,16 +295,17 @@ class Channel:
             finally:
                 self._owner = None
 
-    def poll(self):
+    def poll(self) -> List[Dict[str, Any]]:
         """Server-to-client messages that have arrived, without waiting. Never connects."""
         if self._dead or not self.connected or self._owner == threading.get_ident():
             return []
-        out = []
+        out: List[Dict[str, Any]] = []
         with self._lock:
+            sock = cast(socket.socket, self._sock)  # connected (a close since then raises below, as before)
             try:
                 while True:
                     try:
-                        chunk = self._sock.recv(65536)
+                        chunk = sock.recv(65536)
                     except (BlockingIOError, InterruptedError):
                         break
                     if not chunk:
@@ -330,7 +333,7 @@ class Channel:
                     _env.warn_once("inbound-version", "ignored a message from the server of an unknown version/type")
         return out
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             sock, self._sock = self._sock, None
             if sock is not None and self._pid == os.getpid():

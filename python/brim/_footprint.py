@@ -153,7 +153,7 @@ class _Capture:
                 grads += s[1]
         self.grad_bytes = max(self.grad_bytes, grads)
         self.state_bytes = max(self.state_bytes, self._state_bytes())
-        details = {
+        details: Dict[str, Any] = {
             "forward": self.forwards,
             "saved_bytes": saved[0] if saved else None,
             "largest_saved_bytes": saved[1] if saved else None,

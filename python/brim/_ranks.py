@@ -66,7 +66,7 @@ def _patch_init_process_group(torch: Any) -> None:
     others with LOCAL_RANK / NODE_RANK only) leaves the hello without a rank; once the process group
     exists its rank is known: tell brim (event "rank_known"), so that the job's steps are counted
     once and its samples/s summed over the ranks."""
-    dist = getattr(torch, "distributed", None)
+    dist: Any = getattr(torch, "distributed", None)
 
     def wrap_init(original: Any) -> Any:
         def init_with_brim(*args: Any, **kwargs: Any) -> Any:

@@ -16,10 +16,12 @@ logging_steps) after on_step_end, so a step carries the loss logged after an ear
 and most steps carry none.
 """
 
+from typing import Any, Dict, Optional
+
 from ._callbacks import StepClock
 
 
-def _import_callback_base():
+def _import_callback_base() -> Any:
     try:
         from transformers import TrainerCallback
 
@@ -28,7 +30,7 @@ def _import_callback_base():
         return None
 
 
-_Base = _import_callback_base()
+_Base: Any = _import_callback_base()
 AVAILABLE = _Base is not None
 
 if _Base is not None:
@@ -37,19 +39,19 @@ if _Base is not None:
         def __init__(self) -> None:
             super().__init__()
             self._clock = StepClock()
-            self._loss = None
+            self._loss: Any = None
 
-        def on_train_begin(self, args, state, control, **kwargs):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self._clock.start()
 
-        def on_step_begin(self, args, state, control, **kwargs):
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self._clock.begin()
 
-        def on_log(self, args, state, control, logs=None, **kwargs):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> None:
             if logs and "loss" in logs:
                 self._loss = logs["loss"]
 
-        def on_step_end(self, args, state, control, **kwargs):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
             micro = getattr(args, "per_device_train_batch_size", None)
             accumulation = getattr(args, "gradient_accumulation_steps", None)
             samples = micro * accumulation if micro and accumulation else None
@@ -63,5 +65,5 @@ else:
     class BrimTrainerCallback:  # type: ignore[no-redef]
         """Placeholder: transformers is not importable."""
 
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
             raise ImportError("brim.hf.BrimTrainerCallback needs `transformers` installed")

@@ -14,11 +14,13 @@ on_train_batch_start(trainer, module, batch, batch_idx), on_train_batch_end(trai
 outputs, batch, batch_idx). A "step" is one training batch (one micro-batch under accumulation).
 """
 
+from typing import Any
+
 from ._callbacks import StepClock, loss_value
 from ._samples import BatchDim
 
 
-def _import_lightning():
+def _import_lightning() -> Any:
     try:
         import lightning.pytorch as pl  # Lightning >= 2.0
 
@@ -33,7 +35,7 @@ def _import_lightning():
         return None
 
 
-_pl = _import_lightning()
+_pl: Any = _import_lightning()
 AVAILABLE = _pl is not None
 
 
@@ -48,13 +50,13 @@ if _pl is not None:
             self._clock = StepClock()
             self._dim = BatchDim()
 
-        def on_train_start(self, trainer, pl_module):
+        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
             self._clock.start()
 
-        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args):
+        def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int, *args: Any) -> None:
             self._clock.begin()
 
-        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
+        def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int, *args: Any) -> None:
             samples = self._dim(batch)
             stop = self._clock.end(samples=samples, loss=loss_value(outputs), micro_batch=samples,
                                    accumulation=getattr(trainer, "accumulate_grad_batches", None))
@@ -66,5 +68,5 @@ else:
     class BrimCallback:  # type: ignore[no-redef]
         """Placeholder: neither `lightning` nor `pytorch_lightning` is importable."""
 
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
             raise ImportError("brim.lightning.BrimCallback needs `lightning` (or `pytorch_lightning`) installed")

@@ -6,6 +6,7 @@ import datetime
 import json
 import os
 import tempfile
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import torch
 
@@ -18,16 +19,16 @@ SCHEMA = "brim.model-profile"
 VERSION = 1
 
 
-def _dtype_name(dtype):
+def _dtype_name(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def _resize_batch(batch, n, b):
+def _resize_batch(batch: Any, n: int, b: int) -> Any:
     """A batch of b samples built from a batch of n (samples repeated when b > n), every tensor a
     fresh contiguous copy so that no measured storage is shared with the caller's batch."""
     index = torch.arange(b) % n
 
-    def pick(x):
+    def pick(x: Any) -> Any:
         if torch.is_tensor(x):
             if x.dim() > 0 and x.shape[0] == n:
                 return x.index_select(0, index.to(x.device)).contiguous()
@@ -51,7 +52,7 @@ def _resize_batch(batch, n, b):
     return pick(batch)
 
 
-def _default_loss(model, batch):
+def _default_loss(model: Any, batch: Any) -> Any:
     if isinstance(batch, dict):
         out = model(**batch)
     elif isinstance(batch, (list, tuple)):
@@ -79,14 +80,14 @@ def _default_loss(model, batch):
 # activations, embeddings (lookups), the loss.
 
 
-def _prod(xs):
+def _prod(xs: Iterable[Any]) -> int:
     out = 1
     for x in xs:
         out *= int(x)
     return out
 
 
-def _module_flops(mod, inputs, output):
+def _module_flops(mod: Any, inputs: Tuple[Any, ...], output: Any) -> int:
     nn = torch.nn
     if isinstance(mod, nn.Linear):
         out = output if torch.is_tensor(output) else None
@@ -142,17 +143,18 @@ def _module_flops(mod, inputs, output):
 # ---- measurement ----------------------------------------------------------------------------------
 
 
-def _measure(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_flops):
+def _measure(model: Any, batch: Any, loss_fn: Callable[[Any, Any], Any], exclude_ptrs: Set[int], amp_dtype: Any,
+             device_type: str, count_flops: bool) -> Tuple[int, int, int]:
     """Saved-for-backward storages of one forward+loss: (total bytes, largest bytes, flops)."""
-    batch_ptrs = set()
+    batch_ptrs: Set[int] = set()
     for t in iter_tensors(batch):
         try:
             batch_ptrs.add(storage_of(t)[0])
         except Exception:
             pass
-    storages = {}
+    storages: Dict[int, int] = {}
 
-    def pack(t):
+    def pack(t: Any) -> Any:
         try:
             ptr, nbytes = storage_of(t)
         except Exception:
@@ -161,13 +163,13 @@ def _measure(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_
             storages[ptr] = max(nbytes, storages.get(ptr, 0))
         return t
 
-    def unpack(t):
+    def unpack(t: Any) -> Any:
         return t
 
     flops = [0]
-    handles = []
+    handles: List[Any] = []
     if count_flops:
-        def hook(mod, inputs, output):
+        def hook(mod: Any, inputs: Tuple[Any, ...], output: Any) -> None:
             flops[0] += _module_flops(mod, inputs, output)
 
         handles = [m.register_forward_hook(hook) for m in model.modules()]
@@ -192,12 +194,13 @@ class ProfileError(RuntimeError):
 _ONEDNN_SIGNS = ("primitive descriptor", "mkldnn", "onednn", "dnnl")
 
 
-def _is_onednn_error(error):
+def _is_onednn_error(error: BaseException) -> bool:
     text = str(error).lower()
     return any(sign in text for sign in _ONEDNN_SIGNS)
 
 
-def _measure_or_fallback(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_flops, notes, prec):
+def _measure_or_fallback(model: Any, batch: Any, loss_fn: Callable[[Any, Any], Any], exclude_ptrs: Set[int], amp_dtype: Any,
+                         device_type: str, count_flops: bool, notes: List[str], prec: str) -> Tuple[int, int, int]:
     """_measure, and when oneDNN (mkldnn) cannot build a primitive for an op on this CPU and
     PyTorch (LSTM/GRU under PyTorch 2.x: "could not create a primitive descriptor for the LSTM
     forward propagation primitive"), _measure again with oneDNN switched off: PyTorch's native CPU
@@ -214,7 +217,7 @@ def _measure_or_fallback(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_
             return _measure(model, batch, loss_fn, exclude_ptrs, amp_dtype, device_type, count_flops)
 
 
-def _failed(model, device, prec, error):
+def _failed(model: Any, device: Any, prec: str, error: BaseException) -> ProfileError:
     kind = type(model).__name__
     first = (str(error).strip().splitlines() or [""])[0][:300]
     return ProfileError(
@@ -226,14 +229,16 @@ def _failed(model, device, prec, error):
     )
 
 
-def _num(x):
+def _num(x: float) -> Union[int, float]:
     """An int when the value is integral (exact measurements stay exact in the JSON)."""
     x = float(x)
     return int(round(x)) if abs(x - round(x)) < 1e-9 else x
 
 
-def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=None,
-            precisions=("fp32", "bf16-mixed", "fp16-mixed")):
+def profile(model: Any, sample_batch: Any, loss_fn: Optional[Callable[[Any, Any], Any]] = None,
+            path: Optional[Union[str, "os.PathLike[str]"]] = None, *, name: Optional[str] = None,
+            batches: Optional[Sequence[int]] = None,
+            precisions: Sequence[str] = ("fp32", "bf16-mixed", "fp16-mixed")) -> Dict[str, Any]:
     """Measure a model profile (docs/schemas/model-profile.v1.json) on the device the model is on
     (meant for CPU: no GPU needed) and write it to `path` when given. Returns the profile dict.
 
@@ -260,8 +265,8 @@ def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=
     device = first.device if first is not None else torch.device("cpu")
 
     # params: counts, dtypes, shapes
-    by_dtype = {}
-    tensors = []
+    by_dtype: Dict[str, int] = {}
+    tensors: List[Dict[str, Any]] = []
     total = trainable = 0
     for pname, p in model.named_parameters():
         numel = p.numel()
@@ -274,7 +279,7 @@ def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=
                         "trainable": bool(p.requires_grad)})
     buffer_bytes = sum(b.numel() * b.element_size() for b in model.buffers())
 
-    exclude = set()
+    exclude: Set[int] = set()
     for t in list(model.parameters()) + list(model.buffers()):
         try:
             exclude.add(storage_of(t)[0])
@@ -286,7 +291,7 @@ def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=
         if t.dim() > 0 and t.shape[0] == n:
             input_bytes += t[0].numel() * t.element_size()
 
-    wanted = []
+    wanted: List[Tuple[str, Any]] = []
     for prec in precisions:
         if prec == "fp32":
             wanted.append((prec, None))
@@ -304,10 +309,11 @@ def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=
     was_training = model.training
     saved_buffers = [(b, b.detach().clone()) for b in model.buffers()]
     rng_devices = [device.index or 0] if device.type == "cuda" else []
-    per_sample_saved, fixed_saved = {}, {}
+    per_sample_saved: Dict[str, Union[int, float]] = {}
+    fixed_saved: Dict[str, Union[int, float]] = {}
     largest_per_sample = 0.0
     flops_per_sample = 0.0
-    notes = []
+    notes: List[str] = []
     try:
         model.train()
         with torch.random.fork_rng(devices=rng_devices):
@@ -333,7 +339,7 @@ def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=
                 b.copy_(copy)
         model.train(was_training)
 
-    result = {
+    result: Dict[str, Any] = {
         "schema": SCHEMA,
         "version": VERSION,
         "name": name or type(model).__name__,
@@ -366,7 +372,7 @@ def profile(model, sample_batch, loss_fn=None, path=None, *, name=None, batches=
     return result
 
 
-def _write_json(path, obj):
+def _write_json(path: Union[str, "os.PathLike[str]"], obj: Any) -> None:
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)

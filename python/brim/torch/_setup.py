@@ -1,6 +1,6 @@
 """Process-level switches: memory cap, TF32 / cudnn.benchmark, DataLoader settings."""
 
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Union, cast
 
 import torch
 
@@ -33,8 +33,8 @@ def apply_cap(cap_bytes: Optional[int] = None, fraction: Optional[float] = None,
     if cap_bytes is None and fraction is None:
         return {"applied": False, "reason": "no cap set"}
     if not torch.cuda.is_available():
-        out = {"applied": False, "reason": "no CUDA device; brim enforces the cap on RAM from outside",
-               "device": "cpu", "cap_bytes": cap_bytes, "fraction": fraction}
+        out: Dict[str, Any] = {"applied": False, "reason": "no CUDA device; brim enforces the cap on RAM from outside",
+                               "device": "cpu", "cap_bytes": cap_bytes, "fraction": fraction}
         brim.event("cap_applied", **out)
         return out
     dev = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
@@ -61,7 +61,7 @@ def apply_cap(cap_bytes: Optional[int] = None, fraction: Optional[float] = None,
         out.update(cap_bytes=int(cap_bytes), overhead_bytes=int(overhead), overhead_source=source,
                    allocator_limit_bytes=int(frac * total))
     else:
-        frac = float(fraction)
+        frac = float(cast(float, fraction))  # no cap_bytes: a fraction is set
         out.update(allocator_limit_bytes=int(frac * total))
     torch.cuda.set_per_process_memory_fraction(frac, index)
     out["fraction"] = frac

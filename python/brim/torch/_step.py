@@ -3,7 +3,7 @@
 import contextlib
 import gc
 import warnings
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Set, Tuple, cast
 
 import torch
 
@@ -20,12 +20,12 @@ class OOMFatalError(RuntimeError):
     """A training step does not fit in memory even at micro-batch 1 (or cannot be split)."""
 
 
-def _first_line(exc):
+def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return ("%s: %s" % (type(exc).__name__, text[0] if text else ""))[:400]
 
 
-def _autocast_works(device_type, dtype):
+def _autocast_works(device_type: str, dtype: Any) -> bool:
     """Does autocast on this device produce `dtype` for a matmul? (CPU autocast in torch 1.13
     supports bf16 only and silently disables itself for fp16; old GPUs lack bf16.)"""
     try:
@@ -38,7 +38,7 @@ def _autocast_works(device_type, dtype):
         return False
 
 
-def _make_scaler(device_type):
+def _make_scaler(device_type: str) -> Any:
     amp = getattr(torch, "amp", None)
     if amp is not None and hasattr(amp, "GradScaler"):  # torch >= 2.3
         try:
@@ -103,18 +103,18 @@ class TrainStep:
         self.oom_recoveries = 0
         self.nonfinite_in_a_row = 0
         self._ok_at_split = 0
-        self._grew_at_call = None
+        self._grew_at_call: Optional[int] = None
         self._fault_steps = _env.fault_oom_steps()
         self._fault_phase = _env.fault_oom_phase()
 
         self.requested_precision = precision
         self.precision = precision
-        self._amp_dtype = None
-        self.scaler = None
+        self._amp_dtype: Any = None
+        self.scaler: Any = None
         self._setup_precision(precision)
 
     # -- precision ----------------------------------------------------------------------------
-    def _setup_precision(self, precision):
+    def _setup_precision(self, precision: str) -> None:
         dev_type = self.device.type
         if precision == "tf32":
             configure(tf32=True)
@@ -136,12 +136,12 @@ class TrainStep:
         if precision == "fp16-mixed":
             self.scaler = _make_scaler(dev_type)
 
-    def _autocast(self):
+    def _autocast(self) -> ContextManager[Any]:
         if self._amp_dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=self._amp_dtype)
 
-    def _fall_back_to_fp32(self, params, step):
+    def _fall_back_to_fp32(self, params: List[Any], step: int) -> None:
         old = self.precision
         if self.scaler is not None:
             # gradients of the open window were scaled; unscale them (the scale is a power of 2)
@@ -159,9 +159,9 @@ class TrainStep:
         self.nonfinite_in_a_row = 0
 
     # -- gradients ----------------------------------------------------------------------------
-    def _params(self):
-        seen = set()
-        out = []
+    def _params(self) -> List[Any]:
+        seen: Set[int] = set()
+        out: List[Any] = []
         for group in self.optimizer.param_groups:
             for p in group["params"]:
                 if id(p) not in seen:
@@ -174,7 +174,7 @@ class TrainStep:
         return out
 
     @staticmethod
-    def _set_aside(params):
+    def _set_aside(params: List[Any]) -> Optional[List[Any]]:
         saved = [p.grad for p in params]
         if all(g is None for g in saved):
             return None
@@ -183,7 +183,7 @@ class TrainStep:
         return saved
 
     @staticmethod
-    def _put_back(params, saved, keep_new):
+    def _put_back(params: List[Any], saved: Optional[List[Any]], keep_new: bool) -> None:
         for i, p in enumerate(params):
             old = saved[i] if saved is not None else None
             new = p.grad if keep_new else None
@@ -196,10 +196,10 @@ class TrainStep:
                 p.grad = old
 
     # -- one attempt ----------------------------------------------------------------------------
-    def _attempt(self, chunks, n, params, inject):
+    def _attempt(self, chunks: List[Tuple[Any, Any]], n: Optional[int], params: List[Any], inject: bool) -> Any:
         total = None
         for i, (chunk, size) in enumerate(chunks):
-            handles = []
+            handles: List[Any] = []
             try:
                 with self._autocast():
                     loss = self.loss_fn(self.model, chunk)
@@ -220,7 +220,7 @@ class TrainStep:
             del loss, scaled
         return total
 
-    def _free(self, params):
+    def _free(self, params: List[Any]) -> None:
         for p in params:
             p.grad = None
         gc.collect()
@@ -241,9 +241,10 @@ class TrainStep:
         n = batch_size(batch)
         inject = idx in self._fault_steps
         saved = self._set_aside(params)
-        transitions = []
+        transitions: List[Dict[str, Any]] = []
         while True:
-            chunks = split_batch(batch, n, self.split) if n else [(batch, None)]
+            # a size is None only when n is, and is then unused
+            chunks: List[Tuple[Any, Any]] = split_batch(batch, n, self.split) if n else [(batch, None)]
             largest = max(size for _, size in chunks) if n else None
             failure = None
             try:
@@ -270,9 +271,10 @@ class TrainStep:
             inject = False
             self._free(params)
             old = self.split
-            self.split = min(self.split * 2, n)
+            rows = cast(int, n)  # largest > 1: the batch has n samples
+            self.split = min(self.split * 2, rows)
             transitions.append({"split_from": old, "split_to": self.split, "micro_batch_from": largest,
-                                "micro_batch_to": -(-n // self.split), "error": failure})
+                                "micro_batch_to": -(-rows // self.split), "error": failure})
             if self._grew_at_call is not None and idx - self._grew_at_call <= 1:
                 self._grow_wait *= 2  # the grow-back did not hold: wait longer next time
             self._ok_at_split = 0
@@ -282,7 +284,7 @@ class TrainStep:
             self.oom_recoveries += 1
             brim.event("oom_recovered", step=idx,
                        message="out of memory at step %d; retried as %d chunks of <= %d samples"
-                       % (idx, self.split, micro),
+                       % (idx, self.split, cast(int, micro)),
                        batch=n, split=self.split, micro_batch=micro,
                        accumulation=self.accumulation * self.split, transitions=transitions)
 
@@ -308,7 +310,7 @@ class TrainStep:
         _tracking.note(micro_batch=micro, accumulation=self.accumulation * (self.split if n else 1), loss=total)
         return total
 
-    def _optimizer_step(self, params, idx):
+    def _optimizer_step(self, params: List[Any], idx: int) -> None:
         try:
             if self.clip_grad_norm:
                 if self.scaler is not None:
@@ -329,7 +331,7 @@ class TrainStep:
         self.optimizer.zero_grad(set_to_none=True)
         self.optimizer_steps += 1
 
-    def _maybe_grow_back(self, idx):
+    def _maybe_grow_back(self, idx: int) -> None:
         if self.split <= 1 or not self.grow_back:
             return
         self._ok_at_split += 1
@@ -340,7 +342,7 @@ class TrainStep:
             self._grew_at_call = idx + 1
             brim.event("grow_back", step=idx, split_from=old, split_to=self.split)
 
-    def _shrink_on_request(self, batch, idx):
+    def _shrink_on_request(self, batch: Any, idx: int) -> None:
         n = batch_size(batch)
         old = self.split
         if n and self.split < n:
@@ -368,14 +370,14 @@ class TrainStep:
             self.scaler.load_state_dict(state["scaler"])
 
 
-def _inject_in_backward(params, detail):
+def _inject_in_backward(params: List[Any], detail: str) -> List[Any]:
     """Raise the real OOM type from inside backward, after at least one parameter's gradient has
     already been accumulated (the hard case for a retry)."""
     trainable = [p for p in params if p.requires_grad]
     count = [0]
     threshold = 2 if len(trainable) >= 2 else 1
 
-    def hook(grad):
+    def hook(grad: Any) -> None:
         count[0] += 1
         if count[0] >= threshold:
             raise make_oom_error(detail)

@@ -1,13 +1,13 @@
 """Batch handling and out-of-memory detection shared by TrainStep and profile()."""
 
 import collections.abc
-from typing import Any, Callable, List, Optional, Tuple, Type
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple, Type
 
 import torch
 
 # torch.cuda.OutOfMemoryError exists from 1.13 on (a RuntimeError subclass); torch.OutOfMemoryError
 # from 2.5 (the same class, also raised by other backends). Older builds raise RuntimeError.
-_OOM_TYPES = ()
+_OOM_TYPES: Tuple[Type[BaseException], ...] = ()
 for _t in (getattr(torch.cuda, "OutOfMemoryError", None), getattr(torch, "OutOfMemoryError", None)):
     if _t is not None and _t not in _OOM_TYPES:
         _OOM_TYPES += (_t,)
@@ -45,7 +45,7 @@ def make_oom_error(detail: str) -> BaseException:
     return oom_error_type()("CUDA out of memory. Tried to allocate (injected by brim: %s)" % detail)
 
 
-def _is_container_seq(x):
+def _is_container_seq(x: Any) -> bool:
     return isinstance(x, (list, tuple)) and any(
         torch.is_tensor(v) or isinstance(v, (list, tuple, collections.abc.Mapping)) for v in x
     )
@@ -71,7 +71,7 @@ def batch_size(batch: Any) -> Optional[int]:
     return None
 
 
-def _rebuild(template, items):
+def _rebuild(template: Any, items: Iterable[Any]) -> Any:
     if isinstance(template, tuple) and hasattr(template, "_fields"):  # namedtuple
         return type(template)(*items)
     if isinstance(template, tuple):
@@ -79,7 +79,7 @@ def _rebuild(template, items):
     return list(items)
 
 
-def _rebuild_map(template, pairs):
+def _rebuild_map(template: Any, pairs: List[Tuple[Any, Any]]) -> Any:
     try:
         return type(template)(pairs)
     except Exception:
@@ -97,7 +97,7 @@ def map_tensors(batch: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     return batch
 
 
-def iter_tensors(batch):
+def iter_tensors(batch: Any) -> Iterator[Any]:
     if torch.is_tensor(batch):
         yield batch
     elif isinstance(batch, collections.abc.Mapping):
@@ -110,7 +110,7 @@ def iter_tensors(batch):
                 yield t
 
 
-def slice_batch(batch, start, stop, n):
+def slice_batch(batch: Any, start: int, stop: int, n: int) -> Any:
     """Samples [start, stop) of a batch of n samples: tensors with dim 0 == n and lists of n plain
     values are sliced; anything else (a shared tensor, a scalar, a config) is passed as is."""
     if torch.is_tensor(batch):
@@ -133,7 +133,7 @@ def split_batch(batch: Any, n: int, chunks: int) -> List[Tuple[Any, int]]:
     one). Returns [(part, size)]."""
     chunks = max(1, min(chunks, n))
     base, extra = divmod(n, chunks)
-    out = []
+    out: List[Tuple[Any, int]] = []
     start = 0
     for i in range(chunks):
         size = base + (1 if i < extra else 0)
@@ -148,7 +148,7 @@ def to_device(batch: Any, device: Any, non_blocking: bool = True) -> Any:
         return batch
     device = torch.device(device)
 
-    def move(t):
+    def move(t: Any) -> Any:
         if t.device == device:
             return t
         return t.to(device, non_blocking=non_blocking and device.type == "cuda")
@@ -156,7 +156,7 @@ def to_device(batch: Any, device: Any, non_blocking: bool = True) -> Any:
     return map_tensors(batch, move)
 
 
-def storage_of(t):
+def storage_of(t: Any) -> Tuple[int, int]:
     """(data_ptr, nbytes) of the storage behind a tensor, on torch 1.13 and 2.x."""
     st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
     nbytes = st.nbytes() if callable(getattr(st, "nbytes", None)) else st.size() * t.element_size()
