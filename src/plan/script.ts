@@ -309,79 +309,9 @@ export function planScript(
   const profile = profileFromFit(fit, params, options.command.find((w) => w.endsWith(".py")) ?? options.command.join(" "));
   const hi = fit.points.at(-1) as MeasuredPoint;
   const optimizer = optimizerOf(optimizerClasses, hi.optimizer_state_bytes, params.trainable);
-  const { micro_batch: micro, accumulation } = options.yours;
-  const effective = micro * accumulation;
-  const margin = options.margin ?? 0.1;
+  const effective = options.yours.micro_batch * options.yours.accumulation;
   const model = { kind: "profile" as const, profile };
-  const gpus: ScriptGpuPlan[] = [];
-  for (const id of options.gpus) {
-    const spec = findGpu(id);
-    const base = { gpu: id, optimizer, margin, batch: micro, effectiveBatch: effective };
-    let precision = options.yours.precision;
-    let report: PlanReport;
-    try {
-      report = plan(model, { ...base, precision });
-    } catch (error) {
-      // a precision the card has no fast path for (bf16 on a T4): plan your config in fp16-mixed there
-      if (!(error instanceof InputError) || !precision.startsWith("bf16")) throw error;
-      precision = "fp16-mixed";
-      report = plan(model, { ...base, precision });
-    }
-    const largest: ScriptGpuPlan["largest"] = {};
-    for (const p of SCRIPT_PRECISIONS) {
-      try {
-        largest[p] = plan(model, { gpu: id, optimizer, margin, precision: p }).max_micro_batch;
-      } catch {
-        largest[p] = null;
-      }
-    }
-    const memory = report.gpu.memory_bytes;
-    const share = (bytes: number): number => Math.round((bytes / memory) * 1000) / 1000;
-    const fitting = divisors(effective).filter((d) => d <= report.max_micro_batch);
-    const bigger = fitting.at(-1);
-    let better: ScriptGpuPlan["better"] = null;
-    if (bigger !== undefined && bigger !== micro) {
-      const peak = plan(model, { ...base, precision, batch: bigger }).memory.peak_bytes;
-      better = { micro_batch: bigger, accumulation: effective / bigger, peak_bytes: peak, share_of_gpu: share(peak) };
-    }
-    const byName = new Map(report.assumptions.map((a) => [a.name, a]));
-    const terms: [string, number][] = [
-      ["cuda_context_bytes", report.memory.components.cuda_context],
-      ["cublas_workspace_bytes", report.memory.components.workspace],
-      ["allocator_slack_fraction", report.memory.components.allocator_slack],
-    ];
-    gpus.push({
-      gpu: { id: spec?.id ?? id, name: report.gpu.name, memory_bytes: memory, budget_bytes: report.gpu.budget_bytes },
-      largest,
-      yours: {
-        micro_batch: micro,
-        accumulation,
-        precision,
-        peak_bytes: report.memory.peak_bytes,
-        share_of_gpu: share(report.memory.peak_bytes),
-        fits: report.memory.fits,
-      },
-      better,
-      components: report.memory.components,
-      gpu_terms: terms.map(([name, bytes]) => {
-        const a = byName.get(name);
-        return { name, bytes, provenance: a?.calibrated === true ? "calibrated" : "default", source: a?.source ?? "" };
-      }),
-      calibration:
-        report.calibration === null ? null : `${report.calibration.id} (${report.calibration.measured_on.gpu}, torch ${report.calibration.measured_on.torch})`,
-      report,
-    });
-  }
-  const two = fit.method === "two-point";
-  const notes = [...(options.notes ?? [])];
-  if (!two)
-    notes.push(
-      `measured at one micro-batch only (${hi.micro_batch}): all saved bytes are counted per sample, which over-states the per-sample part; a batch_size knob brim can set (a {batch_size} template, a config key or --bind) gives the fixed part too`,
-    );
-  if (hi.batch_bytes === null) notes.push("the job fed no DataLoader batch brim could see: its inputs are inside the saved bytes, not a term of their own");
-  const expected = 4 * params.trainable;
-  if (hi.grad_bytes > 0 && Math.abs(hi.grad_bytes - expected) > 0.05 * expected)
-    notes.push(`the job held ${hi.grad_bytes} bytes of gradients where 4 bytes per trainable parameter make ${expected}: the plan models ${expected}`);
+  const gpus = options.gpus.map((id) => gpuPlanOf(model, id, optimizer, options));
   return {
     schema: "brim.plan-script/v1",
     command: options.command,
@@ -390,40 +320,129 @@ export function planScript(
     optimizer,
     optimizer_classes: [...optimizerClasses],
     yours: { ...options.yours, effective_batch: effective },
-    provenance: {
-      weights: { provenance: "measured", how: "parameters of every module the job built, counted at its first backward" },
-      gradients: {
-        provenance: "measured",
-        how: "one gradient per trainable parameter, in the precision's weight dtype (checked against the .grad bytes held)",
-      },
-      optimizer_state: {
-        provenance: "measured",
-        how: `${optimizerClasses.join(", ") || "no optimizer"}: ${hi.optimizer_state_bytes} B of state held after a step; planned as ${optimizer}`,
-      },
-      activations: {
-        provenance: two ? "measured" : "modelled",
-        how: two
-          ? `bytes autograd saved per forward at micro-batches ${fit.points.map((p) => p.micro_batch).join(" and ")} on the CPU (${mixedOf(hi.autocast) ?? "fp32"}), fixed and per-sample parts fitted; ${mixedOf(hi.autocast) === null ? "16-bit precisions modelled as half of fp32" : "fp32 modelled as twice the 16-bit bytes"}`
-          : "bytes autograd saved at one micro-batch, all counted per sample",
-      },
-      input_batch: { provenance: "measured", how: "bytes of the tensors the DataLoader gave per sample" },
-      temporaries: {
-        provenance: "modelled",
-        how: "backward's gradient buffers: twice the largest saved tensor per sample, or the optimizer step's working memory",
-      },
-      workspace: { provenance: "calibrated", how: "cuBLAS workspace per process: calibrated where the GPU's architecture has a calibration, else a default" },
-      cuda_context: {
-        provenance: "calibrated",
-        how: "CUDA context and kernel images: calibrated where the GPU's architecture has a calibration, else a default",
-      },
-      allocator_slack: {
-        provenance: "calibrated",
-        how: "caching-allocator rounding and fragmentation as a share of what changes per step: calibrated or default, as above",
-      },
-    },
+    provenance: provenanceOf(fit, hi, optimizerClasses, optimizer),
     accuracy: PROFILE_ACCURACY,
     gpus,
-    notes,
+    notes: scriptNotes(fit, hi, params, options.notes ?? []),
     profile,
+  };
+}
+
+/** Your config, the largest micro-batch per precision and a better split on one GPU of the catalog. */
+function gpuPlanOf(model: Parameters<typeof plan>[0], id: string, optimizer: ScriptPlan["optimizer"], options: ScriptPlanOptions): ScriptGpuPlan {
+  const spec = findGpu(id);
+  const { micro_batch: micro, accumulation } = options.yours;
+  const effective = micro * accumulation;
+  const margin = options.margin ?? 0.1;
+  const base = { gpu: id, optimizer, margin, batch: micro, effectiveBatch: effective };
+  let precision = options.yours.precision;
+  let report: PlanReport;
+  try {
+    report = plan(model, { ...base, precision });
+  } catch (error) {
+    // a precision the card has no fast path for (bf16 on a T4): plan your config in fp16-mixed there
+    if (!(error instanceof InputError) || !precision.startsWith("bf16")) throw error;
+    precision = "fp16-mixed";
+    report = plan(model, { ...base, precision });
+  }
+  const largest: ScriptGpuPlan["largest"] = {};
+  for (const p of SCRIPT_PRECISIONS) {
+    try {
+      largest[p] = plan(model, { gpu: id, optimizer, margin, precision: p }).max_micro_batch;
+    } catch {
+      largest[p] = null;
+    }
+  }
+  const memory = report.gpu.memory_bytes;
+  const share = (bytes: number): number => Math.round((bytes / memory) * 1000) / 1000;
+  const bigger = divisors(effective)
+    .filter((d) => d <= report.max_micro_batch)
+    .at(-1);
+  let better: ScriptGpuPlan["better"] = null;
+  if (bigger !== undefined && bigger !== micro) {
+    const peak = plan(model, { ...base, precision, batch: bigger }).memory.peak_bytes;
+    better = { micro_batch: bigger, accumulation: effective / bigger, peak_bytes: peak, share_of_gpu: share(peak) };
+  }
+  const byName = new Map(report.assumptions.map((a) => [a.name, a]));
+  const terms: [string, number][] = [
+    ["cuda_context_bytes", report.memory.components.cuda_context],
+    ["cublas_workspace_bytes", report.memory.components.workspace],
+    ["allocator_slack_fraction", report.memory.components.allocator_slack],
+  ];
+  return {
+    gpu: { id: spec?.id ?? id, name: report.gpu.name, memory_bytes: memory, budget_bytes: report.gpu.budget_bytes },
+    largest,
+    yours: {
+      micro_batch: micro,
+      accumulation,
+      precision,
+      peak_bytes: report.memory.peak_bytes,
+      share_of_gpu: share(report.memory.peak_bytes),
+      fits: report.memory.fits,
+    },
+    better,
+    components: report.memory.components,
+    gpu_terms: terms.map(([name, bytes]) => {
+      const a = byName.get(name);
+      return { name, bytes, provenance: a?.calibrated === true ? "calibrated" : "default", source: a?.source ?? "" };
+    }),
+    calibration:
+      report.calibration === null ? null : `${report.calibration.id} (${report.calibration.measured_on.gpu}, torch ${report.calibration.measured_on.torch})`,
+    report,
+  };
+}
+
+/** What the reader of the plan should know about how it was measured. */
+function scriptNotes(fit: ScriptPlan["fit"], hi: MeasuredPoint, params: NonNullable<FootprintEvent["params"]>, given: readonly string[]): string[] {
+  const notes = [...given];
+  if (fit.method !== "two-point")
+    notes.push(
+      `measured at one micro-batch only (${hi.micro_batch}): all saved bytes are counted per sample, which over-states the per-sample part; a batch_size knob brim can set (a {batch_size} template, a config key or --bind) gives the fixed part too`,
+    );
+  if (hi.batch_bytes === null) notes.push("the job fed no DataLoader batch brim could see: its inputs are inside the saved bytes, not a term of their own");
+  const expected = 4 * params.trainable;
+  if (hi.grad_bytes > 0 && Math.abs(hi.grad_bytes - expected) > 0.05 * expected)
+    notes.push(`the job held ${hi.grad_bytes} bytes of gradients where 4 bytes per trainable parameter make ${expected}: the plan models ${expected}`);
+  return notes;
+}
+
+/** Where each term of the plan comes from: measured in the job, modelled, or calibrated on a GPU. */
+function provenanceOf(
+  fit: ScriptPlan["fit"],
+  hi: MeasuredPoint,
+  optimizerClasses: readonly string[],
+  optimizer: ScriptPlan["optimizer"],
+): ScriptPlan["provenance"] {
+  const two = fit.method === "two-point";
+  return {
+    weights: { provenance: "measured", how: "parameters of every module the job built, counted at its first backward" },
+    gradients: {
+      provenance: "measured",
+      how: "one gradient per trainable parameter, in the precision's weight dtype (checked against the .grad bytes held)",
+    },
+    optimizer_state: {
+      provenance: "measured",
+      how: `${optimizerClasses.join(", ") || "no optimizer"}: ${hi.optimizer_state_bytes} B of state held after a step; planned as ${optimizer}`,
+    },
+    activations: {
+      provenance: two ? "measured" : "modelled",
+      how: two
+        ? `bytes autograd saved per forward at micro-batches ${fit.points.map((p) => p.micro_batch).join(" and ")} on the CPU (${mixedOf(hi.autocast) ?? "fp32"}), fixed and per-sample parts fitted; ${mixedOf(hi.autocast) === null ? "16-bit precisions modelled as half of fp32" : "fp32 modelled as twice the 16-bit bytes"}`
+        : "bytes autograd saved at one micro-batch, all counted per sample",
+    },
+    input_batch: { provenance: "measured", how: "bytes of the tensors the DataLoader gave per sample" },
+    temporaries: {
+      provenance: "modelled",
+      how: "backward's gradient buffers: twice the largest saved tensor per sample, or the optimizer step's working memory",
+    },
+    workspace: { provenance: "calibrated", how: "cuBLAS workspace per process: calibrated where the GPU's architecture has a calibration, else a default" },
+    cuda_context: {
+      provenance: "calibrated",
+      how: "CUDA context and kernel images: calibrated where the GPU's architecture has a calibration, else a default",
+    },
+    allocator_slack: {
+      provenance: "calibrated",
+      how: "caching-allocator rounding and fragmentation as a share of what changes per step: calibrated or default, as above",
+    },
   };
 }
