@@ -16,7 +16,7 @@
 // run (`brim plan --precision <p>` with the job left in fp32: 16-bit activations modelled as half of
 // fp32) — the other way to ask on a CPU, whose autocast is not CUDA's (`error_from_fp32_run`).
 // It also runs the plan on the CPU for the commands of
-// issue-checks/plan/*.json (the same plan made on the H100 host) and compares the two fits.
+// bench/results/gpu-checks/nvidia-h100-80gb-hbm3/plan/*.json (the same plan made on the H100 host) and compares the two fits.
 // Needs `npm run build` first. Runs under `nice`; about 15 minutes on 2 shared cores.
 //
 //   node bench/plan-script-h100.bench.mjs [--only nbeats,cnn-lstm] [--no-issue-checks] [--out bench/results/plan-script-h100.json]
@@ -52,7 +52,7 @@ const only = option("only", null)?.split(",");
 const PYTHON = process.env.BRIM_BENCH_PYTHON ?? join(repo, ".venv", "bin", "python");
 const GPU_DIR = "bench/results/gpu/nvidia-h100-80gb-hbm3";
 const PAIRS = `${GPU_DIR}/plan-accuracy.jsonl`;
-const ISSUE_CHECKS = `${GPU_DIR}/issue-checks/plan`;
+const ISSUE_CHECKS = "bench/results/gpu-checks/nvidia-h100-80gb-hbm3/plan";
 const GPU = "h100-sxm";
 const BRIM = join(repo, "bin", "brim.js");
 const store = mkdtempSync(join(tmpdir(), "brim-plan-h100-"));

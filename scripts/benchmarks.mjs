@@ -769,7 +769,7 @@ function planScriptH100Figures(r) {
     "",
     ...(r.issue_checks?.length
       ? [
-          "The same plan measured on the H100 host (issue-checks/plan) and on this CPU, for the same command:",
+          "The same plan measured on the H100 host (bench/results/gpu-checks/nvidia-h100-80gb-hbm3/plan) and on this CPU, for the same command:",
           "",
           table(
             [

@@ -5,7 +5,8 @@
 #       campaign's plan-accuracy part measured (bench/gpu/plan-script-check.mjs compares them, here).
 # tune: `brim tune -- <a corpus script's own command, on cuda>` (nanoGPT shakespeare-char in fp32 with
 #       its own flags, pytorch/examples word_language_model with --accel), each in a temporary copy.
-# Needs the bundle (npm run bundle) and the host's Python with PyTorch; no network.
+# Needs the bundle (npm run bundle) and the host's Python with PyTorch; no network. The results are
+# committed under bench/results/gpu-checks/<gpu-slug>/ (bench/results/gpu/ holds the campaign's only).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 what="${1:-env}"

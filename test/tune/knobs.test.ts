@@ -93,7 +93,7 @@ describe("knob bindings", () => {
       "still waits for data 60 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck",
     ]);
     expect(stillLimits({ dataWait: 0.01, cpuCores: 1, cpus: 2, gpuUtil: null }, {})).toEqual([]);
-    // the H100 host: one busy core of 16 with num_workers=0 is not a lack of cores (bench/results/gpu/.../issue-checks/tune-nbeats.log)
+    // the H100 host: one busy core of 16 with num_workers=0 is not a lack of cores (bench/results/gpu-checks/nvidia-h100-80gb-hbm3/tune-nbeats.log)
     expect(stillLimits({ dataWait: 0.94, cpuCores: 1.01, cpus: 16, gpuUtil: 5 }, { num_workers: 0 })[0]).toMatch(
       /CPU-bound in too few processes — more loader workers \(num_workers, up to the idle cores\)/,
     );
