@@ -11,29 +11,29 @@
  * @module
  */
 import { dirname } from "node:path";
-import { removeStaleTrialCopies, type ConfigDocument } from "../configs/index.ts";
-import type { Devices } from "../devices/index.ts";
+import type { ConfigDocument } from "../configs/index.ts";
 import { UsageError } from "../errors/index.ts";
-import type { LiveState } from "../guard/live.ts";
 import { formatBytes } from "../bytes.ts";
 import { mean } from "../stats.ts";
-import { newRecordId, type RunStore } from "../record/store.ts";
+import { newRecordId } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv } from "./argv.ts";
 import { describeBindings, resolveBindings } from "./bindings.ts";
-import { configBaseline, configFilesInCommand, fillTemplate, KNOWN_KNOBS, type KnobBinding } from "./knobs.ts";
-import { bindingRecord, noWinnerAdvice, recordTrial, trialRecord } from "./record.ts";
+import { fillTemplate, KNOWN_KNOBS, type KnobBinding } from "./knobs.ts";
+import { DEFAULT_STABLE_WITHIN, type TuneDeps, type TuneOptions, type TuneResult } from "./options.ts";
+import { noWinnerAdvice, recordTrial, trialRecord } from "./record.ts";
+import { budgetLine, newTuneRecord, removeInterruptedCopies, trialSettings, tuneBaseline, tuneCap } from "./setup.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
-import { buildSpace, contextOfDevices, defaultCap, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
-import { planPrior } from "./plan-prior.ts";
-import { CONFIRM_PAIRS, CONFIRM_PAIRS_MAX, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
+import { buildSpace, contextOfDevices, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
+import { planPrior, type PlanPrior } from "./plan-prior.ts";
+import { CONFIRM_PAIRS, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
 import { samplesMismatch, winnerPolicy } from "./effective.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
 import { codeValues, dataLimit, scriptLiteral, type LoaderSeen } from "./loaders.ts";
 import { knobsKey } from "./strategies/axis.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
-import { runTrial, type TrialContext, type TrialSettings } from "./trial.ts";
-import type { KnobValue, Knobs, SearchOutcome, StopReason, TrialResult } from "./types.ts";
+import { runTrial, type TrialContext, type TrialOutcome, type TrialSettings } from "./trial.ts";
+import type { Knobs, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 
 export { resolveBindings } from "./bindings.ts";
 export { samplesMismatch, SAMPLES_TOLERANCE } from "./effective.ts";
@@ -41,84 +41,16 @@ export { ACCUMULATION_KNOB, buildSpace, MICRO_BATCH_KNOB } from "./space.ts";
 export { configBaseline, configFilesInCommand, fillTemplate, parseBinding, templateKnobs, type KnobBinding } from "./knobs.ts";
 export { rewriteArgv } from "./argv.ts";
 export { describeBindings } from "./bindings.ts";
-
-/** Everything `brim tune` is asked. */
-export interface TuneOptions {
-  command: string[];
-  cwd: string;
-  /** Cap of the process tree (GPU, or RAM in CPU mode); default 90 % of the GPU, or half the available RAM. */
-  capBytes?: number;
-  effectiveBatch?: number;
-  /** Let the effective batch change with the micro-batch (otherwise a baseline accumulation > 1 holds it). */
-  freeBatch?: boolean;
-  bindings?: KnobBinding[];
-  /** `--knob name=v1,v2`: the values to try (one value: the baseline of a template knob). */
-  knobValues?: Record<string, KnobValue[]>;
-  /** Knobs not to tune. */
-  fixed?: string[];
-  maxTrials: number;
-  maxTimeS: number;
-  /** steps always left out of a trial's measurement (more are found in the step times) */
-  warmupSteps: number;
-  /** measured steps per trial at most */
-  measureSteps: number;
-  /** seconds of measured steps per trial at most (default 10) */
-  windowS?: number;
-  /** a trial stops once its throughput is stable within this share (default 0.02) */
-  stableWithin?: number;
-  trialTimeLimitS: number;
-  maxMicroBatch?: number;
-  /**
-   * The search: brim's (default); `doubling-bisection`, the classic finder (largest micro-batch that
-   * runs, nothing else tuned); `grid`, every micro-batch of `knobValues.batch_size` (default powers of
-   * two) under every combination of the other knobs. The last two exist to compare against.
-   */
-  strategy?: TuneStrategy;
-  hz?: number;
-  forwardSignals?: boolean;
-  /** Aborted (Ctrl-C between trials): no further trial starts; what was measured is kept. */
-  abortSignal?: AbortSignal;
-  onTrialStart?: (event: TrialProgress) => void;
-  onTrialEnd?: (event: TrialProgress & { result: TrialResult; runId: string | null }) => void;
-  onState?: (state: LiveState, now: number) => void;
-  onNote?: (line: string) => void;
-}
-
-/** The search strategies `brim tune --strategy` offers. */
-export const TUNE_STRATEGIES = ["brim", "doubling-bisection", "grid"] as const;
-/** One of {@link TUNE_STRATEGIES}. */
-export type TuneStrategy = (typeof TUNE_STRATEGIES)[number];
-
-/** Progress of a tune, for the live view. */
-export interface TrialProgress {
-  index: number;
-  knobs: Knobs;
-  purpose: string;
-  bestIndex: number | null;
-  /** the trial budget stated up front: it does not change during the tune */
-  plannedTotal: number;
-}
-
-/** What `brim tune` produced. */
-export interface TuneResult {
-  record: TuneRecord;
-  outcome: SearchOutcome | null;
-  bindings: KnobBinding[];
-  /** The command with the winner's template knobs filled in. */
-  winnerCommand: string[] | null;
-}
-
-/** Dependencies passed in. */
-export interface TuneDeps {
-  devices: Devices;
-  store: RunStore;
-  now?: () => number;
-}
-
-/** Seconds of steady steps a trial measures at most, by default. */
-export const DEFAULT_WINDOW_S = 10;
-/** A trial stops once its throughput is stable within this share, by default. */
-export const DEFAULT_STABLE_WITHIN = 0.02;
+export {
+  DEFAULT_STABLE_WITHIN,
+  DEFAULT_WINDOW_S,
+  TUNE_STRATEGIES,
+  type TrialProgress,
+  type TuneDeps,
+  type TuneOptions,
+  type TuneResult,
+  type TuneStrategy,
+} from "./options.ts";
 
 /**
  * `brim tune`: runs the user's job on short trials through the guard and searches for the fastest
@@ -138,67 +70,33 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   const now = deps.now ?? ((): number => Date.now() / 1000);
   const note = (line: string): void => options.onNote?.(line);
   const { bindings, documents, notes: bindingNotes } = await resolveBindings(options.command, options.cwd, options.bindings ?? []);
-  // A tune killed before it could clean up left trial copies beside the user's config: gone now.
-  for (const file of new Set(bindings.flatMap((b) => (b.via === "config" ? [b.file] : [])))) {
-    const removed = await removeStaleTrialCopies(file, deps.store);
-    if (removed.length > 0) note(`removed ${removed.length} trial cop${removed.length === 1 ? "y" : "ies"} of ${file} that an interrupted tune left`);
-  }
+  await removeInterruptedCopies(bindings, deps.store, note);
   bindingNotes.unshift(describeBindings(bindings, documents, options.cwd));
   bindingNotes.forEach(note);
-  const cap =
-    options.capBytes !== undefined
-      ? { capBytes: options.capBytes, scope: deps.devices.inventory().backend === "cpu" ? ("ram" as const) : ("gpu" as const), why: "--cap" }
-      : defaultCap(deps.devices);
+  const cap = tuneCap(options, deps.devices);
   note(`cap ${formatBytes(cap.capBytes)} ${cap.scope === "gpu" ? "GPU" : "RAM"}: ${cap.why}`);
-
-  const baseline: Knobs = configBaseline(bindings, documents);
-  for (const [knob, values] of Object.entries(options.knobValues ?? {})) {
-    if (baseline[knob] === undefined && values[0] !== undefined) baseline[knob] = values[0];
-  }
-  const windowS = options.windowS ?? DEFAULT_WINDOW_S;
-  const stableWithin = options.stableWithin ?? DEFAULT_STABLE_WITHIN;
-  note(
-    `budget: ${options.maxTrials} trials or ${Math.round(options.maxTimeS)} s, whichever ends first, then ${2 * CONFIRM_PAIRS} (up to ${2 * CONFIRM_PAIRS_MAX}) to confirm a winner against your configuration; each trial leaves out its warm-up, ` +
-      `then measures until throughput is stable within ±${(stableWithin * 100).toFixed(0)} %, ${options.measureSteps} steps or ${windowS} s, and stops early when clearly slower than the best`,
-  );
-  const id = newRecordId();
-  const record: TuneRecord = {
-    schema: "brim.tune/v1",
-    id,
-    command: options.command,
-    cwd: options.cwd,
-    bindings: bindings.map((binding) => bindingRecord(binding, documents)),
-    cap_bytes: cap.capBytes,
-    cap_scope: cap.scope,
-    effective_batch: options.effectiveBatch ?? null,
-    started_at: new Date().toISOString(),
-    ended_at: null,
-    trials: [],
-    winner: null,
-    stop_reason: null,
-    strategy: options.strategy ?? "brim",
-    memory_line: null,
-    notes: [...bindingNotes],
-    budget: { max_trials: options.maxTrials, max_time_s: options.maxTimeS },
-  };
+  const baseline = tuneBaseline(options, bindings, documents);
+  note(budgetLine(options));
+  const record = newTuneRecord(options, newRecordId(), bindings, documents, cap, bindingNotes);
   await deps.store.writeTune(record);
-  const settings: TrialSettings = {
-    command: options.command,
-    cwd: options.cwd,
-    tuneId: id,
-    bindings,
-    documents,
-    namedInCommand: configFilesInCommand(options.command, options.cwd),
-    capBytes: cap.capBytes,
-    capScope: cap.scope,
-    window: { warmupSteps: options.warmupSteps, maxSteps: options.measureSteps, minSteps: 3, windowS, stableWithin },
-    timeLimitS: options.trialTimeLimitS,
-    hz: options.hz,
-    forwardSignals: options.forwardSignals,
-    onState: options.onState,
-  };
+  const settings = trialSettings(options, record.id, bindings, documents, cap);
   try {
-    return await runTune(options, deps, { record, bindings, documents, baseline, settings, note, now, tuneStartedAt: now(), codeHints: [] });
+    const state: TuneState = {
+      record,
+      bindings,
+      documents,
+      baseline,
+      settings,
+      note,
+      now,
+      tuneStartedAt: now(),
+      codeHints: [],
+      measured: [],
+      interrupted: false,
+      untrusted: null,
+      runIds: new Map(),
+    };
+    return await runTune(options, deps, state);
   } finally {
     // an error or Ctrl-C mid-tune still leaves a finished record of what was measured
     if (record.ended_at === null) {
@@ -209,6 +107,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
   }
 }
 
+/** One tune's state, from its set-up to its record: what every step reads and what the trials change. */
 interface TuneState {
   record: TuneRecord;
   bindings: KnobBinding[];
@@ -220,10 +119,36 @@ interface TuneState {
   tuneStartedAt: number;
   /** values written in the job's code that no knob reaches, with the file:line to change */
   codeHints: string[];
+  /** every trial's knobs and result, in the order they ran */
+  measured: { knobs: Knobs; result: TrialResult }[];
+  /** a trial was interrupted: no further trial starts */
+  interrupted: boolean;
+  /** why the trials' throughputs cannot be compared (the samples per step changed), once seen */
+  untrusted: string | null;
+  /** each trial's run in the store, by trial index */
+  runIds: Map<number, string | null>;
 }
 
+/** The steps of a tune after its set-up: trial 0, knob discovery, the search, the confirmation, the record. */
 async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): Promise<TuneResult> {
-  const { record, bindings, baseline, settings, note, now, tuneStartedAt } = state;
+  noteConfigsNotInCommand(state);
+  const first = await runBaseline(options, deps, state);
+  if (untunable(first.result)) return finish(options, deps, state, null, first.result.end === "interrupted" ? "interrupted" : "converged");
+  const space = discoverSpace(options, deps, state, first);
+  if (space.microBatch === undefined && space.others.length === 0) {
+    // nothing to vary: trial 0 is all there is, and it is not a winner
+    return finish(options, deps, state, null, "nothing_to_tune");
+  }
+  state.record.effective_batch = space.effectiveBatch ?? null;
+  const policy = effectiveBatchPolicy(space, options);
+  state.record.effective_batch_policy = { kind: policy.kind, before: policy.value, after: null, text: policy.text };
+  const prior = await planSeed(deps, state);
+  const outcome = await runSearch(options, deps, state, first.result, space, prior);
+  const confirmation = await confirm(options, deps, state, outcome);
+  return finish(options, deps, state, outcome, state.interrupted ? "interrupted" : outcome.stopReason, confirmation);
+}
+
+function noteConfigsNotInCommand({ bindings, settings, note }: TuneState): void {
   for (const binding of bindings) {
     if (binding.via === "config" && !settings.namedInCommand.some((entry) => entry.path === binding.file)) {
       note(
@@ -231,49 +156,57 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
       );
     }
   }
-  // the counter's total during the search: its budget (the confirmation counts its own trials)
-  const planned = options.maxTrials;
-  let interrupted = false;
-  let untrusted: string | null = null;
-  const measured: { knobs: Knobs; result: TrialResult }[] = [];
-  const best = (): number | null => {
-    const rates = measured.filter((m) => m.result.end === "ok" && m.result.oomRecoveries === 0).map((m) => m.result.samplesPerSecond ?? 0);
-    return rates.length > 0 ? Math.max(...rates) : null;
-  };
-  const trial = async (
-    knobs: Knobs,
-    index: number,
-  ): Promise<{ result: TrialResult; runId: string | null; knobsRead: Map<string, KnobValue>; loaders: LoaderSeen[] }> => {
-    if (interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null, knobsRead: new Map(), loaders: [] };
-    // a configuration measured before is being re-measured: it runs to the end of its window
-    const again = measured.some((m) => knobsKey(m.knobs) === knobsKey(knobs));
-    const outcome = await runTrial(
-      settings,
-      knobs,
-      again ? { ...trialContext(measured, null) } : index === 0 ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, best()),
-      deps,
-      index,
-    );
-    if (outcome.result.end === "interrupted") interrupted = true;
-    const first = measured[0];
-    measured.push({ knobs, result: outcome.result });
-    if (first !== undefined && untrusted === null) {
-      untrusted = samplesMismatch(first, { knobs, result: outcome.result });
-      if (untrusted !== null) note(untrusted);
-    }
-    return outcome;
-  };
+}
 
-  note('trial 0 runs your configuration as it is (the "before")');
-  options.onTrialStart?.({ index: 0, knobs: baseline, purpose: "baseline", bestIndex: null, plannedTotal: planned });
-  const first = await trial(baseline, 0);
-  options.onTrialEnd?.({ index: 0, knobs: baseline, purpose: "baseline", bestIndex: null, plannedTotal: planned, result: first.result, runId: first.runId });
-  await recordTrial(record, deps.store, 0, baseline, "baseline", first.result, first.runId);
-  if (first.result.end !== "ok" && first.result.failure?.kind !== "memory" && first.result.failure?.kind !== "cap" && first.result.oomRecoveries === 0) {
-    // a job that does not run as configured for another reason than memory cannot be tuned
-    return finish(options, deps, state, null, first.result.end === "interrupted" ? "interrupted" : "converged");
+/** A job that does not run as configured for another reason than memory cannot be tuned. */
+function untunable(result: TrialResult): boolean {
+  return result.end !== "ok" && result.failure?.kind !== "memory" && result.failure?.kind !== "cap" && result.oomRecoveries === 0;
+}
+
+/** Runs one trial (none once the tune was interrupted) and keeps its measurement; the first mismatch of samples per step is said. */
+async function runOne(options: TuneOptions, deps: TuneDeps, state: TuneState, knobs: Knobs, index: number): Promise<TrialOutcome> {
+  if (state.interrupted || options.abortSignal?.aborted === true) return { result: interruptedResult(), runId: null, knobsRead: new Map(), loaders: [] };
+  const { measured } = state;
+  const outcome = await runTrial(state.settings, knobs, contextFor(measured, knobs, index), deps, index);
+  if (outcome.result.end === "interrupted") state.interrupted = true;
+  const first = measured[0];
+  measured.push({ knobs, result: outcome.result });
+  if (first !== undefined && state.untrusted === null) {
+    state.untrusted = samplesMismatch(first, { knobs, result: outcome.result });
+    if (state.untrusted !== null) state.note(state.untrusted);
   }
+  return outcome;
+}
 
+/** What a trial is told: a configuration measured before is re-measured to the end of its window; trial 0 has nothing to beat. */
+function contextFor(measured: readonly { knobs: Knobs; result: TrialResult }[], knobs: Knobs, index: number): TrialContext {
+  if (measured.some((m) => knobsKey(m.knobs) === knobsKey(knobs))) return trialContext(measured, null);
+  return index === 0 ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, bestRate(measured));
+}
+
+/** The fastest throughput of a trial that ran as given, null before any. */
+function bestRate(measured: readonly { knobs: Knobs; result: TrialResult }[]): number | null {
+  const rates = measured.filter((m) => m.result.end === "ok" && m.result.oomRecoveries === 0).map((m) => m.result.samplesPerSecond ?? 0);
+  return rates.length > 0 ? Math.max(...rates) : null;
+}
+
+/** Trial 0: the user's configuration as it is, the "before". */
+async function runBaseline(options: TuneOptions, deps: TuneDeps, state: TuneState): Promise<TrialOutcome> {
+  const { baseline } = state;
+  state.note('trial 0 runs your configuration as it is (the "before")');
+  // the counter's total during the search: its budget (the confirmation counts its own trials)
+  const progress = { index: 0, knobs: baseline, purpose: "baseline", bestIndex: null, plannedTotal: options.maxTrials };
+  options.onTrialStart?.({ ...progress });
+  const first = await runOne(options, deps, state, baseline, 0);
+  options.onTrialEnd?.({ ...progress, result: first.result, runId: first.runId });
+  await recordTrial(state.record, deps.store, 0, baseline, "baseline", first.result, first.runId);
+  state.runIds.set(0, first.runId);
+  return first;
+}
+
+/** What trial 0 showed: the knobs the job read join the baseline, the values in its code and its data's limit are said; the space to search. */
+function discoverSpace(options: TuneOptions, deps: TuneDeps, state: TuneState, first: TrialOutcome): TuneSpace {
+  const { baseline, bindings, settings, note } = state;
   // Knobs the job read through brim.knob join the baseline when brim knows how to tune them or the user named them.
   for (const [knob, value] of first.knobsRead) {
     if (baseline[knob] === undefined && (knob in KNOWN_KNOBS || options.knobValues?.[knob] !== undefined)) baseline[knob] = value;
@@ -282,17 +215,11 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   // values written in the code: the file:line to change, said now and at the end
   state.codeHints = codeValues(first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, settings.cwd), baseline);
   state.codeHints.forEach(note);
-  const data = dataLimit(first.loaders, typeof baseline[MICRO_BATCH_KNOB] === "number" ? baseline[MICRO_BATCH_KNOB] : null);
-  if (data !== null && baseline[MICRO_BATCH_KNOB] !== undefined)
-    note(
-      `micro-batch at most ${data.samples}: the samples the loader${data.where === null ? "" : ` at ${data.where}`} sees${data.sharded ? " on each rank" : ""}`,
-    );
-  const maxMicroBatch = data === null ? options.maxMicroBatch : Math.min(options.maxMicroBatch ?? Infinity, data.samples);
-  const space = buildSpace(
+  return buildSpace(
     baseline,
     {
       ...options,
-      maxMicroBatch,
+      maxMicroBatch: microBatchLimit(options, state, first.loaders),
       observedAccumulation: first.result.accumulation ?? undefined,
       precisionSwitch: bindings.some((b) => b.via === "argv" && b.knob === "precision"),
     },
@@ -300,25 +227,33 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
     context,
     note,
   );
-  if (space.microBatch === undefined && space.others.length === 0) {
-    // nothing to vary: trial 0 is all there is, and it is not a winner
-    return finish(options, deps, state, null, "nothing_to_tune");
-  }
-  record.effective_batch = space.effectiveBatch ?? null;
-  const policy = effectiveBatchPolicy(space, options);
-  record.effective_batch_policy = { kind: policy.kind, before: policy.value, after: null, text: policy.text };
+}
+
+/** `--max-micro-batch`, lowered to the samples the job's loader sees. */
+function microBatchLimit(options: TuneOptions, { baseline, note }: TuneState, loaders: readonly LoaderSeen[]): number | undefined {
+  const data = dataLimit(loaders, typeof baseline[MICRO_BATCH_KNOB] === "number" ? baseline[MICRO_BATCH_KNOB] : null);
+  if (data !== null && baseline[MICRO_BATCH_KNOB] !== undefined)
+    note(
+      `micro-batch at most ${data.samples}: the samples the loader${data.where === null ? "" : ` at ${data.where}`} sees${data.sharded ? " on each rank" : ""}`,
+    );
+  return data === null ? options.maxMicroBatch : Math.min(options.maxMicroBatch ?? Infinity, data.samples);
+}
+
+/** The plan's memory figures for the config named in the command: they seed the first memory probe. */
+async function planSeed(deps: TuneDeps, { settings, documents, baseline, note }: TuneState): Promise<PlanPrior | null> {
   const configFile = settings.namedInCommand[0]?.path;
   const inventory = deps.devices.inventory();
   const prior =
-    configFile === undefined
-      ? null
-      : await planPrior(state.documents.get(configFile)?.data, dirname(configFile), inventory, settings.capBytes, baseline.precision);
+    configFile === undefined ? null : await planPrior(documents.get(configFile)?.data, dirname(configFile), inventory, settings.capBytes, baseline.precision);
   if (prior !== null)
     note(
       `the plan seeds the first memory probe: ${prior.source} gives ${formatBytes(prior.bytesPerSample)} per sample over ${formatBytes(prior.fixedBytes)}, largest micro-batch ${prior.maxMicroBatch ?? "?"}`,
     );
-  const runIds = new Map<number, string | null>([[0, first.runId]]);
-  let searchIndex = 0;
+  return prior;
+}
+
+/** The search `--strategy` names; the two classic ones are there to compare against, and said so. */
+function searchOf(options: TuneOptions, note: (line: string) => void): typeof searchKnobs {
   const strategy = options.strategy ?? "brim";
   const search: typeof searchKnobs =
     strategy === "doubling-bisection"
@@ -333,81 +268,97 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
             })
         : searchKnobs;
   if (strategy !== "brim") note(`search strategy: ${strategy} (for comparison with brim's own)`);
-  const outcome = await search(
-    space,
-    {
-      run: async (knobs, purpose) => {
-        const index = searchIndex++;
-        // The search's first trial is the baseline by contract: trial 0 already ran it.
-        if (index === 0) return first.result;
-        const { result, runId } = await trial(knobs, index);
-        runIds.set(index, runId);
-        await recordTrial(record, deps.store, index, knobs, purpose, result, runId);
-        return result;
-      },
-    },
-    {
-      capBytes: settings.capBytes,
-      ...(prior !== null
-        ? {
-            prior: {
-              fixedBytes: prior.fixedBytes,
-              bytesPerSample: prior.bytesPerSample,
-              ...(prior.maxMicroBatch !== undefined ? { maxMicroBatch: prior.maxMicroBatch } : {}),
-            },
-          }
-        : {}),
-      maxTrials: options.maxTrials,
-      maxStepS: settings.window.windowS,
-      maxTimeS: Math.max(1, options.maxTimeS - (now() - tuneStartedAt)),
-      now,
-      stopWhen: () => (untrusted !== null ? "untrusted" : null),
-      onTrial: (event) => {
-        if (event.index === 0) return;
-        const progress = { ...event, plannedTotal: planned };
-        if (event.result === undefined) options.onTrialStart?.(progress);
-        else options.onTrialEnd?.({ ...progress, result: event.result, runId: runIds.get(event.index) ?? null });
-      },
-    },
-  );
-  record.trials = outcome.trials.map((t) => trialRecord(t.index, t.knobs, t.purpose, t.result, runIds.get(t.index) ?? null));
-  const baselineKnobs = outcome.trials[0]?.knobs ?? baseline;
-  const winnerKnobs = untrusted === null && outcome.stopReason !== "untrusted" ? outcome.best?.knobs : undefined;
-  let confirmation: Confirmation | null = null;
-  if (winnerKnobs !== undefined && knobsKey(winnerKnobs) !== knobsKey(baselineKnobs)) {
-    // the speedup printed is the one measured interleaved, A/B/A/B, never the search's own
-    const firstConfirm = Math.max(...outcome.trials.map((t) => t.index)) + 1;
-    let next = firstConfirm;
-    const durations: number[] = [];
-    const repeats = new Map<string, number[]>();
-    for (const t of outcome.trials) {
-      if (t.result.end !== "ok" || t.result.samplesPerSecond === null) continue;
-      repeats.set(knobsKey(t.knobs), [...(repeats.get(knobsKey(t.knobs)) ?? []), t.result.samplesPerSecond]);
-    }
-    const within = outcome.trials.map((t) => withinTrialNoise(t.result.stepSeconds)).filter((v): v is number => v !== null);
-    note(`confirming the winner: it and your configuration are measured again, interleaved (A/B/A/B), for the speedup and its interval`);
-    confirmation = await confirmWinner(
-      baselineKnobs,
-      winnerKnobs,
-      async (knobs, purpose) => {
-        const index = next++;
-        const pairs = Math.max(CONFIRM_PAIRS, Math.ceil((index - firstConfirm + 1) / 2));
-        const progress = { index, knobs, purpose, bestIndex: outcome.bestIndex, plannedTotal: firstConfirm + 2 * pairs };
-        options.onTrialStart?.(progress);
-        const { result, runId } = await trial(knobs, index);
-        durations.push(result.durationS);
-        options.onTrialEnd?.({ ...progress, result, runId });
-        await recordTrial(record, deps.store, index, knobs, purpose, result, runId);
-        return result;
-      },
-      [...repeats.values()],
-      trialNoise(within, []),
-      () => now() - tuneStartedAt + 2 * Math.max(...durations, 0) <= options.maxTimeS,
-    );
-  }
-  return finish(options, deps, state, outcome, interrupted ? "interrupted" : outcome.stopReason, confirmation);
+  return search;
 }
 
+/** The search over `space`: each trial recorded as it ends; the record's trials are the search's. */
+async function runSearch(
+  options: TuneOptions,
+  deps: TuneDeps,
+  state: TuneState,
+  baselineResult: TrialResult,
+  space: TuneSpace,
+  prior: PlanPrior | null,
+): Promise<SearchOutcome> {
+  const { record, runIds } = state;
+  let searchIndex = 0;
+  const runner: TrialRunner = {
+    run: async (knobs, purpose) => {
+      const index = searchIndex++;
+      // The search's first trial is the baseline by contract: trial 0 already ran it.
+      if (index === 0) return baselineResult;
+      const { result, runId } = await runOne(options, deps, state, knobs, index);
+      runIds.set(index, runId);
+      await recordTrial(record, deps.store, index, knobs, purpose, result, runId);
+      return result;
+    },
+  };
+  const outcome = await searchOf(options, state.note)(space, runner, searchOptions(options, state, prior));
+  record.trials = outcome.trials.map((t) => trialRecord(t.index, t.knobs, t.purpose, t.result, runIds.get(t.index) ?? null));
+  return outcome;
+}
+
+/** The search's budgets (the time left of the tune's), the plan's prior, and progress reported with the trial's run. */
+function searchOptions(options: TuneOptions, state: TuneState, prior: PlanPrior | null): SearchOptions {
+  const { settings, now, tuneStartedAt, runIds } = state;
+  return {
+    capBytes: settings.capBytes,
+    ...(prior !== null
+      ? {
+          prior: {
+            fixedBytes: prior.fixedBytes,
+            bytesPerSample: prior.bytesPerSample,
+            ...(prior.maxMicroBatch !== undefined ? { maxMicroBatch: prior.maxMicroBatch } : {}),
+          },
+        }
+      : {}),
+    maxTrials: options.maxTrials,
+    maxStepS: settings.window.windowS,
+    maxTimeS: Math.max(1, options.maxTimeS - (now() - tuneStartedAt)),
+    now,
+    stopWhen: () => (state.untrusted !== null ? "untrusted" : null),
+    onTrial: (event) => {
+      if (event.index === 0) return;
+      const progress = { ...event, plannedTotal: options.maxTrials };
+      if (event.result === undefined) options.onTrialStart?.(progress);
+      else options.onTrialEnd?.({ ...progress, result: event.result, runId: runIds.get(event.index) ?? null });
+    },
+  };
+}
+
+/** A winner other than the baseline is measured again against it, interleaved (A/B/A/B): the speedup printed is this one, never the search's own. */
+async function confirm(options: TuneOptions, deps: TuneDeps, state: TuneState, outcome: SearchOutcome): Promise<Confirmation | null> {
+  const { now, tuneStartedAt } = state;
+  const baselineKnobs = outcome.trials[0]?.knobs ?? state.baseline;
+  const winnerKnobs = state.untrusted === null && outcome.stopReason !== "untrusted" ? outcome.best?.knobs : undefined;
+  if (winnerKnobs === undefined || knobsKey(winnerKnobs) === knobsKey(baselineKnobs)) return null;
+  const firstConfirm = Math.max(...outcome.trials.map((t) => t.index)) + 1;
+  let next = firstConfirm;
+  const durations: number[] = [];
+  const repeats = repeatedRates(outcome.trials.filter((t) => t.result.end === "ok" && t.result.samplesPerSecond !== null));
+  const within = outcome.trials.map((t) => withinTrialNoise(t.result.stepSeconds)).filter((v): v is number => v !== null);
+  state.note(`confirming the winner: it and your configuration are measured again, interleaved (A/B/A/B), for the speedup and its interval`);
+  return confirmWinner(
+    baselineKnobs,
+    winnerKnobs,
+    async (knobs, purpose) => {
+      const index = next++;
+      const pairs = Math.max(CONFIRM_PAIRS, Math.ceil((index - firstConfirm + 1) / 2));
+      const progress = { index, knobs, purpose, bestIndex: outcome.bestIndex, plannedTotal: firstConfirm + 2 * pairs };
+      options.onTrialStart?.(progress);
+      const { result, runId } = await runOne(options, deps, state, knobs, index);
+      durations.push(result.durationS);
+      options.onTrialEnd?.({ ...progress, result, runId });
+      await recordTrial(state.record, deps.store, index, knobs, purpose, result, runId);
+      return result;
+    },
+    repeats,
+    trialNoise(within, []),
+    () => now() - tuneStartedAt + 2 * Math.max(...durations, 0) <= options.maxTimeS,
+  );
+}
+
+/** The record: the winner and its speedup, the memory line, what still limits, advice when none won; written and returned. */
 async function finish(
   options: TuneOptions,
   deps: TuneDeps,
@@ -468,9 +419,14 @@ async function finish(
 function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], best: number | null): TrialContext {
   const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0 && m.result.samplesPerSecond !== null);
   const within = ok.map((m) => withinTrialNoise(m.result.stepSeconds)).filter((v): v is number => v !== null);
+  return { best, noise: Math.max(DEFAULT_STABLE_WITHIN, trialNoise(within, repeatedRates(ok))) };
+}
+
+/** The throughputs of each configuration, grouped by its knobs, in the order first measured. */
+function repeatedRates(ok: readonly { knobs: Knobs; result: TrialResult }[]): number[][] {
   const repeats = new Map<string, number[]>();
   for (const m of ok) repeats.set(knobsKey(m.knobs), [...(repeats.get(knobsKey(m.knobs)) ?? []), m.result.samplesPerSecond as number]);
-  return { best, noise: Math.max(DEFAULT_STABLE_WITHIN, trialNoise(within, [...repeats.values()])) };
+  return [...repeats.values()];
 }
 
 function interruptedResult(): TrialResult {

@@ -12,8 +12,8 @@
  */
 import { formatBytes } from "../../bytes.ts";
 import { MARGIN_FLOOR, MARGIN_SINGLE } from "../memory-line.ts";
-import type { Knobs, SearchTrial } from "../types.ts";
-import { knobsKey } from "./axis.ts";
+import type { Knobs, SearchOptions, SearchTrial } from "../types.ts";
+import { knobsKey, type MicroAxis } from "./axis.ts";
 import { didNotFit, peakOf, ranAsGiven } from "./ledger.ts";
 import { compareThroughput, gapBound, type CurvePoint } from "./noise.ts";
 import { pct, rate, type Searcher } from "./searcher.ts";
@@ -95,170 +95,257 @@ function trialsIn(s: Searcher, context: Knobs): SearchTrial[] {
   return s.ledger.trials.filter((t) => s.axis.microOf(t.knobs) !== null && knobsKey(s.axis.contextOf(t.knobs)) === key);
 }
 
-function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean): Probe | null {
+/** What the trials of one context and its memory family say about the micro-batch axis, read once per probe. */
+interface Facts {
+  axis: MicroAxis;
+  cap: number;
+  /** the trials of this context that carry a micro-batch */
+  here: SearchTrial[];
+  tried: Set<number>;
+  memFails: SearchTrial[];
+  otherFails: SearchTrial[];
+  /** the smallest micro-batch that did not run (Infinity: none) */
+  minFail: number;
+  /** the largest micro-batch allowed: at most the axis's, below every failure */
+  hard: number;
+  /** the largest micro-batch the family's memory line allows, null without a line */
+  lineEdge: number | null;
+  /** the plan's prior, for the baseline's context only */
+  prior: SearchOptions["prior"];
+  predictAt: (m: number) => { peakBytes: number; marginBytes: number } | null;
+  predicted: (m: number) => number | null;
+  /** the measured curve: mean throughput by micro-batch, ascending */
+  points: CurvePoint[];
+}
+
+function factsOf(s: Searcher, context: Knobs, family: number, first: boolean): Facts {
   const { axis, options, memory } = s;
-  const cap = options.capBytes;
   const here = trialsIn(s, context);
-  const tried = new Set(here.map((t) => axis.microOf(t.knobs) ?? 0));
   const memFails = memory.memoryFailures(family);
   // a crash or hang at a micro-batch is taken as "too big" for this context too: nothing says it is not
   // a slower trial is a measured point of the curve, not a failure
   const otherFails = here.filter((t) => !ranAsGiven(t.result) && !didNotFit(t.result) && t.result.end !== "interrupted" && t.result.end !== "slower");
   const minFail = Math.min(...[...memFails, ...otherFails].map((t) => axis.microOf(t.knobs) ?? Infinity));
-  const hard = Math.min(axis.max, minFail - 1);
-  const limit = memory.limit(family);
-  const prior = first ? options.prior : undefined;
-  const predicted = (m: number): number | null => memory.predict(family, m)?.peakBytes ?? null;
+  const predictAt = (m: number): { peakBytes: number; marginBytes: number } | null => memory.predict(family, m);
+  return {
+    axis,
+    cap: options.capBytes,
+    here,
+    tried: new Set(here.map((t) => axis.microOf(t.knobs) ?? 0)),
+    memFails,
+    otherFails,
+    minFail,
+    hard: Math.min(axis.max, minFail - 1),
+    lineEdge: memory.limit(family)?.microBatch ?? null,
+    prior: first ? options.prior : undefined,
+    predictAt,
+    predicted: (m) => predictAt(m)?.peakBytes ?? null,
+    points: s
+      .inContext(context)
+      .map((e) => ({ x: axis.microOf(e.knobs) ?? 0, y: e.mean }))
+      .sort((a, b) => a.x - b.x),
+  };
+}
 
-  const points: CurvePoint[] = s
-    .inContext(context)
-    .map((e) => ({ x: axis.microOf(e.knobs) ?? 0, y: e.mean }))
-    .sort((a, b) => a.x - b.x);
-
-  if (points.length === 0) {
-    if (!Number.isFinite(minFail)) return null;
-    const priorLimit =
-      prior === undefined
-        ? undefined
-        : (prior.maxMicroBatch ?? (prior.bytesPerSample > 0 ? (cap * (1 - MARGIN_SINGLE) - prior.fixedBytes) / prior.bytesPerSample : undefined));
-    const target = priorLimit !== undefined && priorLimit >= 1 ? PRIOR_REACH * priorLimit : minFail / GROWTH;
-    const lowest = axis.lowest();
-    const m = axis.atMost(Math.min(target, hard)) ?? (lowest <= hard ? lowest : null);
-    if (m === null || tried.has(m)) return null;
-    return { m, purpose: `look lower: micro-batch ${minFail} did not run`, predictedPeakBytes: predicted(m), gain: Infinity };
-  }
-
-  const top = points[points.length - 1] as CurvePoint;
-  const best = Math.max(...points.map((p) => p.y));
-  const topPeaks = here.filter((t) => axis.microOf(t.knobs) === top.x && ranAsGiven(t.result)).map((t) => peakOf(t.result) ?? 0);
-  const topPeak = topPeaks.length > 0 ? Math.max(...topPeaks) : null;
-
-  // how far memory lets the micro-batch go: the line with its margin; with one point, the plan's bytes
-  // per sample anchored at the measured peak, else the worst case of a line through the origin (all of
-  // the peak grows with the micro-batch)
-  let edge: number;
-  let edgePeak: (m: number) => number | null;
-  let reachTarget = GROWTH * top.x;
-  let basis: "line" | "plan" | "worst case" | "none";
-  if (limit !== null) {
-    edge = limit.microBatch;
-    edgePeak = predicted;
-    basis = "line";
-  } else if (topPeak !== null && prior !== undefined && prior.bytesPerSample > 0) {
-    const slope = prior.bytesPerSample;
-    edge = Math.floor(top.x + (cap * (1 - MARGIN_SINGLE) - topPeak) / slope);
-    edgePeak = (m) => topPeak + slope * (m - top.x);
-    reachTarget = Math.min(top.x + PRIOR_REACH * (edge - top.x), GROWTH * GROWTH * top.x);
-    basis = "plan";
-  } else if (topPeak !== null && topPeak > 0) {
-    edge = Math.floor((top.x * cap * (1 - MARGIN_SINGLE)) / topPeak);
-    edgePeak = (m) => (topPeak * m) / top.x;
-    basis = "worst case";
-  } else {
-    edge = top.x;
-    edgePeak = () => null;
-    basis = "none";
-  }
-  // what already ran with the floor margin free is known to fit, and a line through the origin is the
-  // worst case of any line with a non-negative fixed part: the edge is never below either
-  const knownGood = here
-    .filter((t) => ranAsGiven(t.result) && (peakOf(t.result) ?? Infinity) <= cap * (1 - MARGIN_FLOOR))
-    .map((t) => axis.microOf(t.knobs) ?? 0);
-  const worstCase = topPeak !== null && topPeak > 0 ? Math.floor((top.x * cap * (1 - MARGIN_SINGLE)) / topPeak) : 0;
-  if (basis === "line" && worstCase > edge) {
-    edge = worstCase;
-    edgePeak = (m) => (topPeak === null ? null : (topPeak * m) / top.x);
-    basis = "worst case";
-  }
-  edge = Math.min(Math.max(edge, ...knownGood), hard);
-  // a micro-batch the line said would fit did not: near the cap the line is not to be trusted, so halve the distance
-  const surprised = memFails.some((t) => t.predictedPeakBytes !== null && t.predictedPeakBytes !== undefined && t.predictedPeakBytes <= cap);
-  // a crash above the largest that ran (e.g. a batch larger than the dataset) bounds the axis, not
-  // memory: bisect toward it instead of walking down from it one by one
-  const crashedAbove = otherFails.some((t) => (axis.microOf(t.knobs) ?? 0) > top.x);
-  if ((surprised || crashedAbove) && Number.isFinite(minFail)) reachTarget = Math.min(reachTarget, (top.x + minFail) / 2);
-  // a micro-batch whose single step would outlast the measurement window cannot be measured in it
-  const maxStep = options.maxStepS;
-  const topSteps = here.filter((t) => axis.microOf(t.knobs) === top.x && ranAsGiven(t.result)).flatMap((t) => t.result.stepSeconds);
-  const topStep = median(topSteps);
-  const stepLimit = maxStep !== undefined && topStep !== null && topStep > 0 ? Math.floor((top.x * maxStep) / topStep) : Infinity;
-  if (Number.isFinite(stepLimit) && stepLimit < Math.min(edge, reachTarget) && !s.stepCapped.has(family)) {
+/** The next micro-batch to measure in `context`, or null when no gap promises more than the noise. */
+function nextProbe(s: Searcher, context: Knobs, family: number, first: boolean): Probe | null {
+  const f = factsOf(s, context, family, first);
+  if (f.points.length === 0) return lookLower(f);
+  const top = f.points[f.points.length - 1] as CurvePoint;
+  const best = Math.max(...f.points.map((p) => p.y));
+  const topPeak = peakAt(f, top.x);
+  const edge = memoryEdge(f, top, topPeak);
+  const crashed = crashedAbove(f, top);
+  const target = reachTarget(f, edge, top, crashed);
+  const steps = stepLimit(f, top, s.options.maxStepS);
+  if (Number.isFinite(steps.limit) && steps.limit < Math.min(edge.edge, target) && !s.stepCapped.has(family)) {
     s.stepCapped.add(family);
     s.notes.push(
-      `micro-batches above ${Math.max(stepLimit, top.x)} not tried: a step there would take more than the ${maxStep} s measurement window (micro-batch ${top.x} took ${topStep?.toFixed(1)} s a step; raise --window to go further)`,
+      `micro-batches above ${Math.max(steps.limit, top.x)} not tried: a step there would take more than the ${s.options.maxStepS} s measurement window (micro-batch ${top.x} took ${steps.topStep?.toFixed(1)} s a step; raise --window to go further)`,
     );
   }
-  const reach = axis.atMost(Math.min(edge, reachTarget, stepLimit));
-
-  const noise = s.ledger.noise();
+  const reach = f.axis.atMost(Math.min(edge.edge, target, steps.limit));
+  const upward = upwardProbe(f, reach, top, best, edge, crashed);
+  const below = first ? belowProbe(f, best, topPeak) : null;
+  const probes = [...(upward === null ? [] : [upward]), ...gapProbes(f, best, topPeak), ...(below === null ? [] : [below])];
   // the bound comes from noisy means, so a gain smaller than one trial's noise is not worth a trial
-  const threshold = Math.max(GAIN_MIN, noise);
-  const probes: Probe[] = [];
-  if (reach !== null && reach > top.x && !tried.has(reach)) {
-    const gain = gapBound(points, points.length - 1, top.x, reach).bound / best - 1;
-    const towardEdge = reach === axis.atMost(edge);
-    let purpose: string;
-    if (crashedAbove && reach < minFail - 1) {
-      const above = otherFails.find((t) => axis.microOf(t.knobs) === minFail)?.result;
-      const how =
-        above === undefined
-          ? "failed"
-          : above.end === "time_limit"
-            ? "ran past the trial time (slow, not out of memory)"
-            : `ended ${above.end}${above.failure ? ` (${above.failure.cause})` : ""}, not for lack of memory`;
-      purpose = `bisect: micro-batch ${reach}, between ${top.x} that ran and ${minFail} that ${how}`;
-    } else if (basis === "plan") {
-      purpose = `memory probe: micro-batch ${reach} (the plan's ${formatBytes(prior?.bytesPerSample ?? 0)} per sample predicts ${formatBytes(edgePeak(reach) ?? 0)})`;
-    } else if (basis === "worst case") {
-      purpose = `memory probe: micro-batch ${reach} (×${(reach / top.x).toFixed(1)} the largest that ran; at most ${formatBytes(edgePeak(reach) ?? 0)} even if all memory grew with the micro-batch)`;
-    } else {
-      const at = memory.predict(family, reach);
-      purpose = towardEdge
-        ? `edge probe: micro-batch ${reach}, the largest the memory line allows (predicted ${formatBytes(at?.peakBytes ?? 0)} + margin ${formatBytes(at?.marginBytes ?? 0)} of cap ${formatBytes(cap)})`
-        : `memory probe: micro-batch ${reach} (×${(reach / top.x).toFixed(1)} the largest that ran, toward the line's limit ${edge})`;
-    }
-    probes.push({ m: reach, purpose, predictedPeakBytes: edgePeak(reach), gain });
+  return choose(probes, top, Math.max(GAIN_MIN, s.ledger.noise()));
+}
+
+/** Nothing in this context ran: a micro-batch below the smallest that failed, toward the plan's limit when there is one. */
+function lookLower(f: Facts): Probe | null {
+  const { prior, cap, minFail, hard, axis } = f;
+  if (!Number.isFinite(minFail)) return null;
+  const priorLimit =
+    prior === undefined
+      ? undefined
+      : (prior.maxMicroBatch ?? (prior.bytesPerSample > 0 ? (cap * (1 - MARGIN_SINGLE) - prior.fixedBytes) / prior.bytesPerSample : undefined));
+  const target = priorLimit !== undefined && priorLimit >= 1 ? PRIOR_REACH * priorLimit : minFail / GROWTH;
+  const lowest = axis.lowest();
+  const m = axis.atMost(Math.min(target, hard)) ?? (lowest <= hard ? lowest : null);
+  if (m === null || f.tried.has(m)) return null;
+  return { m, purpose: `look lower: micro-batch ${minFail} did not run`, predictedPeakBytes: f.predicted(m), gain: Infinity };
+}
+
+/** The trials at micro-batch `m` that ran as given. */
+function ranAt(f: Facts, m: number): SearchTrial[] {
+  return f.here.filter((t) => f.axis.microOf(t.knobs) === m && ranAsGiven(t.result));
+}
+
+/** The highest peak measured at micro-batch `m`, null when none ran there. */
+function peakAt(f: Facts, m: number): number | null {
+  const peaks = ranAt(f, m).map((t) => peakOf(t.result) ?? 0);
+  return peaks.length > 0 ? Math.max(...peaks) : null;
+}
+
+/** How far memory lets the micro-batch go, what a probe there would peak at, and how far the next upward probe aims. */
+interface Edge {
+  edge: number;
+  peakAt: (m: number) => number | null;
+  target: number;
+  basis: "line" | "plan" | "worst case" | "none";
+}
+
+// how far memory lets the micro-batch go: the line with its margin; with one point, the plan's bytes
+// per sample anchored at the measured peak, else the worst case of a line through the origin (all of
+// the peak grows with the micro-batch)
+function edgeBasis(f: Facts, top: CurvePoint, topPeak: number | null): Edge {
+  const { cap, prior } = f;
+  if (f.lineEdge !== null) return { edge: f.lineEdge, peakAt: f.predicted, target: GROWTH * top.x, basis: "line" };
+  if (topPeak !== null && prior !== undefined && prior.bytesPerSample > 0) {
+    const slope = prior.bytesPerSample;
+    const edge = Math.floor(top.x + (cap * (1 - MARGIN_SINGLE) - topPeak) / slope);
+    const target = Math.min(top.x + PRIOR_REACH * (edge - top.x), GROWTH * GROWTH * top.x);
+    return { edge, peakAt: (m) => topPeak + slope * (m - top.x), target, basis: "plan" };
   }
+  if (topPeak !== null && topPeak > 0) {
+    return {
+      edge: Math.floor((top.x * cap * (1 - MARGIN_SINGLE)) / topPeak),
+      peakAt: (m) => (topPeak * m) / top.x,
+      target: GROWTH * top.x,
+      basis: "worst case",
+    };
+  }
+  return { edge: top.x, peakAt: () => null, target: GROWTH * top.x, basis: "none" };
+}
+
+/** {@link edgeBasis}, never below what is known to fit, and at most {@link Facts.hard}. */
+function memoryEdge(f: Facts, top: CurvePoint, topPeak: number | null): Edge {
+  const { cap } = f;
+  const e = edgeBasis(f, top, topPeak);
+  // what already ran with the floor margin free is known to fit, and a line through the origin is the
+  // worst case of any line with a non-negative fixed part: the edge is never below either
+  const knownGood = f.here
+    .filter((t) => ranAsGiven(t.result) && (peakOf(t.result) ?? Infinity) <= cap * (1 - MARGIN_FLOOR))
+    .map((t) => f.axis.microOf(t.knobs) ?? 0);
+  const worstCase = topPeak !== null && topPeak > 0 ? Math.floor((top.x * cap * (1 - MARGIN_SINGLE)) / topPeak) : 0;
+  const raised: Edge =
+    e.basis === "line" && worstCase > e.edge
+      ? { ...e, edge: worstCase, peakAt: (m) => (topPeak === null ? null : (topPeak * m) / top.x), basis: "worst case" }
+      : e;
+  return { ...raised, edge: Math.min(Math.max(raised.edge, ...knownGood), f.hard) };
+}
+
+/** A crash above the largest that ran (e.g. a batch larger than the dataset): it bounds the axis, not memory. */
+function crashedAbove(f: Facts, top: CurvePoint): boolean {
+  return f.otherFails.some((t) => (f.axis.microOf(t.knobs) ?? 0) > top.x);
+}
+
+/** How far the next upward probe aims: halfway to the smallest failure after a surprise or a crash above. */
+function reachTarget(f: Facts, edge: Edge, top: CurvePoint, crashed: boolean): number {
+  // a micro-batch the line said would fit did not: near the cap the line is not to be trusted, so halve the distance
+  const surprised = f.memFails.some((t) => t.predictedPeakBytes !== null && t.predictedPeakBytes !== undefined && t.predictedPeakBytes <= f.cap);
+  // after a crash above, bisect toward it instead of walking down from it one by one
+  return (surprised || crashed) && Number.isFinite(f.minFail) ? Math.min(edge.target, (top.x + f.minFail) / 2) : edge.target;
+}
+
+/** A micro-batch whose single step would outlast the measurement window cannot be measured in it: the largest that can. */
+function stepLimit(f: Facts, top: CurvePoint, maxStep: number | undefined): { limit: number; topStep: number | null } {
+  const topStep = median(ranAt(f, top.x).flatMap((t) => t.result.stepSeconds));
+  return { limit: maxStep !== undefined && topStep !== null && topStep > 0 ? Math.floor((top.x * maxStep) / topStep) : Infinity, topStep };
+}
+
+/** The probe above the largest micro-batch that ran, when `reach` is above it and new. */
+function upwardProbe(f: Facts, reach: number | null, top: CurvePoint, best: number, edge: Edge, crashed: boolean): Probe | null {
+  if (reach === null || reach <= top.x || f.tried.has(reach)) return null;
+  const gain = gapBound(f.points, f.points.length - 1, top.x, reach).bound / best - 1;
+  return { m: reach, purpose: upwardPurpose(f, reach, top, edge, crashed), predictedPeakBytes: edge.peakAt(reach), gain };
+}
+
+function upwardPurpose(f: Facts, reach: number, top: CurvePoint, edge: Edge, crashed: boolean): string {
+  const { minFail, axis, cap } = f;
+  if (crashed && reach < minFail - 1) {
+    const above = f.otherFails.find((t) => axis.microOf(t.knobs) === minFail)?.result;
+    const how =
+      above === undefined
+        ? "failed"
+        : above.end === "time_limit"
+          ? "ran past the trial time (slow, not out of memory)"
+          : `ended ${above.end}${above.failure ? ` (${above.failure.cause})` : ""}, not for lack of memory`;
+    return `bisect: micro-batch ${reach}, between ${top.x} that ran and ${minFail} that ${how}`;
+  }
+  if (edge.basis === "plan") {
+    return `memory probe: micro-batch ${reach} (the plan's ${formatBytes(f.prior?.bytesPerSample ?? 0)} per sample predicts ${formatBytes(edge.peakAt(reach) ?? 0)})`;
+  }
+  if (edge.basis === "worst case") {
+    return `memory probe: micro-batch ${reach} (×${(reach / top.x).toFixed(1)} the largest that ran; at most ${formatBytes(edge.peakAt(reach) ?? 0)} even if all memory grew with the micro-batch)`;
+  }
+  const at = f.predictAt(reach);
+  return reach === axis.atMost(edge.edge)
+    ? `edge probe: micro-batch ${reach}, the largest the memory line allows (predicted ${formatBytes(at?.peakBytes ?? 0)} + margin ${formatBytes(at?.marginBytes ?? 0)} of cap ${formatBytes(cap)})`
+    : `memory probe: micro-batch ${reach} (×${(reach / top.x).toFixed(1)} the largest that ran, toward the line's limit ${edge.edge})`;
+}
+
+/** A probe in each gap between measured micro-batches, where the curve's concave bound peaks. */
+function gapProbes(f: Facts, best: number, topPeak: number | null): Probe[] {
+  const { points, axis } = f;
+  const probes: Probe[] = [];
   for (let i = 0; i + 1 < points.length; i++) {
     const lo = (points[i] as CurvePoint).x;
     const hi = (points[i + 1] as CurvePoint).x;
     const g = gapBound(points, i, lo, hi);
     const where = g.at === null ? Math.sqrt(lo * hi) : Math.min(Math.max(g.at, lo + 0.25 * (hi - lo)), hi - 0.25 * (hi - lo));
     const m = axis.between(lo, hi, where);
-    if (m === null || tried.has(m)) continue;
+    if (m === null || f.tried.has(m)) continue;
     const gain = g.bound / best - 1;
     probes.push({
       m,
       purpose: `throughput: micro-batch ${m}, between ${lo} and ${hi} (the curve could reach ${Number.isFinite(gain) ? `+${pct(gain)}` : "higher"} there)`,
-      predictedPeakBytes: predicted(m) ?? topPeak,
+      predictedPeakBytes: f.predicted(m) ?? topPeak,
       gain,
     });
   }
+  return probes;
+}
+
+/** A probe below the smallest measured; asked only on the first context: a later knob change keeps the curve's shape below. */
+function belowProbe(f: Facts, best: number, topPeak: number | null): Probe | null {
+  const { points, axis } = f;
   const lowest = axis.lowest();
   const bottom = points[0] as CurvePoint;
-  // below the smallest measured only on the first context: a later knob change keeps the curve's shape below
-  if (first && lowest < bottom.x) {
-    const g = gapBound(points, -1, lowest, bottom.x);
-    const where = g.at === null ? Math.sqrt(lowest * bottom.x) : Math.min(Math.max(g.at, lowest), bottom.x - 0.25 * (bottom.x - lowest));
-    const m = axis.between(lowest - 1, bottom.x, where);
-    if (m !== null && !tried.has(m)) {
-      const gain = g.bound / best - 1;
-      probes.push({
-        m,
-        purpose: `throughput: micro-batch ${m}, below ${bottom.x} (is a smaller micro-batch faster?)`,
-        predictedPeakBytes: predicted(m) ?? topPeak,
-        gain,
-      });
-    }
-  }
+  if (lowest >= bottom.x) return null;
+  const g = gapBound(points, -1, lowest, bottom.x);
+  const where = g.at === null ? Math.sqrt(lowest * bottom.x) : Math.min(Math.max(g.at, lowest), bottom.x - 0.25 * (bottom.x - lowest));
+  const m = axis.between(lowest - 1, bottom.x, where);
+  if (m === null || f.tried.has(m)) return null;
+  return {
+    m,
+    purpose: `throughput: micro-batch ${m}, below ${bottom.x} (is a smaller micro-batch faster?)`,
+    predictedPeakBytes: f.predicted(m) ?? topPeak,
+    gain: g.bound / best - 1,
+  };
+}
+
+/** The probe to run: the upward one when it promises enough, else the gap that promises most over `threshold`. */
+function choose(probes: Probe[], top: CurvePoint, threshold: number): Probe | null {
   // outward first: a probe above the largest also bounds the gaps below it
   // a trial above the largest costs its steps ×(reach / top) longer: an extrapolated promise must pay for that
   const [upward] = probes;
   const upThreshold = upward === undefined ? threshold : Math.max(threshold, 2 * GAIN_MIN * (upward.m / top.x));
   if (upward !== undefined && upward.m > top.x && upward.gain > upThreshold) return upward;
-  if (upward !== undefined && upward.m > top.x && upward.gain <= upThreshold) probes.shift();
+  const rest = upward !== undefined && upward.m > top.x && upward.gain <= upThreshold ? probes.slice(1) : probes;
   let chosen: Probe | null = null;
-  for (const p of probes) if (p.gain > threshold && (chosen === null || p.gain > chosen.gain)) chosen = p;
+  for (const p of rest) if (p.gain > threshold && (chosen === null || p.gain > chosen.gain)) chosen = p;
   return chosen;
 }
 
