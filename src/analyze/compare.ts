@@ -68,6 +68,26 @@ function utilization(r: ComparedRun): number | null {
   return r.device === "gpu" ? r.measures.gpu_util_mean : r.measures.tree_cpu_percent_mean;
 }
 
+/** One row: both values as a person reads them, and the change where both are known. */
+function row<T extends number | string>(
+  key: ComparisonRow["key"],
+  label: string,
+  before: T | null,
+  after: T | null,
+  text: (value: T | null) => string,
+  change: (before: T, after: T) => string,
+): ComparisonRow {
+  return {
+    key,
+    label,
+    before,
+    after,
+    before_text: text(before),
+    after_text: text(after),
+    change: before !== null && after !== null ? change(before, after) : "",
+  };
+}
+
 function signed(value: number, text: string): string {
   return `${value > 0 ? "+" : value < 0 ? "−" : "±"}${text}`;
 }
@@ -85,84 +105,30 @@ function signed(value: number, text: string): string {
 export function compareRuns(before: ComparedRun, after: ComparedRun): Comparison {
   const b = before.measures;
   const a = after.measures;
-  const rows: ComparisonRow[] = [];
   const plain = (v: number | null): string => (v === null ? "n/a" : String(v));
-  rows.push({
-    key: "micro_batch",
-    label: "micro-batch",
-    before: b.micro_batch,
-    after: a.micro_batch,
-    before_text: plain(b.micro_batch),
-    after_text: plain(a.micro_batch),
-    change:
-      b.micro_batch !== null && a.micro_batch !== null && b.micro_batch > 0 && a.micro_batch !== b.micro_batch
-        ? `×${formatRate(a.micro_batch / b.micro_batch)}`
-        : "",
-  });
-  rows.push({
-    key: "accumulation",
-    label: "accumulation",
-    before: b.accumulation,
-    after: a.accumulation,
-    before_text: plain(b.accumulation),
-    after_text: plain(a.accumulation),
-    change: b.accumulation !== null && a.accumulation !== null && a.accumulation !== b.accumulation ? `${b.accumulation} → ${a.accumulation}` : "",
-  });
-  rows.push({
-    key: "precision",
-    label: "precision",
-    before: b.precision,
-    after: a.precision,
-    before_text: b.precision ?? "unknown",
-    after_text: a.precision ?? "unknown",
-    change: b.precision !== null && a.precision !== null && a.precision !== b.precision ? "changed" : "",
-  });
-  const pb = peakMemory(before);
-  const pa = peakMemory(after);
-  rows.push({
-    key: "peak_memory",
-    label: before.device === "gpu" ? "peak GPU memory" : "peak RSS",
-    before: pb,
-    after: pa,
-    before_text: formatMaybeBytes(pb),
-    after_text: formatMaybeBytes(pa),
-    change: pb !== null && pa !== null ? signed(pa - pb, formatMaybeBytes(Math.abs(pa - pb))) : "",
-  });
-  rows.push({
-    key: "samples_per_s",
-    label: "samples/s",
-    before: b.samples_per_s,
-    after: a.samples_per_s,
-    before_text: formatRate(b.samples_per_s),
-    after_text: formatRate(a.samples_per_s),
-    change:
-      b.samples_per_s !== null && a.samples_per_s !== null
-        ? signed(a.samples_per_s - b.samples_per_s, formatRate(Math.abs(a.samples_per_s - b.samples_per_s)))
-        : "",
-  });
-  const ub = utilization(before);
-  const ua = utilization(after);
-  rows.push({
-    key: "utilization",
-    label: before.device === "gpu" ? "GPU utilization" : "CPU of the job (100 % = one core)",
-    before: ub,
-    after: ua,
-    before_text: formatPercent(ub),
-    after_text: formatPercent(ua),
-    change: ub !== null && ua !== null ? signed(ua - ub, `${Math.abs(ua - ub).toFixed(0)} pts`) : "",
-  });
-  rows.push({
-    key: "data_wait_share",
-    label: "data wait",
-    before: b.data_wait_share,
-    after: a.data_wait_share,
-    before_text: formatShare(b.data_wait_share),
-    after_text: formatShare(a.data_wait_share),
-    change:
-      b.data_wait_share !== null && a.data_wait_share !== null
-        ? signed(a.data_wait_share - b.data_wait_share, `${(100 * Math.abs(a.data_wait_share - b.data_wait_share)).toFixed(1)} pts`)
-        : "",
-  });
+  const gpu = before.device === "gpu";
+  const rows: ComparisonRow[] = [
+    row("micro_batch", "micro-batch", b.micro_batch, a.micro_batch, plain, (x, y) => (x > 0 && y !== x ? `×${formatRate(y / x)}` : "")),
+    row("accumulation", "accumulation", b.accumulation, a.accumulation, plain, (x, y) => (y !== x ? `${x} → ${y}` : "")),
+    row(
+      "precision",
+      "precision",
+      b.precision,
+      a.precision,
+      (v) => v ?? "unknown",
+      (x, y) => (y !== x ? "changed" : ""),
+    ),
+    row("peak_memory", gpu ? "peak GPU memory" : "peak RSS", peakMemory(before), peakMemory(after), formatMaybeBytes, (x, y) =>
+      signed(y - x, formatMaybeBytes(Math.abs(y - x))),
+    ),
+    row("samples_per_s", "samples/s", b.samples_per_s, a.samples_per_s, formatRate, (x, y) => signed(y - x, formatRate(Math.abs(y - x)))),
+    row("utilization", gpu ? "GPU utilization" : "CPU of the job (100 % = one core)", utilization(before), utilization(after), formatPercent, (x, y) =>
+      signed(y - x, `${Math.abs(y - x).toFixed(0)} pts`),
+    ),
+    row("data_wait_share", "data wait", b.data_wait_share, a.data_wait_share, formatShare, (x, y) =>
+      signed(y - x, `${(100 * Math.abs(y - x)).toFixed(1)} pts`),
+    ),
+  ];
   const speedup = b.samples_per_s !== null && a.samples_per_s !== null && b.samples_per_s > 0 ? a.samples_per_s / b.samples_per_s : null;
   rows.push({
     key: "speedup",
