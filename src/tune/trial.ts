@@ -168,6 +168,7 @@ export async function runTrial(
 class TrialWatch {
   verdict: { stop: WindowStop; detail: string; bound?: number; rate?: number } | null = null;
   timedOut = false;
+  #ended = false;
   /** where a trial that made no step was stuck at its time limit (its stacks), when it could tell */
   stuck: { file: string | null; top: string | null } | null = null;
   readonly #settings: TrialSettings;
@@ -217,6 +218,7 @@ class TrialWatch {
   }
 
   end(): void {
+    this.#ended = true;
     for (const timer of [this.#timer, this.#limit, this.#backstop]) if (timer !== null) clearTimeout(timer);
   }
 
@@ -260,6 +262,8 @@ class TrialWatch {
         // no step at all: where it is stuck, while it is alive (a start-up that never ends, a lock)
         this.stuck = (await control.dumpStacks()).find((dump) => dump.file !== null) ?? null;
         if (this.stuck !== null) where = `; stacks in ${this.stuck.file}${this.stuck.top !== null ? ` (at ${this.stuck.top})` : ""}`;
+        // the job may have ended on its own while its stacks were asked for: nothing left to stop
+        if (this.#ended) return;
       }
     }
     control.stop(`brim tune ended the trial at its time limit of ${this.#settings.timeLimitS} s${where}`, 2);
