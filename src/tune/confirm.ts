@@ -133,7 +133,8 @@ export async function confirmWinner(
     const before = await trial(baseline, `confirm ${pair}/${of}: your configuration (A), interleaved with the winner`);
     if (before.end === "interrupted") return current;
     const after = await trial(winner, `confirm ${pair}/${of}: the winner (B), interleaved with your configuration`);
-    if (after.end === "interrupted") return current;
+    // a winner that spills once is not safe to apply, whatever its speed: no more pairs
+    if (after.end === "interrupted" || after.end === "cap_exceeded") return current;
     if (before.end === "ok" && after.end === "ok" && before.samplesPerSecond !== null && after.samplesPerSecond !== null) {
       a.push(before.samplesPerSecond);
       b.push(after.samplesPerSecond);
@@ -192,6 +193,20 @@ export function confirmationOutcome(
       winner: null,
       confirmation: { verdict: "no_gain", speedup: null, low: null, high: null, noise, df: null, baseline_rates: [], winner_rates: [] },
       advice: { reason: `no gain beyond noise: nothing tried beat your configuration beyond the measured noise${noiseText}`, next },
+    };
+  }
+  const again = record.trials.filter(
+    (trial) => trial.purpose.startsWith("confirm") && deltaText(trial.knobs, winner.knobs) === "" && deltaText(winner.knobs, trial.knobs) === "",
+  );
+  const spilled = again.filter((trial) => trial.end === "cap_exceeded");
+  if (spilled.length > 0) {
+    return {
+      winner: null,
+      confirmation: null,
+      advice: {
+        reason: `the best configuration found (${delta}) went over the cap in ${spilled.length} of its ${again.length} re-measure(s): it sits on the memory edge, so it is not safe to apply`,
+        next: "tune again with --strategy brim (it keeps a margin under the cap) or a lower --cap",
+      },
     };
   }
   if (confirmation === null) {

@@ -72,7 +72,7 @@ describe("the confirmation of a winner (interleaved A/B, speedup with its interv
   });
 
   it("turns the search's winner into a confirmed winner, no gain (no winner, nothing to apply) or unconfirmed", () => {
-    const trials = [{ index: 0, knobs: { batch_size: 32 } }] as unknown as Parameters<typeof confirmationOutcome>[0]["trials"];
+    const trials = [{ index: 0, knobs: { batch_size: 32 }, purpose: "baseline" }] as unknown as Parameters<typeof confirmationOutcome>[0]["trials"];
     const winner = { index: 3, knobs: { batch_size: 128 }, speedup: 1.9 };
     const confirmed = confirmationOutcome({ winner, trials }, confirmSpeedup([100, 100], [150, 151], [], 0.01), 0.02);
     expect(confirmed?.winner?.speedup).toBeCloseTo(Math.sqrt(150 * 151) / 100, 6);
@@ -87,7 +87,7 @@ describe("the confirmation of a winner (interleaved A/B, speedup with its interv
     expect(alone?.winner).toBeNull();
     expect(alone?.confirmation).toBeNull();
     expect(alone?.advice?.reason).toMatch(/^nothing but your configuration was measured: the budget \(trials or time\) ran out/);
-    const tried = [...trials, { index: 1, knobs: { batch_size: 128 } }] as typeof trials;
+    const tried = [...trials, { index: 1, knobs: { batch_size: 128 }, purpose: "double: micro-batch 128" }] as typeof trials;
     const same = confirmationOutcome({ winner: { index: 0, knobs: { batch_size: 32 }, speedup: 1 }, trials: tried }, null, 0.02);
     expect(same?.winner).toBeNull();
     expect(same?.confirmation?.verdict).toBe("no_gain");
@@ -96,5 +96,36 @@ describe("the confirmation of a winner (interleaved A/B, speedup with its interv
     expect(failed?.winner).toBeNull();
     expect(failed?.confirmation).toBeNull();
     expect(failed?.advice?.reason).toMatch(/could not be confirmed/);
+  });
+
+  it("never keeps a winner that went over the cap when measured again, however fast: it sits on the memory edge", async () => {
+    const ends: string[] = [];
+    const spill = await confirmWinner(
+      { batch_size: 32 },
+      { batch_size: 68 },
+      (knobs) => {
+        ends.push(String(knobs.batch_size));
+        return Promise.resolve(
+          knobs.batch_size === 68 && ends.length > 2 ? { ...ok(0), end: "cap_exceeded", samplesPerSecond: null } : ok(knobs.batch_size === 32 ? 100 : 200),
+        );
+      },
+      [],
+      0.01,
+      () => true,
+    );
+    expect(ends).toEqual(["32", "68", "32", "68"]);
+    const trials = [
+      { index: 0, knobs: { batch_size: 32 }, purpose: "baseline", end: "ok" },
+      { index: 1, knobs: { batch_size: 68 }, purpose: "bisect: micro-batch 68", end: "ok" },
+      { index: 2, knobs: { batch_size: 32 }, purpose: "confirm 1/2: your configuration (A)", end: "ok" },
+      { index: 3, knobs: { batch_size: 68 }, purpose: "confirm 1/2: the winner (B)", end: "ok" },
+      { index: 4, knobs: { batch_size: 32 }, purpose: "confirm 2/2: your configuration (A)", end: "ok" },
+      { index: 5, knobs: { batch_size: 68 }, purpose: "confirm 2/2: the winner (B)", end: "cap_exceeded" },
+    ] as unknown as Parameters<typeof confirmationOutcome>[0]["trials"];
+    const outcome = confirmationOutcome({ winner: { index: 1, knobs: { batch_size: 68 }, speedup: 2 }, trials }, spill, 0.01);
+    expect(outcome?.winner).toBeNull();
+    expect(outcome?.advice?.reason).toBe(
+      "the best configuration found (batch_size=68) went over the cap in 1 of its 2 re-measure(s): it sits on the memory edge, so it is not safe to apply",
+    );
   });
 });

@@ -86,9 +86,13 @@ describe("brim tune against the oracle job (known throughput and memory curves)"
     for (const trial of record.trials) if (trial.peak_bytes !== null && trial.end === "ok") expect(trial.peak_bytes).toBeLessThanOrEqual(cap);
     expect(record.trials.filter((trial) => trial.end === "cap_exceeded").length).toBeLessThanOrEqual(1);
 
+    // bisection ends on the last micro-batch that fitted once, with no margin: its re-measures may
+    // spill, and then it has no winner (the edge is not safe); the search is what is compared
     const classic = tuneOnce("doubling-bisection");
-    expect(classic.winner).not.toBeNull();
-    expect(record.trials.length).toBeLessThan(classic.trials.length);
+    expect(classic.stop_reason).toBe("converged");
+    const searched = (tune: TuneRecord): number => tune.trials.filter((trial) => !trial.purpose.startsWith("confirm")).length;
+    expect(searched(record)).toBeLessThan(searched(classic));
+    if (classic.winner === null) expect(classic.no_winner?.reason).toContain("memory edge");
   });
 });
 
