@@ -87,3 +87,19 @@ _run_shadowed_sitecustomize()
 _line_buffered()
 _stack_dump()
 _attach()
+
+
+def _code_knobs() -> None:
+    """A tune trial that varies a value written in the job's code (BRIM_CODE_KNOBS): the edited
+    source is what runs; for the main script this runs it here and ends the process (brim._code)."""
+    if not os.environ.get("BRIM_CODE_KNOBS") or not os.environ.get("BRIM_CHANNEL"):
+        return
+    try:
+        from brim import _code
+    except Exception as e:
+        sys.stderr.write("brim: warning: could not vary the values in the code (%s: %s); the code runs as written\n" % (type(e).__name__, e))
+        return
+    _code.install()
+
+
+_code_knobs()

@@ -240,6 +240,10 @@ export function renderApply(result: ApplyTuneResult, dryRun: boolean): string {
   }
   for (const file of result.alreadyApplied) out.push(`brim: ${file} already has the winning values; nothing to change`);
   if (result.command) out.push(`brim: run the job with: ${result.command.map((arg) => (/[\s"'$]/.test(arg) ? JSON.stringify(arg) : arg)).join(" ")}`);
+  for (const edit of result.codeEdits)
+    out.push(
+      `brim: change your code at ${edit.file}:${edit.line}: ${edit.name}=${String(edit.from)} → ${edit.name}=${String(edit.to)} (brim does not edit source files)`,
+    );
   const env = Object.entries(result.envKnobs);
   if (env.length > 0) {
     out.push(

@@ -102,7 +102,7 @@ export const runSchema = z.looseObject({
 
 const bindingSchema = z.looseObject({
   knob: z.string(),
-  via: z.enum(["template", "config", "env", "argv"]),
+  via: z.enum(["template", "config", "env", "argv", "code"]),
   file: z.string().optional(),
   key: z.string().optional(),
   file_sha256: z.string().optional(),
@@ -111,6 +111,9 @@ const bindingSchema = z.looseObject({
   form: z.enum(["separate", "equals", "override", "switch"]).optional(),
   flag: z.string().optional(),
   value: z.union([z.number(), z.string(), z.boolean()]).optional(),
+  /** code: the 1-based line of `file` that holds `name = value` */
+  line: n.optional(),
+  name: z.string().optional(),
 });
 
 /** One trial of tune.json. */

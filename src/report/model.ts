@@ -296,7 +296,13 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
     title: `Tune ${tune.name !== undefined ? `${tune.name} (${tune.id})` : tune.id}`,
     facts: [
       { label: "command", value: tune.command.join(" ") },
-      { label: "knobs", value: tune.bindings.map((b) => `${b.knob} (${b.via}${b.key !== undefined ? ` ${b.file ?? ""}:${b.key}` : ""})`).join(", ") || "none" },
+      {
+        label: "knobs",
+        value:
+          tune.bindings
+            .map((b) => `${b.knob} (${b.via}${b.key !== undefined ? ` ${b.file ?? ""}:${b.key}` : b.line !== undefined ? ` ${b.file ?? ""}:${b.line}` : ""})`)
+            .join(", ") || "none",
+      },
       { label: "cap", value: `${formatBytes(tune.cap_bytes)} (${gpu ? "GPU memory" : "RAM"})` },
       { label: "trials", value: `${tune.trials.length} (${tune.trials.filter((t) => t.end === "ok").length} finished)` },
       { label: "stopped", value: tune.stop_reason ?? (tune.ended_at === null ? "still running" : "?") },

@@ -14,6 +14,8 @@ export interface ApplyTuneResult {
   command: string[] | null;
   /** Knobs that reach the job only through the SDK's environment: set them in code or config yourself. */
   envKnobs: Record<string, number | string | boolean>;
+  /** Values written in the job's code that the winner changes: brim does not edit source, it says the line. */
+  codeEdits: { file: string; line: number; name: string; from: number | string | boolean; to: number | string | boolean }[];
 }
 
 /**
@@ -45,11 +47,15 @@ export async function applyTune(
   const envKnobs: Record<string, number | string | boolean> = {};
   let templated = false;
   const argv: ArgvKnob[] = [];
+  const codeEdits: ApplyTuneResult["codeEdits"] = [];
   for (const binding of record.bindings) {
     const value = knobs[binding.knob];
     if (value === undefined) continue;
     if (binding.via === "template") templated = true;
-    else if (binding.via === "argv") {
+    else if (binding.via === "code") {
+      if (binding.file !== undefined && binding.line !== undefined && binding.value !== undefined && value !== binding.value)
+        codeEdits.push({ file: binding.file, line: binding.line, name: binding.name ?? binding.knob, from: binding.value, to: value });
+    } else if (binding.via === "argv") {
       if (binding.index !== undefined && binding.form !== undefined && binding.flag !== undefined && binding.value !== undefined)
         argv.push({ knob: binding.knob, index: binding.index, form: binding.form, flag: binding.flag, value: binding.value });
     } else if (binding.via === "env") envKnobs[binding.knob] = value;
@@ -81,5 +87,5 @@ export async function applyTune(
   }
   const changedArgv = argv.some((entry) => entry.value !== knobs[entry.knob]);
   const command = templated || changedArgv ? rewriteArgv(fillTemplate(record.command, knobs), argv, knobs) : null;
-  return { tuneId: record.id, files, alreadyApplied, command, envKnobs };
+  return { tuneId: record.id, files, alreadyApplied, command, envKnobs, codeEdits };
 }

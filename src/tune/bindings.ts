@@ -11,7 +11,7 @@
 import { readConfig, type ConfigDocument } from "../configs/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { describeArgvKnob, findArgvKnobs } from "./argv.ts";
-import { configFilesInCommand, detectKnobKeys, templateKnobs, type KnobBinding } from "./knobs.ts";
+import { configFilesInCommand, detectKnobKeys, templateKnobs, type CodeKnob, type KnobBinding } from "./knobs.ts";
 
 /**
  * How each knob reaches the job: `{name}` templates in the command, explicit `--bind`s, and known knob
@@ -82,9 +82,24 @@ export function describeBindings(bindings: readonly KnobBinding[], documents: Re
       }
       case "template":
         return `${binding.knob} (the command's {${binding.knob}})`;
+      case "code":
+        return `${binding.knob}=${binding.value} (code: ${codePlace(binding, cwd)})`;
       default:
         return `${binding.knob} (environment, brim.knob)`;
     }
   });
   return `knobs found: ${where.join(", ")}`;
+}
+
+/**
+ * Where a code knob sits, as `file:line`, the file relative to `cwd` when inside it.
+ *
+ * @example
+ * ```ts
+ * codePlace({ knob: "batch_size", via: "code", file: "/proj/train.py", line: 48, name: "batch_size", value: 20 }, "/proj"); // "train.py:48"
+ * ```
+ */
+export function codePlace(binding: Pick<CodeKnob, "file" | "line">, cwd: string): string {
+  const file = binding.file.startsWith(`${cwd}/`) ? binding.file.slice(cwd.length + 1) : binding.file;
+  return `${file}:${binding.line}`;
 }

@@ -85,6 +85,29 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
   );
 }
 
+/**
+ * A trial whose samples per step grew with the effective batch, but less than asked: the job ran
+ * out of data for one step (a batch larger than its data set, where no loader told brim the size).
+ * The cause, or null when the samples followed, did not grow, or cannot be compared.
+ *
+ * @example
+ * ```ts
+ * dataShort({ knobs: { batch_size: 128 }, result: { samplesPerStep: 128, ... } }, { knobs: { batch_size: 8192 }, result: { samplesPerStep: 6000, ... } });
+ * // "batch larger than the data: micro-batch 8192 × 1 asked for 8192 samples per step, the job ran 6000 (all the data it has, it seems)"
+ * ```
+ */
+export function dataShort(base: { knobs: Knobs; result: TrialResult }, other: { knobs: Knobs; result: TrialResult }): string | null {
+  const e0 = effectiveBatchOf(base.knobs, base.result);
+  const e = effectiveBatchOf(other.knobs, other.result);
+  const s0 = base.result.samplesPerStep;
+  const s = other.result.samplesPerStep;
+  if (typeof base.knobs[MICRO] !== "number" || e0 === null || e === null || e <= e0 || s0 == null || s == null || s0 <= 0) return null;
+  const actual = s / s0;
+  if (actual <= 1 + SAMPLES_TOLERANCE || actual >= (e / e0) * (1 - SAMPLES_TOLERANCE)) return null;
+  const asked = Math.round((e / e0) * s0);
+  return `batch larger than the data: micro-batch ${String(other.knobs[MICRO])} × ${accumulationOf(other.knobs, other.result)} asked for ${asked} samples per step, the job ran ${s} (all the data it has, it seems)`;
+}
+
 /** The effective-batch policy line of a tune (as tune.json keeps it). */
 export interface PolicyLine {
   kind: string;

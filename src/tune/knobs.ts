@@ -7,7 +7,24 @@ import type { KnobValue, Knobs } from "./types.ts";
 
 /** How a knob's value reaches the job. */
 export type KnobBinding =
-  { knob: string; via: "template" } | { knob: string; via: "config"; file: string; key: string } | { knob: string; via: "env" } | ({ via: "argv" } & ArgvKnob);
+  | { knob: string; via: "template" }
+  | { knob: string; via: "config"; file: string; key: string }
+  | { knob: string; via: "env" }
+  | ({ via: "argv" } & ArgvKnob)
+  | CodeKnob;
+
+/** A knob written as an integer literal in the job's code (`batch_size=20` on one line): trials vary it in memory (brim._code), apply says the line to change. */
+export interface CodeKnob {
+  knob: string;
+  via: "code";
+  /** the file (absolute) and the 1-based line that holds `name = value` */
+  file: string;
+  line: number;
+  /** the name before the `=` on that line */
+  name: string;
+  /** the value written there: trial 0's */
+  value: number;
+}
 
 /** Knobs brim knows how to tune, with the config keys they are usually found under (last segment). */
 export const KNOWN_KNOBS: Readonly<Record<string, readonly string[]>> = {

@@ -14,6 +14,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { CodeKnob } from "./knobs.ts";
 import type { Knobs } from "./types.ts";
 
 /** A DataLoader the job built. */
@@ -93,6 +94,36 @@ export function codeValues(loaders: readonly LoaderSeen[], knobs: Knobs, readLin
       `num_workers=${loader.numWorkers} is decided in the code at ${at}: brim cannot vary it there; ${fixable.replace("--batch-size", "--num-workers")}("num_workers", ${loader.numWorkers})`,
     );
   return out;
+}
+
+/**
+ * The loader's batch size and workers that its line of code writes as integer literals
+ * (`DataLoader(ds, batch_size=20)`, a JAX loop's `batch_size = 128`), for knobs no other binding
+ * found: trials can vary them in memory (brim._code). Only when the literal is the value the job ran with.
+ *
+ * @example
+ * ```ts
+ * codeKnobs([{ where: "/p/train.py:48", batchSize: 20, ... }], {}); // [{ knob: "batch_size", via: "code", file: "/p/train.py", line: 48, name: "batch_size", value: 20 }]
+ * ```
+ */
+export function codeKnobs(loaders: readonly LoaderSeen[], knobs: Knobs, readLine: (where: string) => string | null = sourceLine): CodeKnob[] {
+  const loader = loaders[0];
+  if (loader?.where == null) return [];
+  const colon = loader.where.lastIndexOf(":");
+  const line = Number(loader.where.slice(colon + 1));
+  const text = readLine(loader.where)?.replace(/#.*$/, "");
+  if (colon <= 0 || !Number.isInteger(line) || text === undefined) return [];
+  const found: CodeKnob[] = [];
+  for (const [knob, seen] of [
+    ["batch_size", loader.batchSize],
+    ["num_workers", loader.numWorkers],
+  ] as const) {
+    if (knobs[knob] !== undefined || seen === null) continue;
+    const literal = new RegExp(`\\b${knob}\\s*=\\s*(\\d+)\\b(?!\\s*[.\\d])`).exec(text);
+    if (literal?.[1] !== undefined && Number(literal[1]) === seen && !new RegExp(`\\b${knob}\\s*==`).test(text))
+      found.push({ knob, via: "code", file: loader.where.slice(0, colon), line, name: knob, value: seen });
+  }
+  return found;
 }
 
 function sourceLine(where: string): string | null {

@@ -25,6 +25,7 @@ import type { Knobs, TrialResult } from "./types.ts";
  */
 export function bindingRecord(binding: KnobBinding, documents: ReadonlyMap<string, ConfigDocument>): KnobBindingRecord {
   if (binding.via === "argv") return { knob: binding.knob, via: "argv", index: binding.index, form: binding.form, flag: binding.flag, value: binding.value };
+  if (binding.via === "code") return { knob: binding.knob, via: "code", file: binding.file, line: binding.line, name: binding.name, value: binding.value };
   if (binding.via !== "config") return { knob: binding.knob, via: binding.via };
   return { knob: binding.knob, via: "config", file: binding.file, key: binding.key, file_sha256: documents.get(binding.file)?.sha256 ?? "" };
 }

@@ -114,6 +114,11 @@ export async function runTrial(
     }
     const argv = settings.bindings.filter((binding): binding is Extract<KnobBinding, { via: "argv" }> => binding.via === "argv");
     const trialCommand = rewriteArgv(fillTemplate(command, knobs), argv, knobs);
+    const codeEdits = settings.bindings.flatMap((binding) =>
+      binding.via === "code" && knobs[binding.knob] !== undefined && knobs[binding.knob] !== binding.value
+        ? [{ file: binding.file, line: binding.line, name: binding.name, value: knobs[binding.knob] }]
+        : [],
+    );
     const watch = new TrialWatch(settings, context, knobs);
     const run = await guardRun(
       {
@@ -124,6 +129,7 @@ export async function runTrial(
         capBytes: settings.capBytes,
         shrink: false,
         knobs,
+        env: codeEdits.length > 0 ? { BRIM_CODE_KNOBS: JSON.stringify(codeEdits) } : undefined,
         // the window ends a measured trial (a floor of steady seconds, then stable / steps / window): the
         // SDK's budget is only a safety net, large enough for fast steps to fill the floor (a job that
         // takes its step count from brim's budget must not stop at its own short default either)
@@ -364,7 +370,8 @@ export function classifyTrial(
     fixedCostS,
     measuredS: busy > 0 ? busy : null,
     stoppedBy: verdict?.stop ?? null,
-    samplesPerStep: samples.length > 0 ? samples[Math.floor(samples.length / 2)] : null,
+    // the largest: an epoch's last, partial batch is smaller than the batch the job runs
+    samplesPerStep: samples.length > 0 ? samples[samples.length - 1] : null,
     warmupSteps: warmup,
     firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,

@@ -18,18 +18,18 @@ import { mean } from "../stats.ts";
 import { newRecordId } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv } from "./argv.ts";
-import { describeBindings, resolveBindings } from "./bindings.ts";
+import { codePlace, describeBindings, resolveBindings } from "./bindings.ts";
 import { fillTemplate, KNOWN_KNOBS, type KnobBinding } from "./knobs.ts";
 import { DEFAULT_STABLE_WITHIN, type TuneDeps, type TuneOptions, type TuneResult } from "./options.ts";
-import { noWinnerAdvice, recordTrial, trialRecord } from "./record.ts";
+import { noWinnerAdvice, recordTrial, trialRecord, bindingRecord } from "./record.ts";
 import { budgetLine, newTuneRecord, removeInterruptedCopies, trialSettings, tuneBaseline, tuneCap } from "./setup.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { buildSpace, contextOfDevices, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior, type PlanPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
-import { samplesMismatch, winnerPolicy } from "./effective.ts";
+import { dataShort, samplesMismatch, winnerPolicy } from "./effective.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
-import { codeValues, dataLimit, scriptLiteral, type LoaderSeen } from "./loaders.ts";
+import { codeKnobs, codeValues, dataLimit, scriptLiteral, type LoaderSeen } from "./loaders.ts";
 import { knobsKey } from "./strategies/axis.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialOutcome, type TrialSettings } from "./trial.ts";
@@ -170,8 +170,11 @@ async function runOne(options: TuneOptions, deps: TuneDeps, state: TuneState, kn
   const outcome = await runTrial(state.settings, knobs, contextFor(measured, knobs, index), deps, index);
   if (outcome.result.end === "interrupted") state.interrupted = true;
   const first = measured[0];
+  // a step short of the batch asked for: the data ran out, so this micro-batch fails (it bounds the search)
+  const short = first !== undefined && outcome.result.end === "ok" ? dataShort(first, { knobs, result: outcome.result }) : null;
+  if (short !== null) outcome.result = { ...outcome.result, end: "crashed", samplesPerSecond: null, failure: { kind: "data", cause: short } };
   measured.push({ knobs, result: outcome.result });
-  if (first !== undefined && state.untrusted === null) {
+  if (first !== undefined && short === null && state.untrusted === null) {
     state.untrusted = samplesMismatch(first, { knobs, result: outcome.result });
     if (state.untrusted !== null) state.note(state.untrusted);
   }
@@ -212,8 +215,17 @@ function discoverSpace(options: TuneOptions, deps: TuneDeps, state: TuneState, f
     if (baseline[knob] === undefined && (knob in KNOWN_KNOBS || options.knobValues?.[knob] !== undefined)) baseline[knob] = value;
   }
   const context = { ...contextOfDevices(deps.devices), loader: loaderBound(evidenceOf(first.result, baseline, settings.capBytes)) };
-  // values written in the code: the file:line to change, said now and at the end
-  state.codeHints = codeValues(first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, settings.cwd), baseline);
+  // values written in the code: varied there when a literal (in memory), else the file:line to change, said now and at the end
+  const seen = first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, settings.cwd);
+  for (const code of codeKnobs(seen, baseline)) {
+    bindings.push(code);
+    state.record.bindings.push(bindingRecord(code, state.documents));
+    baseline[code.knob] = code.value;
+    note(
+      `${code.knob}=${code.value} is written in the code at ${codePlace(code, settings.cwd)}: trials vary it there, in memory (the file is not touched); apply says the line to change`,
+    );
+  }
+  state.codeHints = codeValues(seen, baseline);
   state.codeHints.forEach(note);
   return buildSpace(
     baseline,

@@ -59,7 +59,7 @@ export interface TrialResult {
   measuredS?: number | null;
   /** why the measurement ended (stable, window, steps, slower) or null when the job ended by itself */
   stoppedBy?: string | null;
-  /** median samples the job reported per steady step */
+  /** the most samples the job reported in one steady step (the batch it runs; an epoch's last batch is smaller) */
   samplesPerStep?: number | null;
   /** steps left out as warm-up */
   warmupSteps?: number;

@@ -219,3 +219,34 @@ describe("brim tune on a job that reports no sample count", () => {
     expect(result.stderr).toContain("samples counted from the batch_size knob");
   });
 });
+
+describe("brim tune with the knobs written in the code", () => {
+  const python = PYTHONS.find((p) => torchOf(p) !== null);
+  it.skipIf(python === undefined)(
+    "varies DataLoader(batch_size=16, num_workers=0) in memory, leaves the file as it was, and apply says the line to change",
+    { timeout: 600_000 },
+    () => {
+      const script = join(root, "literal_loop.py");
+      writeFileSync(script, readFileSync(join(REPO, "test/jobs/literal_loop.py"), "utf8"));
+      const before = readFileSync(script, "utf8");
+      const store = join(root, "store-code");
+      const result = brim(["tune", "--store", store, "--max-trials", "4", "--steps", "6", "--fix", "num_workers", "--", python as string, script]);
+      expect(result.stderr).toContain(
+        "batch_size=16 is written in the code at literal_loop.py:10: trials vary it there, in memory (the file is not touched); apply says the line to change",
+      );
+      const record = onlyTune(store);
+      expect(record.bindings.map((binding) => `${binding.knob}:${binding.via}:${binding.line ?? ""}`)).toEqual(["batch_size:code:10", "num_workers:code:10"]);
+      const ok = record.trials.filter((trial) => trial.end === "ok");
+      expect(new Set(ok.map((trial) => trial.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
+      // the job counts x.shape[0]: each trial ran the batch it was given, so the edit reached the DataLoader
+      for (const trial of ok) expect(trial.samples_per_step).toBe(trial.knobs.batch_size);
+      expect(readFileSync(script, "utf8")).toBe(before);
+      if (record.winner !== null && record.winner.knobs.batch_size !== 16) {
+        const applied = brim(["apply", "--store", store]);
+        expect(applied.stdout).toContain(
+          `brim: change your code at ${script}:10: batch_size=16 → batch_size=${String(record.winner.knobs.batch_size)} (brim does not edit source files)`,
+        );
+      }
+    },
+  );
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { join, resolve } from "node:path";
-import { codeValues, dataLimit, loadersOf, mainScript, scriptBatchLiteral, scriptLiteral } from "../../src/tune/loaders.ts";
+import { codeKnobs, codeValues, dataLimit, loadersOf, mainScript, scriptBatchLiteral, scriptLiteral } from "../../src/tune/loaders.ts";
 
 const event = (details: Record<string, unknown>): { event: string; details: Record<string, unknown> } => ({ event: "loader", details });
 
@@ -26,6 +26,18 @@ describe("the DataLoaders a trial built (the attach's loader events)", () => {
     );
     expect(hints[1]).toMatch(/^num_workers=0 is decided in the code at src\/train.py:21 .*--num-workers.*brim\.knob\("num_workers", 0\)/);
     expect(codeValues(loaders, { batch_size: 64, num_workers: 0 }, () => null)).toEqual([]);
+  });
+
+  it("turns a literal on the loader's line into a knob the trials vary, only when it is the value the job ran with", () => {
+    const loaders = loadersOf([event({ where: "/p/src/train.py:21", batch_size: 64, num_workers: 2 })]);
+    expect(codeKnobs(loaders, {}, () => "    loader = DataLoader(ds, batch_size=64, num_workers=2)  # batch_size=8 was slower\n")).toEqual([
+      { knob: "batch_size", via: "code", file: "/p/src/train.py", line: 21, name: "batch_size", value: 64 },
+      { knob: "num_workers", via: "code", file: "/p/src/train.py", line: 21, name: "num_workers", value: 2 },
+    ]);
+    // a knob already bound elsewhere, a value computed at run time, or a literal the job did not run with: none
+    expect(codeKnobs(loaders, { batch_size: 64 }, () => "DataLoader(ds, batch_size=64, num_workers=2)").map((k) => k.knob)).toEqual(["num_workers"]);
+    expect(codeKnobs(loaders, {}, () => "DataLoader(ds, batch_size=args.bs, num_workers=n)")).toEqual([]);
+    expect(codeKnobs(loaders, {}, () => "DataLoader(ds, batch_size=32, num_workers=2.5)")).toEqual([]);
   });
 });
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { humanBytes, renderTrialLine, renderTuneTable } from "../../src/cli/render-tune.ts";
 import type { TuneRecord } from "../../src/record/types.ts";
 import { searchKnobs, type Knobs, type TrialResult, type TrialRunner } from "../../src/tune/search.ts";
-import { accumulationOf, effectiveBatchOf } from "../../src/tune/effective.ts";
+import { accumulationOf, dataShort, effectiveBatchOf } from "../../src/tune/effective.ts";
 import { isWarmupStep } from "../../src/record/timeline/index.ts";
 import { samplesMismatch } from "../../src/tune/tune.ts";
 import { countedSteps, isStable, MIN_STEADY_S, minimumSeconds, outOfLine, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
@@ -221,6 +221,17 @@ describe("trust", () => {
     );
     expect(samplesMismatch(base, { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 128 * 240 }) })).toBeNull();
     expect(samplesMismatch(base, { knobs: { batch_size: 32 }, result: okResult(100, { samplesPerStep: 1 }) })).toBeNull();
+  });
+
+  it("a step that grew with the batch but less than asked is a batch larger than the data, not a job counting something else", () => {
+    const base = { knobs: { batch_size: 128 }, result: okResult(100, { samplesPerStep: 128 }) };
+    expect(dataShort(base, { knobs: { batch_size: 8192 }, result: okResult(100, { samplesPerStep: 6000 }) })).toBe(
+      "batch larger than the data: micro-batch 8192 × 1 asked for 8192 samples per step, the job ran 6000 (all the data it has, it seems)",
+    );
+    expect(dataShort(base, { knobs: { batch_size: 2048 }, result: okResult(100, { samplesPerStep: 2048 }) })).toBeNull();
+    // the same count whatever the batch (a sequence-first job counting time steps) stays a mismatch, not data
+    expect(dataShort(base, { knobs: { batch_size: 512 }, result: okResult(100, { samplesPerStep: 128 }) })).toBeNull();
+    expect(dataShort(base, { knobs: { batch_size: 64 }, result: okResult(100, { samplesPerStep: 40 }) })).toBeNull();
   });
 
   it("samples per step follow the effective batch: micro-batch × the accumulation that really ran", () => {
