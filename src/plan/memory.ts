@@ -93,6 +93,32 @@ function optimizerStepTemporary(optimizer: Optimizer, precision: Precision, trai
   }
 }
 
+/**
+ * DeepSpeed ZeRO in 16-bit mixed precision, as its estimators count it (`estimate_zero2_model_states_mem_needs`,
+ * `estimate_zero3_model_states_mem_needs`, DeepSpeed 0.19): the module's parameters are 16-bit (2P, or
+ * 2P/N plus the largest layer gathered under ZeRO-3), the gradients 16-bit and fp32 in the partition,
+ * the optimizer holds the fp32 master copy beside its fp32 state. Per rank, with N ranks and L the
+ * largest layer: ZeRO-1 4P + 16P/N (the pre-#5099 ZeRO-2 line: 16-bit gradients not partitioned),
+ * ZeRO-2 2P + 18P/N, ZeRO-3 4L + 18P/N (its estimator's 18: the fp32 gradient partition is not
+ * counted apart there) with Adam. Null for other setups.
+ */
+function zeroModelStates(
+  setup: TrainingSetup,
+  params: ModelFootprint["params"],
+): { weights: number; gradients: number; optimizer_state: number; gathered: number } | null {
+  const stage = setup.sharding === "zero1" ? 1 : setup.sharding === "zero2" ? 2 : setup.sharding === "zero3" ? 3 : 0;
+  if (stage === 0 || !precisionBytes(setup.precision).mixed) return null;
+  const n = Math.max(1, setup.gpus);
+  const { total, trainable, largestTensorElems: largest } = params;
+  const fp32State = optimizerStateBytes(setup.optimizer, "fp32", trainable, params.tensors);
+  return {
+    weights: Math.ceil(stage === 3 ? (2 * total) / n + 2 * largest : 2 * total),
+    gradients: Math.ceil(stage === 1 ? 2 * trainable + (4 * trainable) / n : stage === 2 ? (6 * trainable) / n : (4 * trainable) / n + 2 * largest),
+    optimizer_state: Math.ceil((4 * trainable + fp32State) / n),
+    gathered: stage === 3 ? 4 * largest : 0,
+  };
+}
+
 function shardFactor(setup: TrainingSetup, state: "weights" | "gradients" | "optimizer"): number {
   if (setup.gpus <= 1) return 1;
   const level = { none: 0, ddp: 0, zero1: 1, zero2: 2, zero3: 3, fsdp: 3 }[setup.sharding];
@@ -118,16 +144,18 @@ export function memoryAt(footprint: ModelFootprint, setup: TrainingSetup, microB
   const { total, trainable } = footprint.params;
   const act = footprint.activations[setup.precision];
 
-  const weights = Math.ceil((total * bytes.weight) / shardFactor(setup, "weights"));
+  const zero = zeroModelStates(setup, footprint.params);
   // DDP without gradient_as_bucket_view keeps a second copy of the gradients in its buckets
   const ddpBuckets = setup.gpus > 1 && (setup.sharding === "ddp" || setup.sharding === "none") ? 2 : 1;
-  const gradients = Math.ceil((trainable * bytes.weight * ddpBuckets) / shardFactor(setup, "gradients"));
-  const optimizer_state = Math.ceil(
-    optimizerStateBytes(setup.optimizer, setup.precision, trainable, footprint.params.tensors) / shardFactor(setup, "optimizer"),
-  );
+  const weights = zero?.weights ?? Math.ceil((total * bytes.weight) / shardFactor(setup, "weights"));
+  const gradients = zero?.gradients ?? Math.ceil((trainable * bytes.weight * ddpBuckets) / shardFactor(setup, "gradients"));
+  const optimizer_state =
+    zero?.optimizer_state ??
+    Math.ceil(optimizerStateBytes(setup.optimizer, setup.precision, trainable, footprint.params.tensors) / shardFactor(setup, "optimizer"));
 
   const perSample = setup.checkpointing ? (act.perSampleCheckpointed ?? act.perSample) : act.perSample;
-  const activations = Math.ceil(microBatch * perSample + act.fixed);
+  // under ZeRO the parameters themselves are 16-bit: no autocast copy of them
+  const activations = Math.ceil(microBatch * perSample + (zero === null ? act.fixed : 0));
   const input_batch = microBatch * footprint.inputBytesPerSample;
   // backward holds the gradient of the largest activation and of its input at once (or what the
   // most demanding op's backward allocates, where the graph knows it), and cuDNN's workspaces (the
@@ -135,7 +163,8 @@ export function memoryAt(footprint: ModelFootprint, setup: TrainingSetup, microB
   const cudnnWorkspaces = constants.conv_workspace_factor * act.workspacePerSample.conv + constants.rnn_workspace_factor * act.workspacePerSample.rnn;
   const backwardBuffers = microBatch * ((act.backwardPerSample ?? 2 * act.largestPerSample) + cudnnWorkspaces);
   const stepTemporary = optimizerStepTemporary(setup.optimizer, setup.precision, trainable) / shardFactor(setup, "optimizer");
-  const gatheredWeights = shardFactor(setup, "weights") > 1 ? 2 * footprint.params.largestTensorElems * bytes.weight : 0;
+  // ZeRO-3's gathered layer is in its model states already (DeepSpeed's 4L)
+  const gatheredWeights = zero !== null ? 0 : shardFactor(setup, "weights") > 1 ? 2 * footprint.params.largestTensorElems * bytes.weight : 0;
   const temporaries = Math.ceil(Math.max(backwardBuffers, stepTemporary - activations - input_batch, 0) + gatheredWeights);
 
   const workspace = constants.cublas_workspace_bytes + (footprint.usesCudnn ? constants.cudnn_workspace_bytes : 0);

@@ -76,6 +76,24 @@ describe("memory components, computed by hand for a 4-8-2 MLP", () => {
     expect(ddp.gradients).toBe(464);
   });
 
+  it("ZeRO in 16-bit mixed precision counts its model states as DeepSpeed does: 16-bit parameters, fp32 master in the partition", () => {
+    const big = { ...tiny, params: { ...tiny.params, total: 8_000_000, trainable: 8_000_000, largestTensorElems: 1_000_000 } };
+    const states = (sharding: "zero1" | "zero2" | "zero3", gpus: number): number => {
+      const c = memoryAt(big, { ...setup, precision: "bf16-mixed", gpus, sharding }, 1, constants).components;
+      return c.weights + c.gradients + c.optimizer_state;
+    };
+    const P = 8_000_000;
+    const L = 1_000_000;
+    expect(states("zero2", 8)).toBe(2 * P + (18 * P) / 8);
+    expect(states("zero2", 1)).toBe(2 * P + 18 * P);
+    expect(states("zero3", 8)).toBe(4 * L + (18 * P) / 8);
+    expect(states("zero1", 4)).toBe(4 * P + (16 * P) / 4);
+    // the parameters are 16-bit themselves: no autocast copy among the activations
+    const z2 = memoryAt(big, { ...setup, precision: "bf16-mixed", gpus: 8, sharding: "zero2" }, 10, constants).components;
+    const ddp = memoryAt(big, { ...setup, precision: "bf16-mixed", gpus: 8, sharding: "ddp" }, 10, constants).components;
+    expect(ddp.activations - z2.activations).toBe(Math.ceil(big.activations["bf16-mixed"].fixed));
+  });
+
   it("checkpointing keeps block inputs plus one block's activations", () => {
     const spec = parseModelSpec({ family: "transformer-encoder", vocab: 100, max_positions: 64, d_model: 32, heads: 2, ffn: 64, layers: 6, seq_len: 64 });
     const fp = footprintFromGraph(graphFromSpec(spec));
