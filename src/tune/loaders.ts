@@ -167,8 +167,23 @@ export function mainScript(command: readonly string[], cwd: string): string | nu
  */
 export function scriptBatchLiteral(path: string, text: string): LoaderSeen | null {
   const found: { line: number; value: number }[] = [];
+  let inDocstring: string | null = null;
   text.split("\n").forEach((line, i) => {
-    const code = line.replace(/#.*$/, "");
+    // code only: not inside a triple-quoted string, string literals and comments left out
+    let rest = line;
+    if (inDocstring !== null) {
+      const end = rest.indexOf(inDocstring);
+      if (end < 0) return;
+      rest = rest.slice(end + 3);
+      inDocstring = null;
+    }
+    rest = rest.replace(/("""|''')[\s\S]*?\1/g, "");
+    const opened = /("""|''')/.exec(rest);
+    if (opened?.[1] !== undefined) {
+      inDocstring = opened[1];
+      rest = rest.slice(0, opened.index);
+    }
+    const code = rest.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""').replace(/#.*$/, "");
     const m = /\bbatch_size\s*=\s*(\d+)\b(?!\s*[.\d])/.exec(code);
     if (m?.[1] !== undefined && !/\bbatch_size\s*==/.test(code)) found.push({ line: i + 1, value: Number(m[1]) });
   });

@@ -19,7 +19,7 @@ import { newRecordId } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv } from "./argv.ts";
 import { codePlace, describeBindings, resolveBindings } from "./bindings.ts";
-import { fillTemplate, KNOWN_KNOBS, type KnobBinding } from "./knobs.ts";
+import { fillTemplate, KNOWN_KNOBS, type CodeKnob, type KnobBinding } from "./knobs.ts";
 import { DEFAULT_STABLE_WITHIN, type TuneDeps, type TuneOptions, type TuneResult } from "./options.ts";
 import { noWinnerAdvice, recordTrial, trialRecord, bindingRecord } from "./record.ts";
 import { budgetLine, newTuneRecord, removeInterruptedCopies, trialSettings, tuneBaseline, tuneCap } from "./setup.ts";
@@ -132,7 +132,7 @@ interface TuneState {
 /** The steps of a tune after its set-up: trial 0, knob discovery, the search, the confirmation, the record. */
 async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): Promise<TuneResult> {
   noteConfigsNotInCommand(state);
-  const first = await runBaseline(options, deps, state);
+  const first = await countedByLiteral(options, deps, state, await runBaseline(options, deps, state));
   if (untunable(first.result)) return finish(options, deps, state, null, first.result.end === "interrupted" ? "interrupted" : "converged");
   const space = discoverSpace(options, deps, state, first);
   if (space.microBatch === undefined && space.others.length === 0) {
@@ -207,6 +207,32 @@ async function runBaseline(options: TuneOptions, deps: TuneDeps, state: TuneStat
   return first;
 }
 
+/** A knob written in the code joins the tune: the baseline takes its value, trials vary it (BRIM_CODE_KNOBS). */
+function bindCode({ bindings, record, documents, baseline, settings, note }: TuneState, code: CodeKnob): void {
+  bindings.push(code);
+  record.bindings.push(bindingRecord(code, documents));
+  baseline[code.knob] = code.value;
+  note(
+    `${code.knob}=${code.value} is written in the code at ${codePlace(code, settings.cwd)}: trials vary it there, in memory (the file is not touched); apply says the line to change`,
+  );
+}
+
+/**
+ * Trial 0 made steps but the job reports no sample count, and its script writes its batch size as a
+ * literal (a loop with no DataLoader): that literal counts the samples of a step, so trial 0 runs again with it.
+ */
+async function countedByLiteral(options: TuneOptions, deps: TuneDeps, state: TuneState, first: TrialOutcome): Promise<TrialOutcome> {
+  if (first.result.end !== "no_steps" || state.baseline[MICRO_BATCH_KNOB] !== undefined) return first;
+  const literal = codeKnobs(first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, state.settings.cwd), state.baseline).find(
+    (code) => code.knob === MICRO_BATCH_KNOB,
+  );
+  if (literal === undefined) return first;
+  bindCode(state, literal);
+  state.note("trial 0 reported no sample count: it runs again, its samples counted from that batch size");
+  state.measured.length = 0;
+  return runBaseline(options, deps, state);
+}
+
 /** What trial 0 showed: the knobs the job read join the baseline, the values in its code and its data's limit are said; the space to search. */
 function discoverSpace(options: TuneOptions, deps: TuneDeps, state: TuneState, first: TrialOutcome): TuneSpace {
   const { baseline, bindings, settings, note } = state;
@@ -217,14 +243,7 @@ function discoverSpace(options: TuneOptions, deps: TuneDeps, state: TuneState, f
   const context = { ...contextOfDevices(deps.devices), loader: loaderBound(evidenceOf(first.result, baseline, settings.capBytes)) };
   // values written in the code: varied there when a literal (in memory), else the file:line to change, said now and at the end
   const seen = first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, settings.cwd);
-  for (const code of codeKnobs(seen, baseline)) {
-    bindings.push(code);
-    state.record.bindings.push(bindingRecord(code, state.documents));
-    baseline[code.knob] = code.value;
-    note(
-      `${code.knob}=${code.value} is written in the code at ${codePlace(code, settings.cwd)}: trials vary it there, in memory (the file is not touched); apply says the line to change`,
-    );
-  }
+  for (const code of codeKnobs(seen, baseline)) bindCode(state, code);
   state.codeHints = codeValues(seen, baseline);
   state.codeHints.forEach(note);
   return buildSpace(

@@ -249,4 +249,21 @@ describe("brim tune with the knobs written in the code", () => {
       }
     },
   );
+
+  it.skipIf(python === undefined)(
+    "a loop with no sample count and its batch size written as a default argument: trial 0 runs again counted by it, the trials vary it",
+    { timeout: 600_000 },
+    () => {
+      const store = join(root, "store-code-sgd");
+      const result = brim(["tune", "--store", store, "--max-trials", "3", "--steps", "6", "--", python as string, join(REPO, "test/jobs/literal_sgd.py")]);
+      expect(result.stderr).toContain("trial 0 reported no sample count: it runs again, its samples counted from that batch size");
+      const record = onlyTune(store);
+      expect(record.bindings.map((binding) => `${binding.knob}:${binding.via}:${binding.line ?? ""}`)).toEqual(["batch_size:code:12"]);
+      const ok = record.trials.filter((trial) => trial.end === "ok" && trial.run_id !== null);
+      expect(ok.length).toBeGreaterThanOrEqual(2);
+      // what the job itself drew, in each trial's output: the edited default argument reached it
+      for (const trial of ok)
+        expect(readFileSync(join(store, "runs", trial.run_id as string, "output.log"), "utf8")).toContain(`drew batch ${String(trial.knobs.batch_size)}`);
+    },
+  );
 });

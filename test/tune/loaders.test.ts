@@ -56,6 +56,12 @@ describe("a batch size written in the job's script (no DataLoader to tell it)", 
     expect(codeValues(scriptLiteral(["python", "-m", "examples.mnist_classifier"], jax), { batch_size: 128 })).toEqual([]);
   });
 
+  it("reads code only: a docstring or a string that mentions batch_size=32 is not a second place", () => {
+    const text =
+      '"""A loop shaped like `get_batch(batch_size=32)`,\nsee batch_size=32 above."""\nhelp = "use batch_size=32"\n\ndef get_batch(batch_size=32):\n  pass\n';
+    expect(scriptBatchLiteral("t.py", text)?.where).toBe("t.py:5");
+  });
+
   it("says nothing when several lines set different batch sizes, or none does", () => {
     expect(scriptBatchLiteral("t.py", "train_bs = 1\nbatch_size = 32\neval = dict(batch_size=64)\n")).toBeNull();
     expect(scriptBatchLiteral("t.py", "x = 1 # batch_size = 4\nif batch_size == 3: pass\n")).toBeNull();
