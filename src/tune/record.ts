@@ -14,6 +14,7 @@ import type { KnobBindingRecord, TuneRecord, TuneTrialRecord } from "../record/t
 import { effectiveBatchOf } from "./effective.ts";
 import type { KnobBinding } from "./knobs.ts";
 import type { Knobs, TrialResult } from "./types.ts";
+import { ENDED_TOO_SOON } from "./types.ts";
 
 /**
  * A binding as tune.json keeps it.
@@ -122,6 +123,8 @@ export function noWinnerAdvice(trials: readonly TuneTrialRecord[], stopReason: s
     };
   if (kind === "time_limit")
     return { reason: "trial 0 made no two steady steps within the trial time", next: "raise --trial-time (e.g. --trial-time 10m), or lower the work per step" };
+  if (kind === "no_steps" && baseline.failure?.cause.startsWith(ENDED_TOO_SOON) === true)
+    return { reason: `your configuration (trial 0): ${baseline.failure.cause}`, next: "make the job run more steps, then tune again" };
   if (kind === "no_steps")
     return {
       reason: "no trial reported steps with samples",

@@ -24,6 +24,7 @@ import { rewriteArgv } from "./argv.ts";
 import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
 import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
+import { ENDED_TOO_SOON } from "./types.ts";
 import {
   countedSteps,
   rateOf,
@@ -385,7 +386,15 @@ export function classifyTrial(
   };
   if (end === "ok" && result.samplesPerSecond === null) result.end = "no_steps";
   if (result.end !== "ok") {
-    result.failure = failureOf(result.end, run, verdict, settings.timeLimitS, steps.length === 0 ? stuck : null, steps.length);
+    result.failure = failureOf(
+      result.end,
+      run,
+      verdict,
+      settings.timeLimitS,
+      steps.length === 0 ? stuck : null,
+      steps.length,
+      times.filter((t) => t.samples !== null).length,
+    );
     if (result.end !== "slower" && result.end !== "interrupted") result.tail = lastLines(run.job.tail, TAIL_KEPT);
   }
   return result;
@@ -406,6 +415,7 @@ export function failureOf(
   timeLimitS: number,
   stuck: { file: string | null; top: string | null } | null = null,
   steps: number | null = null,
+  withSamples: number | null = null,
 ): TrialFailure {
   const message = run.meta.end?.message ?? "";
   switch (end) {
@@ -433,6 +443,12 @@ export function failureOf(
     case "interrupted":
       return { kind: "interrupted", cause: "interrupted" };
     case "no_steps":
+      // every step had its samples, there were just too few: the job ends on its own too soon
+      if (steps !== null && steps > 0 && withSamples === steps)
+        return {
+          kind: "no_steps",
+          cause: `${ENDED_TOO_SOON} after ${steps} step${steps === 1 ? "" : "s"}: too few to measure (the first are warm-up, then two steady steps at least); let it run longer (more batches or epochs)`,
+        };
       return { kind: "no_steps", cause: "the job ran but reported no steady step with samples (is the loop instrumented, or its progress printed?)" };
     case "gpu_fault":
       return { kind: "gpu_fault", cause: message };

@@ -34,6 +34,7 @@ import { knobsKey } from "./strategies/axis.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialOutcome, type TrialSettings } from "./trial.ts";
 import type { Knobs, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
+import { ENDED_TOO_SOON } from "./types.ts";
 
 export { resolveBindings } from "./bindings.ts";
 export { samplesMismatch, SAMPLES_TOLERANCE } from "./effective.ts";
@@ -222,7 +223,9 @@ function bindCode({ bindings, record, documents, baseline, settings, note }: Tun
  * literal (a loop with no DataLoader): that literal counts the samples of a step, so trial 0 runs again with it.
  */
 async function countedByLiteral(options: TuneOptions, deps: TuneDeps, state: TuneState, first: TrialOutcome): Promise<TrialOutcome> {
-  if (first.result.end !== "no_steps" || state.baseline[MICRO_BATCH_KNOB] !== undefined) return first;
+  // a job that ended too soon had its samples: counting them another way would not help
+  if (first.result.end !== "no_steps" || state.baseline[MICRO_BATCH_KNOB] !== undefined || first.result.failure?.cause.startsWith(ENDED_TOO_SOON) === true)
+    return first;
   const literal = codeKnobs(first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, state.settings.cwd), state.baseline).find(
     (code) => code.knob === MICRO_BATCH_KNOB,
   );

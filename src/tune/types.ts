@@ -157,3 +157,6 @@ export interface SearchOutcome {
   /** relative noise of one trial's throughput, as the search estimated it */
   noise: number;
 }
+
+/** How the failure of a job that ended on its own before two steady steps begins (all its steps had their samples). */
+export const ENDED_TOO_SOON = "the job ended on its own";

@@ -11,6 +11,19 @@ describe("noise", () => {
     expect(withinTrialNoise(steps)).toBeCloseTo(sd / 0.1 / 2, 10);
   });
 
+  it("within a trial of many steps: batch means, so that steps taking turns (JAX's asynchronous dispatch) are not taken for noise", () => {
+    // one step in two waits for the queued work: the trial's mean is steady, the single steps are not
+    const turns = Array.from({ length: 60 }, (_, i) => (i % 2 === 1 ? 0.05 : 0.001));
+    expect(withinTrialNoise(turns)).toBeCloseTo(0, 12);
+    const independent = Math.sqrt(turns.reduce((s, x) => s + (x - 0.0255) ** 2, 0) / 59) / 0.0255 / Math.sqrt(60);
+    expect(independent).toBeGreaterThan(0.12);
+    // six blocks of ten: the spread of the blocks' means over √6
+    const drift = Array.from({ length: 60 }, (_, i) => 0.1 + Math.floor(i / 10) * 0.01);
+    const means = [0.1, 0.11, 0.12, 0.13, 0.14, 0.15];
+    const sd = Math.sqrt(means.reduce((s, x) => s + (x - 0.125) ** 2, 0) / 5);
+    expect(withinTrialNoise(drift)).toBeCloseTo(sd / 0.125 / Math.sqrt(6), 10);
+  });
+
   it("of a trial: the floor, the median within-trial error, or the spread of repeats, whichever is largest", () => {
     expect(trialNoise([], [])).toBe(NOISE_FLOOR);
     expect(trialNoise([0.001, 0.02, 0.03], [])).toBe(0.02);

@@ -21,22 +21,33 @@ export interface Measured {
   count: number;
 }
 
+/** Consecutive blocks a trial's steps are cut into for its standard error (batch means), at most. */
+export const NOISE_BLOCKS = 6;
+
 /**
- * Relative standard error of one trial's throughput from its steady steps: cv / √n, or null with fewer
- * than three steps.
+ * Relative standard error of one trial's throughput from its steady steps, or null with fewer than
+ * three steps. With enough steps (two a block, three blocks at least) by batch means: the steps cut
+ * into up to {@link NOISE_BLOCKS} consecutive blocks of equal count, the spread of the blocks' mean
+ * step time over √blocks. Step times that take turns (asynchronous dispatch: most steps only queue
+ * work and one in a few waits for all of it, a log line every k steps) then weigh as the trial's
+ * mean feels them, not as independent draws. Fewer steps: cv / √n.
  *
  * @example
  * ```ts
  * withinTrialNoise([0.1, 0.11, 0.09, 0.1]); // ≈ 0.0041
+ * withinTrialNoise(Array.from({ length: 60 }, (_, i) => (i % 2 === 1 ? 0.05 : 0.001))); // ≈ 0: every block holds the same turns
  * ```
  */
 export function withinTrialNoise(stepSeconds: readonly number[]): number | null {
   const n = stepSeconds.length;
   if (n < 3) return null;
-  const mean = meanOf(stepSeconds) ?? 0;
+  const blocks = Math.min(NOISE_BLOCKS, Math.floor(n / 2));
+  const size = Math.floor(n / blocks);
+  const values = blocks >= 3 ? Array.from({ length: blocks }, (_, b) => meanOf(stepSeconds.slice(b * size, (b + 1) * size)) ?? 0) : [...stepSeconds];
+  const mean = meanOf(values) ?? 0;
   if (!(mean > 0)) return null;
-  const variance = stepSeconds.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1);
-  return Math.sqrt(variance) / mean / Math.sqrt(n);
+  const variance = values.reduce((s, x) => s + (x - mean) ** 2, 0) / (values.length - 1);
+  return Math.sqrt(variance) / mean / Math.sqrt(values.length);
 }
 
 /**
