@@ -15,6 +15,7 @@
 import type { TuneRecord } from "../record/types.ts";
 import type { Knobs, TrialResult } from "./types.ts";
 import { mean as meanOf } from "../stats.ts";
+import { NOISE_FLOOR, REPEATS_DF } from "./strategies/noise.ts";
 
 /** A/B pairs measured to confirm a winner, at least and at most (more while the interval holds 1.0 and time allows). */
 export const CONFIRM_PAIRS = 2;
@@ -60,7 +61,8 @@ const mean = (values: readonly number[]): number => meanOf(values) ?? NaN;
 /**
  * The speedup of the winner over the baseline from interleaved measurements, with its 95 % interval.
  * `repeats`: other groups of throughputs of one configuration each (the search's re-measures), pooled
- * into the noise estimate; `floorNoise`: the least relative noise assumed (the within-trial error).
+ * into the noise estimate; `floorNoise`: the least relative noise assumed (the within-trial error)
+ * while the repeats have fewer than {@link REPEATS_DF} degrees of freedom, {@link NOISE_FLOOR} after.
  *
  * @example
  * ```ts
@@ -87,7 +89,8 @@ export function confirmSpeedup(
     df += group.length - 1;
   }
   const diff = a.length > 0 && b.length > 0 ? mean(b) - mean(a) : 0;
-  const noise = Math.max(floorNoise, df > 0 ? Math.sqrt(squares / df) : Infinity);
+  // the repeats measure the noise between trials; the within-trial error stands in for it only while they are few
+  const noise = Math.max(df >= REPEATS_DF ? NOISE_FLOOR : floorNoise, df > 0 ? Math.sqrt(squares / df) : Infinity);
   const half = a.length > 0 && b.length > 0 ? tQuantile975(df) * noise * Math.sqrt(1 / a.length + 1 / b.length) : Infinity;
   const low = Math.exp(diff - half);
   const high = Math.exp(diff + half);

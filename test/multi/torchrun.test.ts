@@ -176,4 +176,48 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
     },
     SLOW,
   );
+
+  it("brim tune -- torchrun …: every trial runs through the launcher with both ranks, the knob in argv reaches each, one decision for all", () => {
+    const store = join(root, "tune-ddp");
+    const r = spawnSync(
+      process.execPath,
+      [
+        BRIM,
+        "tune",
+        "--store",
+        store,
+        "--max-trials",
+        "3",
+        "--steps",
+        "6",
+        "--fix",
+        "num_workers",
+        "--",
+        ...TORCHRUN,
+        "ddp_loop.py",
+        "--batch-size",
+        "16",
+        "--max-steps",
+        "100000",
+      ],
+      { cwd: JOBS, encoding: "utf8", timeout: 400_000, env: { ...process.env, NO_COLOR: "1" } },
+    );
+    expect(r.status, r.stderr.slice(-3000)).toBe(0);
+    expect(r.stderr).toContain("knobs found: batch_size (command line: --batch-size 16)");
+    const [id] = readdirSync(join(store, "tunes"));
+    const record = JSON.parse(readFileSync(join(store, "tunes", id as string, "tune.json"), "utf8")) as {
+      trials: { knobs: Record<string, unknown>; end: string; run_id: string | null; samples_per_step?: number | null }[];
+    };
+    const ok = record.trials.filter((t) => t.end === "ok" && t.run_id !== null);
+    expect(new Set(ok.map((t) => t.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
+    for (const t of ok) {
+      const meta = JSON.parse(readFileSync(join(store, "runs", t.run_id as string, "run.json"), "utf8")) as Meta;
+      // both ranks attached in every trial, and each drew the trial's batch from its own loader
+      expect((meta.ranks ?? []).map((x) => x.rank)).toEqual([0, 1]);
+      const output = readFileSync(join(store, "runs", t.run_id as string, "output.log"), "utf8");
+      expect(output).toMatch(/rank 0 step \d+/);
+      expect(output).toMatch(/rank 1 step \d+/);
+      expect(t.samples_per_step).toBe((t.knobs.batch_size as number) * 2);
+    }
+  }, 400_000);
 });

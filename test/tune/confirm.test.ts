@@ -43,6 +43,23 @@ describe("the confirmation of a winner (interleaved A/B, speedup with its interv
     expect(floor.verdict).toBe("no_gain");
   });
 
+  it("trusts interleaved repeats over the within-trial stand-in once they have three degrees of freedom (mingpt-chargpt's ×1.8)", () => {
+    const c = confirmSpeedup(
+      [380.4, 371.9],
+      [671.0, 682.8],
+      [
+        [662.3, 671.3],
+        [482.6, 486.9],
+      ],
+      0.233,
+    );
+    expect(c.df).toBe(4);
+    expect(c.verdict).toBe("confirmed");
+    expect(c.low).toBeGreaterThan(1.7);
+    // with fewer, the stand-in still holds: two pairs alone are not enough to trust their own spread
+    expect(confirmSpeedup([380.4, 371.9], [671.0, 682.8], [], 0.233).verdict).toBe("no_gain");
+  });
+
   it("measures A/B/A/B and adds a third pair only while the interval still holds 1.0", async () => {
     const order: string[] = [];
     const rates: Record<string, number[]> = { a: [100, 130, 100], b: [120, 100, 121] };

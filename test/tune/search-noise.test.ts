@@ -24,6 +24,18 @@ describe("noise", () => {
     expect(withinTrialNoise(drift)).toBeCloseTo(sd / 0.125 / Math.sqrt(6), 10);
   });
 
+  it("of a trial: repeats with three degrees of freedom or more are the noise; the within-trial error stood in for them", () => {
+    // mingpt-chargpt's trials: a 23 % within-trial error, repeats that agree within 2 %
+    const repeats = [
+      [380, 372],
+      [671, 683],
+      [662, 671],
+      [483, 487],
+    ];
+    expect(trialNoise([0.233], repeats)).toBeLessThan(0.02);
+    expect(trialNoise([0.233], repeats.slice(0, 2))).toBe(0.233);
+  });
+
   it("of a trial: the floor, the median within-trial error, or the spread of repeats, whichever is largest", () => {
     expect(trialNoise([], [])).toBe(NOISE_FLOOR);
     expect(trialNoise([0.001, 0.02, 0.03], [])).toBe(0.02);

@@ -50,20 +50,31 @@ export function withinTrialNoise(stepSeconds: readonly number[]): number | null 
   return Math.sqrt(variance) / mean / Math.sqrt(values.length);
 }
 
+/** Degrees of freedom of repeated trials from which their spread alone is the noise of a trial. */
+export const REPEATS_DF = 3;
+
 /**
- * The relative noise of one trial's throughput: the largest of {@link NOISE_FLOOR}, the median
- * within-trial standard error, and the spread between repeated trials of the same configuration
- * (pooled relative standard deviation), which catches drift between trials that steps cannot show.
+ * The relative noise of one trial's throughput: the largest of {@link NOISE_FLOOR}, the spread
+ * between repeated trials of the same configuration (pooled relative standard deviation, which
+ * catches drift between trials that steps cannot show) and, until the repeats have
+ * {@link REPEATS_DF} degrees of freedom, the median within-trial standard error. Repeats measure the
+ * noise between trials itself; the within-trial error is a stand-in for it, and one that a trial's
+ * own warm-up trend (the same in every trial) inflates.
  *
  * @example
  * ```ts
  * trialNoise([0.004, 0.006], [[1000, 1030]]); // ≈ 0.021, the repeats dominate
+ * trialNoise([0.2], [[380, 372], [671, 683], [662, 671], [483, 487]]); // ≈ 0.013: four repeats, not the 20 % stand-in
  * ```
  */
 export function trialNoise(withinTrial: readonly number[], repeats: readonly (readonly number[])[]): number {
-  let noise = NOISE_FLOOR;
-  const middle = median(withinTrial);
-  if (middle !== null) noise = Math.max(noise, middle);
+  const { spread, df } = repeatSpread(repeats);
+  const middle = df >= REPEATS_DF ? null : median(withinTrial);
+  return Math.max(NOISE_FLOOR, middle ?? 0, df > 0 ? spread : 0);
+}
+
+/** The pooled relative standard deviation of groups of throughputs of one configuration each, and its degrees of freedom. */
+function repeatSpread(repeats: readonly (readonly number[])[]): { spread: number; df: number } {
   let squares = 0;
   let df = 0;
   for (const values of repeats) {
@@ -73,8 +84,7 @@ export function trialNoise(withinTrial: readonly number[], repeats: readonly (re
     for (const v of values) squares += (v / mean - 1) ** 2;
     df += values.length - 1;
   }
-  if (df > 0) noise = Math.max(noise, Math.sqrt(squares / df));
-  return noise;
+  return { spread: df > 0 ? Math.sqrt(squares / df) : 0, df };
 }
 
 /**
