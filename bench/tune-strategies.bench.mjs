@@ -128,7 +128,10 @@ function tune(job, strategy) {
   const started = Date.now();
   const result = spawnSync(process.execPath, argv, { encoding: "utf8", env: { ...process.env, ...job.env }, maxBuffer: 64 * MiB });
   rmSync(store, { recursive: true, force: true });
-  if (result.status !== 0) throw new Error(`brim tune --strategy ${strategy} failed: ${result.stderr.slice(-600)}`);
+  // a tune that ends with no winner exits non-zero and still prints its record (e.g. bisection's edge
+  // winner refused when its re-measures spill over the cap): that is a result, not a failure
+  if (result.status !== 0 && !result.stdout.trimStart().startsWith("{"))
+    throw new Error(`brim tune --strategy ${strategy} failed: ${result.stderr.slice(-600)}`);
   const record = JSON.parse(result.stdout);
   const ok = record.trials.filter((t) => t.end === "ok" && t.samples_per_s !== null && t.oom_recoveries === 0);
   const winner = record.trials.find((t) => t.index === record.winner?.index);
@@ -137,6 +140,7 @@ function tune(job, strategy) {
     trials: record.trials.length,
     wall_s: Number(((Date.now() - started) / 1000).toFixed(1)),
     winner_knobs: record.winner?.knobs ?? null,
+    no_winner: record.no_winner?.reason ?? null,
     winner_samples_per_s: winner?.samples_per_s ?? null,
     best_measured_samples_per_s: ok.length > 0 ? Math.max(...ok.map((t) => t.samples_per_s)) : null,
     over_cap_trials: record.trials.filter((t) => t.end === "cap_exceeded" || t.end === "gpu_oom" || t.end === "host_oom").length,

@@ -165,3 +165,29 @@ describe.skipIf(!hasJax || !built)(`JAX steps through the attach (${hasJax ? PYT
     for (const s of steps) expect([s.source, s.samples]).toEqual(["attach", 128]);
   }, 300_000);
 });
+
+describe.skipIf(!hasTorch || !built)(`brim tune on a public script whose batch size is written in its code (${hasTorch ? PYTHON : NO_PYTHON})`, () => {
+  it("pytorch/examples regression, unchanged: get_batch(batch_size=32) becomes the knob, the trials vary it in memory, the pinned file stays as it was", () => {
+    const entry = corpus.entries.find((e) => e.name === "regression") as Entry;
+    const work = prepared(entry);
+    const script = join(work, entry.command[0] as string);
+    const before = sha256(script);
+    const store = join(work, ".brim");
+    const r = spawnSync(
+      process.execPath,
+      [join(REPO, "bin", "brim.js"), "tune", "--store", store, "--max-trials", "4", "--steps", "10", "--", PYTHON, ...entry.command],
+      { cwd: join(work, entry.cwd ?? "."), encoding: "utf8", timeout: 280_000, env: { ...process.env, ...entry.env, NO_COLOR: "1" } },
+    );
+    expect(r.status, r.stderr.slice(-2000)).toBe(0);
+    expect(r.stderr).toMatch(/batch_size=32 is written in the code at main\.py:\d+: trials vary it there, in memory/);
+    const [id = "(no tune)"] = readdirSync(join(store, "tunes"));
+    const record = JSON.parse(readFileSync(join(store, "tunes", id, "tune.json"), "utf8")) as {
+      bindings: { knob: string; via: string }[];
+      trials: { knobs: Record<string, unknown>; end: string }[];
+    };
+    expect(record.bindings.map((b) => `${b.knob}:${b.via}`)).toEqual(["batch_size:code"]);
+    const ok = record.trials.filter((t) => t.end === "ok");
+    expect(new Set(ok.map((t) => t.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
+    expect(sha256(script)).toBe(before);
+  }, 300_000);
+});
