@@ -838,7 +838,7 @@ function corpusFigures(r) {
       .map(([k, p]) => `${k} ${code(p?.version ?? "none")}`)
       .join(
         ", ",
-      )}. Of ${tuned.length} tuned: ${count((e) => e.tune.outcome === "winner")} with a winner, ${count((e) => e.tune.outcome === "no winner")} with no winner, ${count((e) => e.tune.outcome.startsWith("winner is trial 0"))} whose winner is trial 0, ${count((e) => e.tune.knobs_varied.length === 0)} that varied no knob. Target (issue 22): a confirmed winner or an honest "no gain" with every applicable knob tried on ≥ 11 of 12, a false "no winner" on none, the I/O-bound loader ≥ ×3 on a 2-core host.`,
+      )}. Of ${tuned.length} tuned: ${count((e) => e.tune.outcome === "winner")} with a winner, ${count((e) => e.tune.outcome.startsWith("ended without a winner"))} with no gain beyond noise (exit 0), ${count((e) => e.tune.outcome === "no winner")} with no winner, ${count((e) => e.tune.outcome.startsWith("winner is trial 0"))} whose winner is trial 0, ${count((e) => e.tune.knobs_varied.length === 0)} that varied no knob. Target (issue 22): a confirmed winner or an honest "no gain" with every applicable knob tried on ≥ 11 of 12, a false "no winner" on none, the I/O-bound loader ≥ ×3 on a 2-core host.`,
     "",
     table(
       ["script", "brim run --steps N", "tune: outcome", "knobs found → varied", "trials", "winner", "speed-up", "why not", "wall s"],
