@@ -78,6 +78,9 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
   const expected = e / e0;
   const actual = s / s0;
   if (Math.abs(actual / expected - 1) <= SAMPLES_TOLERANCE) return null;
+  // the batch it runs followed, and an epoch's short last batch came often enough to be the median
+  const most = other.result.samplesPerStepMax;
+  if (most != null && Math.abs(most / s0 / expected - 1) <= SAMPLES_TOLERANCE) return null;
   const what = (knobs: Knobs, result: TrialResult): string => `${String(knobs[MICRO])} × ${accumulationOf(knobs, result)}`;
   return (
     `samples per step did not follow the effective batch (micro-batch × accumulation): ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
@@ -99,8 +102,9 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
 export function dataShort(base: { knobs: Knobs; result: TrialResult }, other: { knobs: Knobs; result: TrialResult }): string | null {
   const e0 = effectiveBatchOf(base.knobs, base.result);
   const e = effectiveBatchOf(other.knobs, other.result);
+  // even its largest step short of the batch asked for: no step ran it
   const s0 = base.result.samplesPerStep;
-  const s = other.result.samplesPerStep;
+  const s = other.result.samplesPerStepMax ?? other.result.samplesPerStep;
   if (typeof base.knobs[MICRO] !== "number" || e0 === null || e === null || e <= e0 || s0 == null || s == null || s0 <= 0) return null;
   const actual = s / s0;
   if (actual <= 1 + SAMPLES_TOLERANCE || actual >= (e / e0) * (1 - SAMPLES_TOLERANCE)) return null;

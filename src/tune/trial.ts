@@ -371,8 +371,8 @@ export function classifyTrial(
     fixedCostS,
     measuredS: busy > 0 ? busy : null,
     stoppedBy: verdict?.stop ?? null,
-    // the largest: an epoch's last, partial batch is smaller than the batch the job runs
-    samplesPerStep: samples.length > 0 ? samples[samples.length - 1] : null,
+    samplesPerStep: samples.length > 0 ? samples[Math.floor(samples.length / 2)] : null,
+    samplesPerStepMax: samples.length > 0 ? samples[samples.length - 1] : null,
     warmupSteps: warmup,
     firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,

@@ -59,8 +59,10 @@ export interface TrialResult {
   measuredS?: number | null;
   /** why the measurement ended (stable, window, steps, slower) or null when the job ended by itself */
   stoppedBy?: string | null;
-  /** the most samples the job reported in one steady step (the batch it runs; an epoch's last batch is smaller) */
+  /** median samples the job reported per steady step */
   samplesPerStep?: number | null;
+  /** the most samples in one steady step: the batch the job runs, where an epoch's last, partial batch takes turns with it */
+  samplesPerStepMax?: number | null;
   /** steps left out as warm-up */
   warmupSteps?: number;
   /** seconds the first step took (warm-up included) */

@@ -232,6 +232,15 @@ describe("trust", () => {
     // the same count whatever the batch (a sequence-first job counting time steps) stays a mismatch, not data
     expect(dataShort(base, { knobs: { batch_size: 512 }, result: okResult(100, { samplesPerStep: 128 }) })).toBeNull();
     expect(dataShort(base, { knobs: { batch_size: 64 }, result: okResult(100, { samplesPerStep: 40 }) })).toBeNull();
+    // 6000 samples in batches of 5120: steps of 5120 and 880 take turns, the median may be either
+    const turns = { knobs: { batch_size: 5120 }, result: okResult(100, { samplesPerStep: 880, samplesPerStepMax: 5120 }) };
+    expect(dataShort(base, turns)).toBeNull();
+    expect(samplesMismatch(base, turns)).toBeNull();
+    // accelerate's accumulation: now and then a step carries one batch more (80 of 16 × 4); the median is the batch
+    const held = { knobs: { batch_size: 16, accumulation: 4 }, result: okResult(100, { samplesPerStep: 64, samplesPerStepMax: 80, accumulation: 4 }) };
+    const doubled = { knobs: { batch_size: 32, accumulation: 4 }, result: okResult(100, { samplesPerStep: 128, samplesPerStepMax: 160, accumulation: 4 }) };
+    expect(dataShort(held, doubled)).toBeNull();
+    expect(samplesMismatch(held, doubled)).toBeNull();
   });
 
   it("samples per step follow the effective batch: micro-batch × the accumulation that really ran", () => {
