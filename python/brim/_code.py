@@ -56,8 +56,10 @@ def edit_source(source: str, edits: Sequence[Dict[str, Any]], path: str = "") ->
     for edit in edits:
         at = edit["line"] - 1
         pattern = re.compile(r"(\b%s\s*=\s*)\d+\b(?!\s*[.\d])" % re.escape(edit["name"]))
-        if 0 <= at < len(lines) and pattern.search(lines[at].split("#", 1)[0]):
-            lines[at] = pattern.sub(lambda m: m.group(1) + str(edit["value"]), lines[at], count=1)
+        code, hash_, comment = lines[at].partition("#") if 0 <= at < len(lines) else ("", "", "")
+        if pattern.search(code):
+            # the code before a comment only: the comment may quote the old value
+            lines[at] = pattern.sub(lambda m: m.group(1) + str(edit["value"]), code, count=1) + hash_ + comment
         else:
             sys.stderr.write(
                 "brim: warning: %s:%d no longer holds %s = <integer>; this trial runs the code as written\n"

@@ -13,9 +13,9 @@ PYTHON_DIR = Path(__file__).resolve().parents[1]
 
 
 def test_edit_source_replaces_the_literal_on_its_line_only() -> None:
-    source = "batch_size = 128  # the batch\nother = dict(batch_size=128)\n"
+    source = "batch_size = 128  # the batch, batch_size=128 was slow\nother = dict(batch_size=128)\n"
     edited = edit_source(source, [{"line": 1, "name": "batch_size", "value": 512}])
-    assert edited == "batch_size = 512  # the batch\nother = dict(batch_size=128)\n"
+    assert edited == "batch_size = 512  # the batch, batch_size=128 was slow\nother = dict(batch_size=128)\n"
 
 
 def test_a_line_that_no_longer_holds_the_literal_is_kept(capsys: object) -> None:
