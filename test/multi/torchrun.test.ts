@@ -17,6 +17,9 @@ const probe = spawnSync(PYTHON, ["-c", "import torch, torch.distributed.run, acc
 });
 const usable = probe.status === 0;
 const ACCELERATE = join(dirname(PYTHON), "accelerate");
+// accelerate's rendezvous port defaults to a fixed 29500: a free one, so no other job on the host can hold it
+const freePort = (): string =>
+  spawnSync(PYTHON, ["-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"], { encoding: "utf8" }).stdout.trim();
 const ACCELERATE_LAUNCH = existsSync(ACCELERATE)
   ? [ACCELERATE, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
   : [
@@ -66,6 +69,14 @@ function brim(tag: string, args: string[], command: string[]): { status: number 
   return { status: r.status, meta: JSON.parse(r.stdout) as Meta, store, stderr: r.stderr };
 }
 
+const outputTail = (store: string, id: string): string => {
+  try {
+    return readFileSync(join(store, "runs", id, "output.log"), "utf8").slice(-3000);
+  } catch {
+    return "(no output.log)";
+  }
+};
+
 function doctor(store: string, id: string): { findings: { id: string; title: string; summary: string }[] } {
   const r = spawnSync(process.execPath, [BRIM, "doctor", "--json", "--store", store, id], { encoding: "utf8" });
   return JSON.parse(r.stdout) as { findings: { id: string; title: string; summary: string }[] };
@@ -88,9 +99,9 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
       const { status, meta, store } = brim(
         "straggler",
         ["--steps", "20", "--warmup", "3"],
-        [...ACCELERATE_LAUNCH, "ddp_ranks.py", "--slow-rank", "1", "--slow-ms", "30", "--max-steps", "1000"],
+        [...ACCELERATE_LAUNCH, "--main_process_port", freePort(), "ddp_ranks.py", "--slow-rank", "1", "--slow-ms", "30", "--max-steps", "1000"],
       );
-      expect(status, meta.end.message).toBe(0);
+      expect(status, `${meta.end.message}\n${outputTail(store, meta.id)}`).toBe(0);
       expect(meta.summary.steps).toBe(20);
       const ranks = meta.ranks ?? [];
       expect(ranks.map((r) => [r.rank, r.steps])).toEqual([
