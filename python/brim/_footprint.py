@@ -15,7 +15,11 @@ What it reports, as "footprint" events on brim's channel (one after each backwar
   unchanged): storages are counted once, parameters and the batch itself left out. On a CPU this
   is exact where an allocator or RSS delta is not: the CPU allocator returns memory to the system
   and glibc keeps arenas, so RSS follows neither the saved tensors nor their release;
-- the batch the DataLoader gave: its tensors' bytes and samples.
+- the batch the DataLoader gave: its tensors' bytes and samples;
+- for each call of an LSTM or GRU (nn.RNNBase) in the forward: its shape (layers, directions, input
+  and hidden sizes, tokens) and the bytes first saved inside it. The CPU kernels save per-step gate
+  tensors where cuDNN keeps one reserve space, so brim plan replaces these bytes with cuDNN's layout
+  when it plans for a GPU (src/plan/script.ts).
 
 The window of one forward opens at the DataLoader's fetch and closes at the backward.
 """
@@ -94,6 +98,9 @@ class _Capture:
         self.forward_autocast: Optional[str] = None
         # storages that are a dtype copy of a parameter (autocast's cache): saved, but of fixed size
         self.copies: Set[int] = set()
+        # recurrent layers of this forward: (shape, storages first saved inside the call, input storage)
+        self.rnn_open: List[tuple] = []
+        self.rnn_calls: List[tuple] = []
 
     # -- hooks -------------------------------------------------------------------------------
     def pack(self, t: Any) -> Any:
@@ -127,6 +134,49 @@ class _Capture:
         self.batch_samples = samples
         self.window = {}
         self.copies = set()
+        self.rnn_calls = []
+
+    def rnn_begin(self, mod: Any, inputs: Any) -> None:
+        x = inputs[0] if isinstance(inputs, tuple) and inputs else None
+        s = _storage(getattr(x, "data", x)) if x is not None else None
+        self.rnn_open.append((mod, set(self.window), s[0] if s else None))
+
+    def rnn_end(self, mod: Any, inputs: Any, output: Any) -> None:
+        at = [i for i, entry in enumerate(self.rnn_open) if entry[0] is mod]
+        if not at:
+            return
+        _mod, before, input_ptr = self.rnn_open[at[-1]]
+        del self.rnn_open[at[-1]:]  # and any call a raised forward left open
+        x: Any = inputs[0] if isinstance(inputs, tuple) and inputs else None
+        out = output[0] if isinstance(output, tuple) and output else output
+        data: Any = getattr(out, "data", out)  # a PackedSequence's rows are its tokens
+        if x is None or data is None or not hasattr(data, "element_size"):
+            return
+        if hasattr(x, "batch_sizes") and hasattr(x, "data"):
+            tokens = int(x.data.shape[0])
+        elif x.dim() == 3:
+            tokens = int(x.shape[0]) * int(x.shape[1])
+        else:
+            tokens = int(x.shape[0])  # unbatched (L, H_in)
+        o = _storage(data)
+        shape = {
+            "batch_first": bool(getattr(mod, "batch_first", False)),
+            "mode": str(mod.mode), "input_size": int(mod.input_size), "hidden_size": int(mod.hidden_size),
+            "layers": int(mod.num_layers), "bidirectional": bool(mod.bidirectional),
+            "proj_size": int(getattr(mod, "proj_size", 0) or 0), "tokens": tokens,
+            "elem_bytes": int(data.element_size()),
+        }
+        self.rnn_calls.append((shape, set(self.window) - before, input_ptr, o[0] if o else None))
+
+    def _recurrent(self, skip: Set[int]) -> List[Dict[str, Any]]:
+        out = []
+        for shape, ptrs, input_ptr, output_ptr in self.rnn_calls:
+            kept = [p for p in ptrs if p not in skip]
+            # the output saved by a later layer (a head reading it) is the tensor cuDNN keeps too
+            out.append(dict(shape, saved_bytes=sum(self.window.get(p, 0) for p in kept),
+                            input_saved=input_ptr is not None and input_ptr in kept,
+                            output_saved_after=output_ptr is not None and output_ptr in self.window and output_ptr not in ptrs))
+        return out
 
     def backward_begin(self) -> tuple:
         if self.params is None:
@@ -137,9 +187,15 @@ class _Capture:
         kept = [(p, n) for p, n in self.window.items() if p not in skip]
         # the largest saved tensor stands for the backward's per-sample buffers: a weight copy is not one
         grows = [n for p, n in kept if p not in self.copies]
+        recurrent = self._recurrent(skip)
+        inside: Set[int] = set()
+        for call in self.rnn_calls:
+            inside |= call[1]
+        outside = [n for p, n in kept if p not in self.copies and p not in inside]
         self.window = {}
         self.copies = set()
-        return (sum(n for _, n in kept), max(grows) if grows else 0)
+        self.rnn_calls = []
+        return (sum(n for _, n in kept), max(grows) if grows else 0, recurrent, max(outside) if outside else 0)
 
     def backward_end(self, saved: Optional[tuple]) -> None:
         self.forwards += 1
@@ -164,6 +220,9 @@ class _Capture:
             "optimizers": sorted({type(o).__name__ for o in self.optimizers}),
             "autocast": self.forward_autocast or self._autocast(),
         }
+        if saved and saved[2]:
+            details["recurrent"] = saved[2]
+            details["largest_saved_outside_recurrent_bytes"] = saved[3]
         self.forward_autocast = None
         if self.forwards == 1 and self.params is not None:
             details["params"] = self.params
@@ -280,6 +339,26 @@ def install(torch: Any) -> None:
         return batch
 
     iterator.__next__ = next_with_footprint
+
+    rnn_base = torch.nn.RNNBase
+    module = torch.nn.modules.module
+    if hasattr(module, "register_module_forward_pre_hook"):
+        def rnn_pre(mod: Any, inputs: Any) -> None:
+            if isinstance(mod, rnn_base) and not cap.depth:
+                try:
+                    cap.rnn_begin(mod, inputs)
+                except Exception:
+                    pass
+
+        def rnn_post(mod: Any, inputs: Any, output: Any) -> None:
+            if isinstance(mod, rnn_base) and not cap.depth:
+                try:
+                    cap.rnn_end(mod, inputs, output)
+                except Exception:
+                    pass
+
+        module.register_module_forward_pre_hook(rnn_pre)
+        module.register_module_forward_hook(rnn_post)
 
     autograd = torch.autograd
     original_backward = autograd.backward

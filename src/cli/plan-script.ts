@@ -239,11 +239,13 @@ async function measure(
       const kinds = (e.details as { params?: { cudnn_modules?: unknown } } | undefined)?.params?.cudnn_modules;
       return e.event === "footprint" && Array.isArray(kinds) ? kinds.map(String) : [];
     });
+    // recurrent layers with a cuDNN rule are planned as cuDNN runs them (src/plan/recurrent.ts); the others are not
+    const unmodelled = [...new Set(cudnn)].filter((k) => point.recurrent === null || !/^(LSTM|GRU)$/.test(k));
     const cudnnNotes =
-      cudnn.length > 0
+      unmodelled.length > 0
         ? [
-            `the model has ${[...new Set(cudnn)].join(", ")} layers: on a GPU cuDNN adds workspaces a CPU run cannot see; the planned peak leaves them out, and a plan for such a model may be under by that much (docs/plan-script.md: the cnn-lstm example on the H100)`,
-            ...(cudnn.some((k) => /LSTM|GRU|RNN/.test(k))
+            `the model has ${unmodelled.join(", ")} layers: on a GPU cuDNN adds workspaces a CPU run cannot see; the planned peak leaves them out, and a plan for such a model may be under by that much (docs/plan-script.md: the cnn-lstm example on the H100)`,
+            ...(point.recurrent === null && unmodelled.some((k) => /LSTM|GRU|RNN/.test(k))
               ? [
                   "the CPU's recurrent kernels save more for backward than cuDNN's (about 2.6× for the bundled LSTM, docs/plan-script.md): for these layers the plan over-states the activations, so its largest micro-batch errs low",
                 ]

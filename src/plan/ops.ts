@@ -234,21 +234,13 @@ export class BlockBuilder {
           { name: `${name}.bias_hh_${suffix}`, shape: [gates * hidden], trainable: this.trainable, matmul: false },
         );
         flops += 2 * seqLen * gates * hidden * (layerInput + hidden);
-        // cuDNN's reserve space: gates, cell and hidden state per step (GRU: gates, candidate and hidden)
-        kept += seqLen * hidden * (gates + 2);
       }
     }
-    // _cudnn_rnn saves its returned output for backward beside the reserve space
-    kept += seqLen * hidden * dirs;
-    // backward-data holds one layer's gate and hidden-state gradients (all directions) in cuDNN's workspace
-    const workspace = { kind: "rnn" as const, elems: seqLen * hidden * dirs * (gates + 1) };
-    // _cudnn_rnn_backward_input (aten/src/ATen/native/cudnn/RNN.cpp) with batch_first (the families'
-    // layout): cuDNN wants seq-major tensors, so it holds the output's gradient and a seq-major copy
-    // of it (grad_output.transpose(0, 1).contiguous()), a seq-major copy of the input and the
-    // input's gradient dx at once. GPU only: the CPU kernels read strided tensors.
-    const out = seqLen * hidden * dirs;
-    const backwardElems = 2 * out + 2 * seqLen * input;
-    return this.push({ kind, params, saved: { ...NO_SAVE, compute: kept }, outElems: out, flops, workspace, backwardElems });
+    const perToken = cudnnRnnPerToken(kind, input, hidden, layers, dirs);
+    kept += seqLen * (perToken.reserve + perToken.output);
+    const workspace = { kind: "rnn" as const, elems: seqLen * perToken.workspace };
+    const out = seqLen * perToken.output;
+    return this.push({ kind, params, saved: { ...NO_SAVE, compute: kept }, outElems: out, flops, workspace, backwardElems: seqLen * perToken.backward });
   }
 
   conv1d(name: string, cin: number, cout: number, kernel: number, lengthIn: number, lengthOut: number): this {
@@ -304,4 +296,34 @@ export class BlockBuilder {
   crossEntropyLoss(rows: number, classes: number): this {
     return this.push({ kind: "cross-entropy", params: [], saved: { ...NO_SAVE, fp32: rows * classes }, outElems: rows * classes, flops: 5 * rows * classes });
   }
+}
+
+/**
+ * Elements per token (one step of one sequence) of an LSTM or GRU stack on cuDNN: the one rule for
+ * recurrent layers on a GPU, used by the spec families and by the script path, whose CPU kernels
+ * save per-step tensors of another layout.
+ *
+ * - `reserve`: the reserve space kept for backward (gates, cell and hidden state of every layer and
+ *   direction; GRU: gates, candidate and hidden);
+ * - `output`: the output `_cudnn_rnn` returns and saves beside it;
+ * - `workspace`: backward-data's workspace, one layer's gate and hidden-state gradients;
+ * - `backward`: what `_cudnn_rnn_backward_input` (aten/src/ATen/native/cudnn/RNN.cpp) holds at once
+ *   with batch_first: the output's gradient and a seq-major copy of it, a seq-major copy of the input
+ *   and the input's gradient (GPU only: the CPU kernels read strided tensors).
+ *
+ * @example
+ * ```ts
+ * cudnnRnnPerToken("lstm", 32, 256, 2, 1); // { reserve: 3072, output: 256, workspace: 1280, backward: 576 }
+ * ```
+ */
+export function cudnnRnnPerToken(
+  kind: "lstm" | "gru",
+  input: number,
+  hidden: number,
+  layers: number,
+  dirs: number,
+): { reserve: number; output: number; workspace: number; backward: number } {
+  const gates = kind === "lstm" ? 4 : 3;
+  const output = hidden * dirs;
+  return { reserve: layers * dirs * hidden * (gates + 2), output, workspace: output * (gates + 1), backward: 2 * output + 2 * input };
 }

@@ -25,6 +25,8 @@ export const modelProfileSchema = z.object({
     saved_bytes: z.object({ fp32: nonNegative, "bf16-mixed": nonNegative.optional(), "fp16-mixed": nonNegative.optional() }),
     largest_saved_bytes: nonNegative.optional(),
     forward_flops: nonNegative.optional(),
+    backward_bytes: nonNegative.optional(),
+    cudnn_rnn_workspace_bytes: nonNegative.optional(),
   }),
   fixed: z.object({ saved_bytes: z.record(z.string(), z.number()).optional() }).optional(),
   measured: z.object({ batches: z.array(z.number().int()).optional(), device: z.string().optional(), created: z.string().optional() }).optional(),
@@ -96,17 +98,21 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
       0,
     ) ?? 0;
   const largest = profile.per_sample.largest_saved_bytes ?? saved.fp32;
+  const { backward_bytes: backward, cudnn_rnn_workspace_bytes: rnnWorkspace = 0 } = profile.per_sample;
   const activations = {} as Record<Precision, ActivationBytes>;
   for (const precision of PRECISIONS) {
     const mixed = precision.endsWith("-mixed");
     const measuredFixed = fixedSaved[precision];
+    // the cuDNN terms are given in fp32: 16-bit compute halves them
+    const scale = precision === "fp32" || precision === "tf32" ? 1 : 0.5;
     activations[precision] = {
       perSample: perSample[precision],
       perSampleCheckpointed: undefined,
       fixed: Math.max(0, measuredFixed ?? (mixed ? 2 * matmulElems : 0)),
       largestPerSample: largest,
-      // measured on CPU: cuDNN's workspaces do not show there
-      workspacePerSample: { conv: 0, rnn: 0 },
+      ...(backward === undefined ? {} : { backwardPerSample: Math.max(2 * largest, scale * backward) }),
+      // a CPU run shows no cuDNN workspace: the recurrent one is modelled where the profile gives it
+      workspacePerSample: { conv: 0, rnn: scale * rnnWorkspace },
     };
   }
   const forward = profile.per_sample.forward_flops ?? 0;
@@ -120,6 +126,6 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
     flopsPerSample: { forward, backward: 2 * forward },
     rowsPerSample: 1,
     opsPerPass: tensors?.length ?? 50,
-    usesCudnn: false,
+    usesCudnn: rnnWorkspace > 0,
   };
 }

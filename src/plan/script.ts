@@ -13,6 +13,7 @@ import { findGpu } from "./catalog.ts";
 import { type Component } from "./memory.ts";
 import { divisors, plan, type PlanReport } from "./planner.ts";
 import type { ModelProfile } from "./profile.ts";
+import { recurrentBytes, recurrentCallSchema, type RecurrentBytes } from "./recurrent.ts";
 import type { Optimizer, Precision } from "./spec.ts";
 
 /** The GPUs planned for when `--gpu` is not given: a Kaggle/Colab card, a workstation card, two datacentre cards. */
@@ -46,6 +47,8 @@ export const footprintEventSchema = z.looseObject({
   optimizer_state_bytes: count,
   optimizers: z.array(z.string()),
   autocast: z.string().nullable(),
+  recurrent: z.array(recurrentCallSchema).optional(),
+  largest_saved_outside_recurrent_bytes: count.optional(),
   params: z
     .looseObject({
       total: count,
@@ -67,8 +70,10 @@ export interface MeasuredPoint {
   micro_batch: number;
   /** forwards (one per backward) the run counted */
   forwards: number;
-  /** bytes autograd saved in one forward (the largest forward of the run) */
+  /** bytes autograd saved in one forward (the largest forward of the run), on the CPU */
   saved_bytes: number;
+  /** that forward's LSTM/GRU layers: what they saved on the CPU and what cuDNN keeps instead; null when it had none */
+  recurrent: RecurrentBytes | null;
   largest_saved_bytes: number;
   batch_bytes: number | null;
   grad_bytes: number;
@@ -108,7 +113,9 @@ export function pointFromEvents(
       `run ${runId}: the job's batches showed no batch dimension and no batch_size knob reaches it; give one with a {batch_size} template or --bind`,
     );
   const at = parsed.filter((e) => e.saved_bytes !== null && (e.batch_samples === null || e.batch_samples === seen));
-  const saved = Math.max(0, ...at.map((e) => e.saved_bytes ?? 0));
+  const largestForward = at.reduce<FootprintEvent | undefined>((best, e) => ((e.saved_bytes ?? 0) > (best?.saved_bytes ?? -1) ? e : best), undefined);
+  const saved = Math.max(0, largestForward?.saved_bytes ?? 0);
+  const recurrent = recurrentBytes(largestForward?.recurrent ?? [], largestForward?.largest_saved_outside_recurrent_bytes ?? 0);
   const last = parsed.at(-1) as FootprintEvent;
   return {
     point: {
@@ -116,6 +123,7 @@ export function pointFromEvents(
       micro_batch: seen,
       forwards: parsed.length,
       saved_bytes: saved,
+      recurrent,
       largest_saved_bytes: Math.max(0, ...at.map((e) => e.largest_saved_bytes ?? 0)),
       batch_bytes: Math.max(0, ...at.map((e) => e.batch_bytes ?? 0)) || null,
       grad_bytes: Math.max(...parsed.map((e) => e.grad_bytes)),
@@ -146,8 +154,12 @@ export interface FootprintFit {
   method: "two-point" | "one-point";
 }
 
+/** What a point's forward saves on a GPU: the CPU's bytes, with its recurrent layers counted as cuDNN keeps them. */
+const savedOnGpu = (p: MeasuredPoint): number => p.saved_bytes - (p.recurrent?.cpu_saved_bytes ?? 0) + (p.recurrent?.cudnn_saved_bytes ?? 0);
+
 /**
- * Fits saved bytes = fixed + micro-batch × per-sample through the measured points.
+ * Fits saved bytes = fixed + micro-batch × per-sample through the measured points, the recurrent
+ * layers' bytes as cuDNN keeps them (src/plan/recurrent.ts).
  *
  * @example
  * ```ts
@@ -163,17 +175,17 @@ export function fitFootprint(points: readonly MeasuredPoint[]): FootprintFit {
   if (hi.micro_batch === lo.micro_batch) {
     return {
       points: sorted,
-      saved_per_sample_bytes: hi.saved_bytes / hi.micro_batch,
+      saved_per_sample_bytes: savedOnGpu(hi) / hi.micro_batch,
       saved_fixed_bytes: 0,
       input_per_sample_bytes: inputOf(hi),
       method: "one-point",
     };
   }
-  const slope = Math.max(0, (hi.saved_bytes - lo.saved_bytes) / (hi.micro_batch - lo.micro_batch));
+  const slope = Math.max(0, (savedOnGpu(hi) - savedOnGpu(lo)) / (hi.micro_batch - lo.micro_batch));
   return {
     points: sorted,
     saved_per_sample_bytes: slope,
-    saved_fixed_bytes: Math.max(0, lo.saved_bytes - slope * lo.micro_batch),
+    saved_fixed_bytes: Math.max(0, savedOnGpu(lo) - slope * lo.micro_batch),
     input_per_sample_bytes: Math.max(inputOf(lo), inputOf(hi)),
     method: "two-point",
   };
@@ -212,12 +224,20 @@ export function profileFromFit(fit: FootprintFit, params: NonNullable<FootprintE
   const hi = fit.points.at(-1) as MeasuredPoint;
   // the largest saved tensor can be one that does not grow with the batch (autocast's 16-bit copy of a
   // weight): per sample it is what grows between the two points, not what one point holds ÷ its batch
+  // recurrent layers' CPU tensors are not cuDNN's: the largest outside them sizes the other layers' backward
+  const largestOf = (p: MeasuredPoint): number => p.recurrent?.largest_saved_outside_bytes ?? p.largest_saved_bytes;
   const largestPerSample =
-    fit.method === "two-point"
-      ? Math.max(0, (hi.largest_saved_bytes - lo.largest_saved_bytes) / (hi.micro_batch - lo.micro_batch))
-      : hi.largest_saved_bytes / hi.micro_batch;
+    fit.method === "two-point" ? Math.max(0, (largestOf(hi) - largestOf(lo)) / (hi.micro_batch - lo.micro_batch)) : largestOf(hi) / hi.micro_batch;
   // a run under autocast saved 16-bit activations: they are that precision's bytes, and fp32 is modelled as twice them
   const measuredIn = mixedOf(hi.autocast);
+  const toFp32 = measuredIn === null ? 1 : 2;
+  const cudnn =
+    hi.recurrent === null
+      ? {}
+      : {
+          backward_bytes: (toFp32 * hi.recurrent.cudnn_backward_bytes) / hi.micro_batch,
+          cudnn_rnn_workspace_bytes: (toFp32 * hi.recurrent.cudnn_workspace_bytes) / hi.micro_batch,
+        };
   const saved = measuredIn === null ? { fp32: fit.saved_per_sample_bytes } : { fp32: 2 * fit.saved_per_sample_bytes, [measuredIn]: fit.saved_per_sample_bytes };
   return {
     schema: "brim.model-profile",
@@ -234,6 +254,7 @@ export function profileFromFit(fit: FootprintFit, params: NonNullable<FootprintE
       input_bytes: Math.round(fit.input_per_sample_bytes),
       saved_bytes: saved,
       largest_saved_bytes: largestPerSample,
+      ...cudnn,
     },
     fixed: { saved_bytes: { [measuredIn ?? "fp32"]: fit.saved_fixed_bytes } },
     measured: { batches: fit.points.map((p) => p.micro_batch), device: "cpu" },
@@ -398,6 +419,10 @@ function scriptNotes(fit: ScriptPlan["fit"], hi: MeasuredPoint, params: NonNulla
   if (fit.method !== "two-point")
     notes.push(
       `measured at one micro-batch only (${hi.micro_batch}): all saved bytes are counted per sample, which over-states the per-sample part; a batch_size knob brim can set (a {batch_size} template, a config key or --bind) gives the fixed part too`,
+    );
+  if (hi.recurrent !== null)
+    notes.push(
+      `the recurrent layers (${hi.recurrent.calls} call(s) per forward at micro-batch ${hi.micro_batch}) saved ${hi.recurrent.cpu_saved_bytes} B on the CPU; they are planned as cuDNN keeps them, ${hi.recurrent.cudnn_saved_bytes} B (reserve space and output per token, src/plan/recurrent.ts)`,
     );
   if (hi.batch_bytes === null) notes.push("the job fed no DataLoader batch brim could see: its inputs are inside the saved bytes, not a term of their own");
   const expected = 4 * params.trainable;

@@ -18,7 +18,11 @@ afterAll(() => {
 
 interface Plan {
   params: { total: number; trainable: number };
-  fit: { method: string; points: { micro_batch: number; saved_bytes: number }[]; saved_per_sample_bytes: number };
+  fit: {
+    method: string;
+    points: { micro_batch: number; saved_bytes: number; recurrent: { calls: number; cpu_saved_bytes: number; cudnn_saved_bytes: number } | null }[];
+    saved_per_sample_bytes: number;
+  };
   yours: { micro_batch: number; accumulation: number; precision: string };
   gpus: { gpu: { id: string }; largest: Record<string, number | null>; yours: { share_of_gpu: number; fits: boolean }; calibration: string | null }[];
 }
@@ -49,7 +53,49 @@ describe("brim plan -- <command>", () => {
     expect(r.stdout).toMatch(/^- T4 \(15\.\d+ GiB\): your config uses [\d.]+ %/m);
     expect(r.stdout).toMatch(/GPU-only +added to every column/);
     expect(r.stdout).toMatch(/calibrated for h100-sxm by hopper-torch2/);
-    expect(r.stdout).toMatch(/Conv1d, LSTM layers: on a GPU cuDNN adds workspaces/);
+    // the LSTM is planned as cuDNN keeps it; the convolution's workspace is still named as left out
+    expect(r.stdout).toMatch(/Conv1d layers: on a GPU cuDNN adds workspaces/);
+    expect(r.stdout).toMatch(/recurrent layers \(1 call\(s\) per forward at micro-batch 16\) saved [\d,]+ B on the CPU; they are planned as cuDNN keeps them/);
+  }, 240_000);
+
+  it("plans an LSTM as cuDNN keeps it: the script's plan equals the one from the same model's spec, not the CPU kernels' layout", () => {
+    const r = plan(
+      REPO,
+      {},
+      "--json",
+      "--gpu",
+      "h100-sxm",
+      "--steps",
+      "2",
+      "--",
+      PYTHON,
+      "examples/lstm-transformer/train.py",
+      "--config",
+      "examples/lstm-transformer/config.yaml",
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const p = JSON.parse(r.stdout) as {
+      fit: { points: { micro_batch: number; recurrent: { calls: number; cpu_saved_bytes: number; cudnn_saved_bytes: number } | null }[] };
+      gpus: { yours: { micro_batch: number; peak_bytes: number }; components: Record<string, number> }[];
+    };
+    const hi = p.fit.points.at(-1);
+    expect(hi?.recurrent?.calls).toBe(1);
+    // the CPU's LSTM keeps per-step tensors: more than 2× cuDNN's reserve space and output
+    expect((hi?.recurrent?.cpu_saved_bytes ?? 0) / (hi?.recurrent?.cudnn_saved_bytes ?? 1)).toBeGreaterThan(2);
+    const yours = p.gpus[0]?.yours;
+    expect(yours?.micro_batch).toBe(16);
+    const spec = spawnSync(
+      process.execPath,
+      [BRIM, "plan", "examples/lstm-transformer/lstm.yaml", "--json", "--gpu", "h100-sxm", "--batch", "16", "--precision", "fp32"],
+      {
+        cwd: REPO,
+        encoding: "utf8",
+      },
+    );
+    expect(spec.status, spec.stderr).toBe(0);
+    const fromSpec = JSON.parse(spec.stdout) as { memory: { peak_bytes: number; components: Record<string, number> } };
+    expect(Math.abs((yours?.peak_bytes ?? 0) / fromSpec.memory.peak_bytes - 1)).toBeLessThan(0.001);
+    expect(Math.abs((p.gpus[0]?.components["temporaries"] ?? 0) / (fromSpec.memory.components["temporaries"] ?? 1) - 1)).toBeLessThan(0.001);
   }, 240_000);
 
   it("plans an unmodified public script from its argv knob, in a copy after its prepare step", () => {
@@ -66,6 +112,9 @@ describe("brim plan -- <command>", () => {
     const [lo, hi] = p.fit.points;
     expect((hi?.saved_bytes ?? 0) / (lo?.saved_bytes ?? 1)).toBeGreaterThan(1.5);
     expect(p.params.trainable).toBeGreaterThan(100_000);
+    // its nn.LSTM (sequence-first) is seen and planned as cuDNN keeps it
+    expect(hi?.recurrent?.calls).toBe(1);
+    expect(hi?.recurrent?.cudnn_saved_bytes).toBeLessThan(hi?.recurrent?.cpu_saved_bytes ?? 0);
     expect(p.yours).toMatchObject({ micro_batch: 20, accumulation: 1, precision: "fp32" });
     expect(p.gpus.map((g) => g.gpu.id)).toEqual(["t4", "rtx-4090", "a100-80gb", "h100-sxm"]);
     for (const g of p.gpus) {

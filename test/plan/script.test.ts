@@ -48,6 +48,7 @@ const point = (micro: number, saved: number): MeasuredPoint => ({
   micro_batch: micro,
   forwards: 3,
   saved_bytes: saved,
+  recurrent: null,
   largest_saved_bytes: saved / 4,
   batch_bytes: micro * 100,
   grad_bytes: 4_000_000,
