@@ -96,7 +96,7 @@ function peakAt(profilePath, plan, precision, micro) {
 
 const fitDigest = (p) => ({
   method: p.fit.method,
-  points: p.fit.points.map((x) => ({ micro_batch: x.micro_batch, saved_bytes: x.saved_bytes, autocast: x.autocast })),
+  points: p.fit.points.map((x) => ({ micro_batch: x.micro_batch, saved_bytes: x.saved_bytes, recurrent: x.recurrent ?? null, autocast: x.autocast })),
   saved_per_sample_bytes: Math.round(p.fit.saved_per_sample_bytes),
   saved_fixed_bytes: Math.round(p.fit.saved_fixed_bytes),
   input_per_sample_bytes: Math.round(p.fit.input_per_sample_bytes),
@@ -186,6 +186,8 @@ try {
         largest: largestCheck(p, precision, pairs),
         largest_from_fp32_run: precision === "fp32" || base === null ? null : largestCheck(base.plan, precision, pairs),
         notes: p.notes,
+        // the fp32 run's profile: bench/gpu/plan-validation.mjs plans every precision from it, leave-one-job-out
+        ...(precision === "fp32" ? { profile: p.profile } : {}),
       });
     }
     for (const r of pairs.sort((a, b) => a.micro_batch - b.micro_batch)) {

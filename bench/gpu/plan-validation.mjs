@@ -3,14 +3,17 @@
 // (constants fitted to every pair) and leave-one-job-out (constants fitted to four jobs predict the
 // fifth), from the bundled spec and from the SDK profile; and after one calibrating trial
 // (leave-one-job-out constants, each job and precision re-anchored on one measured micro-batch).
+// Where the folder has a `brim plan -- <command>` record made against it (the H100's:
+// bench/results/plan-script-h100.json, from bench/plan-script-h100.bench.mjs), the script path too:
+// each job planned from the profile its fp32 run measured on a CPU, every precision modelled from it.
 //
 //   node bench/gpu/plan-validation.mjs [gpu results folder] [--write plan-validation.json] [--json]
 //
 // Default folder: bench/results/gpu/nvidia-h100-80gb-hbm3. The file it writes (schema
 // brim.plan-validation/v1) is read by the benchmarks generator; test/plan/validation.test.ts fails
 // when the code's accuracy falls below the committed figures.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { commitOf, inputFiles, pairs as pairsOf, REPO, rel, validation } from "./lib/plan-pairs.mjs";
 
 const TARGETS = { median_abs_error: 0.05, worst_abs_error: 0.1, under_3pct_share: 0.05, one_trial_median_abs_error: 0.03 };
@@ -20,8 +23,9 @@ export function planValidation(folder, argv) {
   const results = [];
   const oneTrial = [];
   let sourceRecords = 0;
-  for (const source of ["spec", "profile"]) {
-    const { pairs } = pairsOf(files, source);
+  const scriptProfiles = scriptProfilesFor(folder);
+  for (const source of ["spec", "profile", ...(scriptProfiles === null ? [] : ["script"])]) {
+    const { pairs } = pairsOf(files, source, { scriptProfiles: scriptProfiles ?? {} });
     if (source === "spec") sourceRecords = pairs.length;
     results.push(...validation.validate(pairs, source));
     oneTrial.push({ source, mode: "leave-one-job-out, one calibrating trial", ...validation.accuracy(validation.oneTrialErrors(pairs)) });
@@ -36,6 +40,15 @@ export function planValidation(folder, argv) {
     results,
     one_trial: oneTrial,
   };
+}
+
+/** job → the profile of its fp32 script plan, from the script-path record made against this folder's pairs; null if none. */
+function scriptProfilesFor(folder) {
+  const record = join(REPO, "bench", "results", "plan-script-h100.json");
+  if (!existsSync(record) || !resolve(folder).endsWith("nvidia-h100-80gb-hbm3")) return null;
+  const plans = JSON.parse(readFileSync(record, "utf8")).plans ?? [];
+  const profiles = Object.fromEntries(plans.filter((p) => p.precision === "fp32" && p.profile).map((p) => [p.job, p.profile]));
+  return Object.keys(profiles).length > 0 ? profiles : null;
 }
 
 function main() {

@@ -16,6 +16,8 @@ What it reports, as "footprint" events on brim's channel (one after each backwar
   is exact where an allocator or RSS delta is not: the CPU allocator returns memory to the system
   and glibc keeps arenas, so RSS follows neither the saved tensors nor their release;
 - the batch the DataLoader gave: its tensors' bytes and samples;
+- the shape of each convolution in the forward (channels, kernel, output positions): cuDNN's
+  workspace for it follows the im2col matrix;
 - for each call of an LSTM or GRU (nn.RNNBase) in the forward: its shape (layers, directions, input
   and hidden sizes, tokens) and the bytes first saved inside it. The CPU kernels save per-step gate
   tensors where cuDNN keeps one reserve space, so brim plan replaces these bytes with cuDNN's layout
@@ -101,6 +103,8 @@ class _Capture:
         # recurrent layers of this forward: (shape, storages first saved inside the call, input storage)
         self.rnn_open: List[tuple] = []
         self.rnn_calls: List[tuple] = []
+        # convolutions of this forward, one entry per distinct shape: cuDNN's workspace follows the im2col matrix
+        self.convs: Set[tuple] = set()
 
     # -- hooks -------------------------------------------------------------------------------
     def pack(self, t: Any) -> Any:
@@ -135,6 +139,21 @@ class _Capture:
         self.window = {}
         self.copies = set()
         self.rnn_calls = []
+        self.convs = set()
+
+    def conv_end(self, mod: Any, output: Any) -> None:
+        if getattr(mod, "transposed", False) or not hasattr(output, "shape") or len(self.convs) >= 256:
+            return
+        dims = len(mod.kernel_size)
+        batched = output.dim() == dims + 2
+        positions = 1
+        for d in output.shape[-dims:]:
+            positions *= int(d)
+        kernel = 1
+        for k in mod.kernel_size:
+            kernel *= int(k)
+        self.convs.add((dims, int(mod.in_channels) // int(mod.groups), kernel, positions,
+                        int(output.shape[0]) if batched else 1, int(output.element_size())))
 
     def rnn_begin(self, mod: Any, inputs: Any) -> None:
         x = inputs[0] if isinstance(inputs, tuple) and inputs else None
@@ -192,10 +211,13 @@ class _Capture:
         for call in self.rnn_calls:
             inside |= call[1]
         outside = [n for p, n in kept if p not in self.copies and p not in inside]
+        convs = [{"dims": c[0], "in_channels": c[1], "kernel": c[2], "positions": c[3], "batch": c[4], "elem_bytes": c[5]}
+                 for c in sorted(self.convs)]
         self.window = {}
         self.copies = set()
         self.rnn_calls = []
-        return (sum(n for _, n in kept), max(grows) if grows else 0, recurrent, max(outside) if outside else 0)
+        self.convs = set()
+        return (sum(n for _, n in kept), max(grows) if grows else 0, recurrent, max(outside) if outside else 0, convs)
 
     def backward_end(self, saved: Optional[tuple]) -> None:
         self.forwards += 1
@@ -223,6 +245,8 @@ class _Capture:
         if saved and saved[2]:
             details["recurrent"] = saved[2]
             details["largest_saved_outside_recurrent_bytes"] = saved[3]
+        if saved and saved[4]:
+            details["convolutions"] = saved[4]
         self.forward_autocast = None
         if self.forwards == 1 and self.params is not None:
             details["params"] = self.params
@@ -341,6 +365,7 @@ def install(torch: Any) -> None:
     iterator.__next__ = next_with_footprint
 
     rnn_base = torch.nn.RNNBase
+    conv_base = torch.nn.modules.conv._ConvNd
     module = torch.nn.modules.module
     if hasattr(module, "register_module_forward_pre_hook"):
         def rnn_pre(mod: Any, inputs: Any) -> None:
@@ -351,11 +376,15 @@ def install(torch: Any) -> None:
                     pass
 
         def rnn_post(mod: Any, inputs: Any, output: Any) -> None:
-            if isinstance(mod, rnn_base) and not cap.depth:
-                try:
+            if cap.depth:
+                return
+            try:
+                if isinstance(mod, rnn_base):
                     cap.rnn_end(mod, inputs, output)
-                except Exception:
-                    pass
+                elif isinstance(mod, conv_base):
+                    cap.conv_end(mod, output)
+            except Exception:
+                pass
 
         module.register_module_forward_pre_hook(rnn_pre)
         module.register_module_forward_hook(rnn_post)

@@ -239,8 +239,10 @@ async function measure(
       const kinds = (e.details as { params?: { cudnn_modules?: unknown } } | undefined)?.params?.cudnn_modules;
       return e.event === "footprint" && Array.isArray(kinds) ? kinds.map(String) : [];
     });
-    // recurrent layers with a cuDNN rule are planned as cuDNN runs them (src/plan/recurrent.ts); the others are not
-    const unmodelled = [...new Set(cudnn)].filter((k) => point.recurrent === null || !/^(LSTM|GRU)$/.test(k));
+    // recurrent layers with a cuDNN rule are planned as cuDNN runs them (src/plan/cudnn.ts); the others are not
+    const unmodelled = [...new Set(cudnn)].filter(
+      (k) => !((point.recurrent !== null && /^(LSTM|GRU)$/.test(k)) || (point.conv_workspace_bytes !== null && k === "Conv1d")),
+    );
     const cudnnNotes =
       unmodelled.length > 0
         ? [

@@ -253,8 +253,7 @@ export class BlockBuilder {
       saved: { ...NO_SAVE, compute: this.keptInput(cin * lengthIn) },
       outElems: cout * lengthOut,
       flops: 2 * cin * kernel * cout * lengthOut,
-      // GEMM-based algorithms unfold the input: cin × kernel × output positions
-      workspace: { kind: "conv", elems: cin * kernel * lengthOut },
+      workspace: { kind: "conv", elems: im2colElems(cin, kernel, lengthOut) },
     });
   }
 
@@ -326,4 +325,18 @@ export function cudnnRnnPerToken(
   const gates = kind === "lstm" ? 4 : 3;
   const output = hidden * dirs;
   return { reserve: layers * dirs * hidden * (gates + 2), output, workspace: output * (gates + 1), backward: 2 * output + 2 * input };
+}
+
+/**
+ * Elements of a convolution's im2col matrix per sample, which cuDNN's workspace follows (times a
+ * calibrated factor): GEMM-based algorithms unfold the input into input channels (per group) ×
+ * kernel elements × output positions. The one rule, for the spec families and the script path.
+ *
+ * @example
+ * ```ts
+ * im2colElems(64, 5, 128); // 40960
+ * ```
+ */
+export function im2colElems(inChannelsPerGroup: number, kernelElems: number, outputPositions: number): number {
+  return inChannelsPerGroup * kernelElems * outputPositions;
 }

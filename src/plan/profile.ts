@@ -27,6 +27,7 @@ export const modelProfileSchema = z.object({
     forward_flops: nonNegative.optional(),
     backward_bytes: nonNegative.optional(),
     cudnn_rnn_workspace_bytes: nonNegative.optional(),
+    cudnn_conv_workspace_bytes: nonNegative.optional(),
   }),
   fixed: z.object({ saved_bytes: z.record(z.string(), z.number()).optional() }).optional(),
   measured: z.object({ batches: z.array(z.number().int()).optional(), device: z.string().optional(), created: z.string().optional() }).optional(),
@@ -98,7 +99,7 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
       0,
     ) ?? 0;
   const largest = profile.per_sample.largest_saved_bytes ?? saved.fp32;
-  const { backward_bytes: backward, cudnn_rnn_workspace_bytes: rnnWorkspace = 0 } = profile.per_sample;
+  const { backward_bytes: backward, cudnn_rnn_workspace_bytes: rnnWorkspace = 0, cudnn_conv_workspace_bytes: convWorkspace = 0 } = profile.per_sample;
   const activations = {} as Record<Precision, ActivationBytes>;
   for (const precision of PRECISIONS) {
     const mixed = precision.endsWith("-mixed");
@@ -111,8 +112,8 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
       fixed: Math.max(0, measuredFixed ?? (mixed ? 2 * matmulElems : 0)),
       largestPerSample: largest,
       ...(backward === undefined ? {} : { backwardPerSample: Math.max(2 * largest, scale * backward) }),
-      // a CPU run shows no cuDNN workspace: the recurrent one is modelled where the profile gives it
-      workspacePerSample: { conv: 0, rnn: scale * rnnWorkspace },
+      // a CPU run shows no cuDNN workspace: modelled where the profile gives it (src/plan/cudnn.ts)
+      workspacePerSample: { conv: scale * convWorkspace, rnn: scale * rnnWorkspace },
     };
   }
   const forward = profile.per_sample.forward_flops ?? 0;
@@ -126,6 +127,6 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
     flopsPerSample: { forward, backward: 2 * forward },
     rowsPerSample: 1,
     opsPerPass: tensors?.length ?? 50,
-    usesCudnn: rnnWorkspace > 0,
+    usesCudnn: rnnWorkspace > 0 || convWorkspace > 0,
   };
 }

@@ -13,7 +13,7 @@ import { findGpu } from "./catalog.ts";
 import { type Component } from "./memory.ts";
 import { divisors, plan, type PlanReport } from "./planner.ts";
 import type { ModelProfile } from "./profile.ts";
-import { recurrentBytes, recurrentCallSchema, type RecurrentBytes } from "./recurrent.ts";
+import { convolutionSchema, convWorkspaceBytes, recurrentBytes, recurrentCallSchema, type RecurrentBytes } from "./cudnn.ts";
 import type { Optimizer, Precision } from "./spec.ts";
 
 /** The GPUs planned for when `--gpu` is not given: a Kaggle/Colab card, a workstation card, two datacentre cards. */
@@ -49,6 +49,7 @@ export const footprintEventSchema = z.looseObject({
   autocast: z.string().nullable(),
   recurrent: z.array(recurrentCallSchema).optional(),
   largest_saved_outside_recurrent_bytes: count.optional(),
+  convolutions: z.array(convolutionSchema).optional(),
   params: z
     .looseObject({
       total: count,
@@ -74,6 +75,8 @@ export interface MeasuredPoint {
   saved_bytes: number;
   /** that forward's LSTM/GRU layers: what they saved on the CPU and what cuDNN keeps instead; null when it had none */
   recurrent: RecurrentBytes | null;
+  /** the largest 1-D convolution's im2col bytes in that forward (cuDNN's workspace before its factor); null when none */
+  conv_workspace_bytes: number | null;
   largest_saved_bytes: number;
   batch_bytes: number | null;
   grad_bytes: number;
@@ -124,6 +127,7 @@ export function pointFromEvents(
       forwards: parsed.length,
       saved_bytes: saved,
       recurrent,
+      conv_workspace_bytes: convWorkspaceBytes(largestForward?.convolutions ?? []),
       largest_saved_bytes: Math.max(0, ...at.map((e) => e.largest_saved_bytes ?? 0)),
       batch_bytes: Math.max(0, ...at.map((e) => e.batch_bytes ?? 0)) || null,
       grad_bytes: Math.max(...parsed.map((e) => e.grad_bytes)),
@@ -159,7 +163,7 @@ const savedOnGpu = (p: MeasuredPoint): number => p.saved_bytes - (p.recurrent?.c
 
 /**
  * Fits saved bytes = fixed + micro-batch × per-sample through the measured points, the recurrent
- * layers' bytes as cuDNN keeps them (src/plan/recurrent.ts).
+ * layers' bytes as cuDNN keeps them (src/plan/cudnn.ts).
  *
  * @example
  * ```ts
@@ -231,13 +235,15 @@ export function profileFromFit(fit: FootprintFit, params: NonNullable<FootprintE
   // a run under autocast saved 16-bit activations: they are that precision's bytes, and fp32 is modelled as twice them
   const measuredIn = mixedOf(hi.autocast);
   const toFp32 = measuredIn === null ? 1 : 2;
-  const cudnn =
-    hi.recurrent === null
+  const cudnn = {
+    ...(hi.recurrent === null
       ? {}
       : {
           backward_bytes: (toFp32 * hi.recurrent.cudnn_backward_bytes) / hi.micro_batch,
           cudnn_rnn_workspace_bytes: (toFp32 * hi.recurrent.cudnn_workspace_bytes) / hi.micro_batch,
-        };
+        }),
+    ...(hi.conv_workspace_bytes === null ? {} : { cudnn_conv_workspace_bytes: (toFp32 * hi.conv_workspace_bytes) / hi.micro_batch }),
+  };
   const saved = measuredIn === null ? { fp32: fit.saved_per_sample_bytes } : { fp32: 2 * fit.saved_per_sample_bytes, [measuredIn]: fit.saved_per_sample_bytes };
   return {
     schema: "brim.model-profile",
@@ -422,7 +428,11 @@ function scriptNotes(fit: ScriptPlan["fit"], hi: MeasuredPoint, params: NonNulla
     );
   if (hi.recurrent !== null)
     notes.push(
-      `the recurrent layers (${hi.recurrent.calls} call(s) per forward at micro-batch ${hi.micro_batch}) saved ${hi.recurrent.cpu_saved_bytes} B on the CPU; they are planned as cuDNN keeps them, ${hi.recurrent.cudnn_saved_bytes} B (reserve space and output per token, src/plan/recurrent.ts)`,
+      `the recurrent layers (${hi.recurrent.calls} call(s) per forward at micro-batch ${hi.micro_batch}) saved ${hi.recurrent.cpu_saved_bytes} B on the CPU; they are planned as cuDNN keeps them, ${hi.recurrent.cudnn_saved_bytes} B (reserve space and output per token, src/plan/cudnn.ts)`,
+    );
+  if (hi.conv_workspace_bytes !== null)
+    notes.push(
+      `the 1-D convolutions' cuDNN workspace is modelled from the largest im2col matrix, ${hi.conv_workspace_bytes} B at micro-batch ${hi.micro_batch}, times the factor calibrated on the H100 (src/plan/cudnn.ts)`,
     );
   if (hi.batch_bytes === null) notes.push("the job fed no DataLoader batch brim could see: its inputs are inside the saved bytes, not a term of their own");
   const expected = 4 * params.trainable;

@@ -15,8 +15,12 @@ import { footprintFromProfile } from "./profile.ts";
 import { OPTIMIZERS, PRECISIONS, type Precision } from "./spec.ts";
 import { median } from "../stats.ts";
 
-/** Where a prediction's activations come from. */
-export type PredictionSource = "spec" | "profile";
+/**
+ * Where a prediction's activations come from: the bundled spec, the SDK profile the campaign
+ * recorded, or the profile `brim plan -- <command>` measured from the job's fp32 run on a CPU (every
+ * precision planned from it, as that path plans a host with no GPU).
+ */
+export type PredictionSource = "spec" | "profile" | "script";
 
 /** The fields of a campaign plan-accuracy record (bench/gpu, schema brim.gpu-campaign/v1) this module reads. */
 export interface AccuracyRecord {
@@ -100,13 +104,14 @@ export function accuracy(errors: readonly number[]): Accuracy {
  * @example
  * ```ts
  * const { pairs } = pairsFromRecords(records, "spec", (path) => parseModelFile(readFileSync(path, "utf8"), path));
+ * const script = pairsFromRecords(records, "script", load, { scriptProfiles: { nbeats: profileOfItsFp32Run } });
  * ```
  */
 export function pairsFromRecords(
   records: readonly AccuracyRecord[],
   source: PredictionSource,
   loadModel: (path: string) => ModelInput,
-  options: { includeQuick?: boolean } = {},
+  options: { includeQuick?: boolean; scriptProfiles?: Readonly<Record<string, unknown>> } = {},
 ): { pairs: AccuracyPair[]; skipped: Record<string, number> } {
   const latest = new Map<string, AccuracyRecord>();
   for (const r of records) if (r.part === "plan-accuracy") latest.set(`${r.machine?.gpus?.[0]?.name ?? "cpu"}|${r.key ?? ""}`, r);
@@ -143,6 +148,13 @@ export function pairsFromRecords(
           continue;
         }
         footprint = footprintFromGraph(graphFromSpec(model.spec), "spec");
+      } else if (source === "script") {
+        const profile = options.scriptProfiles?.[r.job];
+        if (profile === undefined) {
+          skip("no script plan for this job");
+          continue;
+        }
+        footprint = footprintFromProfile(profile);
       } else {
         const saved = (r.profile as { per_sample?: { saved_bytes?: Record<string, unknown> } } | undefined)?.per_sample?.saved_bytes;
         // brim plans a precision the profile lacks from another one's numbers: not a test of the profile

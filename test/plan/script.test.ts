@@ -49,6 +49,7 @@ const point = (micro: number, saved: number): MeasuredPoint => ({
   forwards: 3,
   saved_bytes: saved,
   recurrent: null,
+  conv_workspace_bytes: null,
   largest_saved_bytes: saved / 4,
   batch_bytes: micro * 100,
   grad_bytes: 4_000_000,

@@ -1,14 +1,20 @@
 /**
- * Recurrent layers on the script path. A CPU run of an LSTM or GRU saves per-step tensors for the
- * backward (gate activations, states, the stacked outputs) where cuDNN keeps one reserve space, so
- * the bytes a CPU run saved inside the layer are not what the GPU holds: for a GPU plan they are
- * replaced by cuDNN's layout ({@link cudnnRnnPerToken}), sized by the layer's shape and the
- * tokens it saw. Measured on the H100 for the bundled lstm and cnn-lstm jobs:
+ * cuDNN's layers on the script path. A CPU run shows neither cuDNN's workspaces nor its layout:
+ *
+ * - an LSTM or GRU on the CPU saves per-step tensors for the backward (gate activations, states,
+ *   the stacked outputs) where cuDNN keeps one reserve space, so the bytes a CPU run saved inside the
+ *   layer are replaced for a GPU plan by cuDNN's layout ({@link cudnnRnnPerToken}), sized by the
+ *   layer's shape and the tokens it saw, with its backward buffers and workspace;
+ * - a 1-D convolution's workspace follows its im2col matrix ({@link im2colElems}, times the factor
+ *   calibrated on the H100's cnn-lstm). 2-D and 3-D convolutions have no calibration yet: they are
+ *   named as left out, not guessed.
+ *
+ * The same rules as the spec families (src/plan/ops.ts). Measured against the H100's peaks:
  * bench/results/plan-script-h100.json.
  * @module
  */
 import { z } from "zod";
-import { cudnnRnnPerToken } from "./ops.ts";
+import { cudnnRnnPerToken, im2colElems } from "./ops.ts";
 
 const count = z.number().int().nonnegative();
 
@@ -93,4 +99,35 @@ export function recurrentBytes(calls: readonly RecurrentCall[], largestOutside: 
     out.cudnn_workspace_bytes = Math.max(out.cudnn_workspace_bytes, gpu.workspace);
   }
   return out.calls > 0 ? out : null;
+}
+
+/** The distinct shapes of the convolutions in a measured forward (python/brim/_footprint.py). */
+export const convolutionSchema = z.looseObject({
+  dims: count,
+  in_channels: count,
+  kernel: count,
+  positions: count,
+  batch: count,
+  elem_bytes: count,
+});
+
+/** A convolution's shape, parsed. */
+export type Convolution = z.output<typeof convolutionSchema>;
+
+/** The convolution dimensions whose cuDNN workspace brim models (the calibration's cnn-lstm is 1-D). */
+export const MODELLED_CONV_DIMS: readonly number[] = [1];
+
+/**
+ * The largest 1-D convolution's im2col matrix in bytes, for the whole batch it ran on: cuDNN's
+ * workspace before its calibrated factor; null when the forward had no 1-D convolution.
+ *
+ * @example
+ * ```ts
+ * convWorkspaceBytes([{ dims: 1, in_channels: 64, kernel: 5, positions: 128, batch: 16, elem_bytes: 4 }]); // 16 × 40960 × 4
+ * ```
+ */
+export function convWorkspaceBytes(convs: readonly Convolution[]): number | null {
+  const modelled = convs.filter((c) => MODELLED_CONV_DIMS.includes(c.dims));
+  if (modelled.length === 0) return null;
+  return Math.max(...modelled.map((c) => c.batch * im2colElems(c.in_channels, c.kernel, c.positions) * c.elem_bytes));
 }

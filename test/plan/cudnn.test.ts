@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BlockBuilder } from "../../src/plan/ops.ts";
-import { cudnnBytes, recurrentBytes, type RecurrentCall } from "../../src/plan/recurrent.ts";
+import { convWorkspaceBytes, cudnnBytes, recurrentBytes, type RecurrentCall } from "../../src/plan/cudnn.ts";
 
 const call = (over: Partial<RecurrentCall> = {}): RecurrentCall => ({
   mode: "LSTM",
@@ -43,5 +43,22 @@ describe("recurrent layers on the script path, as cuDNN keeps them", () => {
     const two = recurrentBytes([call(), call({ hidden_size: 128 })], 10);
     expect(two).toMatchObject({ calls: 2, cpu_saved_bytes: 140_000_000, largest_saved_outside_bytes: 10 });
     expect(two?.cudnn_backward_bytes).toBe(cudnnBytes(call())?.backward);
+  });
+});
+
+describe("1-D convolutions on the script path: cuDNN's workspace from the im2col matrix", () => {
+  it("is the spec families' conv1d rule, for the largest 1-D convolution of the forward", () => {
+    const op = new BlockBuilder("conv", 24 * 128, true).conv1d("c", 24, 64, 5, 128, 128).build().ops[0];
+    const ws = convWorkspaceBytes([
+      { dims: 1, in_channels: 24, kernel: 5, positions: 128, batch: 1, elem_bytes: 1 },
+      { dims: 1, in_channels: 8, kernel: 3, positions: 64, batch: 1, elem_bytes: 1 },
+    ]);
+    expect(ws).toBe(op?.workspace?.elems);
+    expect(convWorkspaceBytes([{ dims: 1, in_channels: 24, kernel: 5, positions: 128, batch: 16, elem_bytes: 4 }])).toBe(16 * 4 * (op?.workspace?.elems ?? 0));
+  });
+
+  it("models no 2-D or 3-D convolution: it has no calibration for them", () => {
+    expect(convWorkspaceBytes([{ dims: 2, in_channels: 3, kernel: 49, positions: 112 * 112, batch: 8, elem_bytes: 4 }])).toBeNull();
+    expect(convWorkspaceBytes([])).toBeNull();
   });
 });
