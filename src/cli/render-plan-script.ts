@@ -99,7 +99,7 @@ export function renderScriptPlan(p: ScriptPlan): string {
     );
   const a = p.accuracy;
   lines.push(
-    `  accuracy   a CPU-measured profile planned the ${a.pairs} recorded H100 peaks within ${(100 * a.median_abs_error).toFixed(1)} % median, ${(100 * a.worst_abs_error).toFixed(0)} % worst (leave-one-job-out; ${a.record})`,
+    `  accuracy   this path (a job's fp32 run measured on a CPU) planned the ${a.pairs} recorded H100 peaks within ${(100 * a.median_abs_error).toFixed(1)} % median, ${(100 * a.worst_abs_error).toFixed(0)} % worst (leave-one-job-out; ${a.record})`,
   );
   lines.push(
     `  margin     each column keeps ${Math.round(100 * (1 - (p.gpus[0]?.gpu.budget_bytes ?? 0) / (p.gpus[0]?.gpu.memory_bytes ?? 1)))} % of the card free`,

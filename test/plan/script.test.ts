@@ -151,7 +151,7 @@ describe("planScript", () => {
     const record = JSON.parse(readFileSync(join(REPO, PROFILE_ACCURACY.record), "utf8")) as {
       results: { source: string; mode: string; pairs: number; median_abs_error: number; worst_abs_error: number }[];
     };
-    const row = record.results.find((r) => r.source === "profile" && r.mode === "leave-one-job-out");
+    const row = record.results.find((r) => r.source === "script" && r.mode === "leave-one-job-out");
     expect(row).toMatchObject({
       pairs: PROFILE_ACCURACY.pairs,
       median_abs_error: PROFILE_ACCURACY.median_abs_error,

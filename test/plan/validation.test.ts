@@ -77,12 +77,21 @@ describe("re-anchoring on one trial", () => {
 describe("the recorded H100 pairs (bench/results/gpu/nvidia-h100-80gb-hbm3)", () => {
   const spec = pairsFromRecords(records, "spec", load);
   const profile = pairsFromRecords(records, "profile", load);
+  // the script path: each job's fp32 `brim plan -- <command>` profile (bench/plan-script-h100.bench.mjs)
+  const scriptPlans = (
+    JSON.parse(readFileSync(join(root, "bench/results/plan-script-h100.json"), "utf8")) as { plans: { job: string; precision: string; profile?: unknown }[] }
+  ).plans;
+  const script = pairsFromRecords(records, "script", load, {
+    scriptProfiles: Object.fromEntries(scriptPlans.filter((p) => p.precision === "fp32" && p.profile !== undefined).map((p) => [p.job, p.profile])),
+  });
 
   it("turns every spec record into a pair, and leaves out the lstm, which has no profile (oneDNN failed under PyTorch 2.11)", () => {
     expect(spec.pairs).toHaveLength(60);
     expect(spec.skipped).toEqual({});
     expect(profile.pairs).toHaveLength(48);
     expect(profile.skipped).toEqual({ "no profile (the SDK could not profile this job)": 12 });
+    // every job has a script plan, the lstm too (its CPU run is in fp32; cuDNN's layout is modelled)
+    expect(script.pairs).toHaveLength(60);
   });
 
   it("the shipped calibration is what the fit makes from these pairs, and the committed fit file says so", () => {
@@ -118,11 +127,13 @@ describe("the recorded H100 pairs (bench/results/gpu/nvidia-h100-80gb-hbm3)", ()
       one_trial: (ValidationResult & { mode: string })[];
     };
     expect(committed.schema).toBe("brim.plan-validation/v1");
-    const now = [...validate(spec.pairs, "spec"), ...validate(profile.pairs, "profile")];
+    const now = [...validate(spec.pairs, "spec"), ...validate(profile.pairs, "profile"), ...validate(script.pairs, "script")];
     const trial = [
       { source: "spec", ...accuracy(oneTrialErrors(spec.pairs)) },
       { source: "profile", ...accuracy(oneTrialErrors(profile.pairs)) },
+      { source: "script", ...accuracy(oneTrialErrors(script.pairs)) },
     ];
+    expect(committed.results.map((r) => r.source)).toContain("script");
     const check = (
       was: ValidationResult,
       is: { pairs: number; median_abs_error: number | null; worst_abs_error: number | null; under_3pct_share: number | null },
