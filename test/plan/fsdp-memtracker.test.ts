@@ -1,0 +1,126 @@
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+// `brim plan --sharding fsdp` against PyTorch's own FSDPMemTracker (issue 27): FSDP2 (fully_shard on
+// every transformer block and the root) on a fake process group of 8 and 16 ranks, the whole model in
+// FakeTensorMode (a 7B Llama costs no memory), one AdamW step; the tracker's sharded parameters,
+// sharded gradients and optimizer state of one rank against the plan's weights, gradients and
+// optimizer state, each within 1 %, in fp32 and bf16-mixed (MixedPrecisionPolicy: bf16 compute, fp32
+// master weights and reductions).
+const REPO = resolve(import.meta.dirname, "..", "..");
+const BRIM = join(REPO, "bin", "brim.js");
+const PYTHON = process.env.BRIM_TEST_PYTHON ?? join(REPO, ".venv", "bin", "python");
+const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
+
+const TRACK = String.raw`
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+import torch, torch.distributed as dist, transformers
+from torch.testing._internal.distributed.fake_pg import FakeStore
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+models, worlds = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+dist.init_process_group("fake", rank=0, world_size=max(worlds), store=FakeStore())
+out = {"torch": torch.__version__, "models": {}}
+for name, path in models:
+    config = transformers.AutoConfig.from_pretrained(path)
+    rows = {}
+    for world in worlds:
+        mesh = init_device_mesh("cpu", (world,))
+        for precision in ("fp32", "bf16-mixed"):
+            # the mesh is built outside fake mode (DeviceMesh reads its ranks); everything else is fake
+            with FakeTensorMode():
+                model = transformers.AutoModelForCausalLM.from_config(config)
+                mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if precision == "bf16-mixed" else MixedPrecisionPolicy()
+                blocks = model.transformer.h if hasattr(model, "transformer") else model.model.layers
+                for block in blocks:
+                    fully_shard(block, mesh=mesh, mp_policy=mp)
+                fully_shard(model, mesh=mesh, mp_policy=mp)
+                optim = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                ids = torch.randint(0, config.vocab_size, (1, 8))
+                tracker = FSDPMemTracker(model, optim)
+                tracker.track_inputs((ids,))
+                with tracker:
+                    model(input_ids=ids, labels=ids).loss.backward()
+                    optim.step()
+                    snap = {str(k).split(".")[-1]: v for k, v in next(iter(tracker.get_tracker_snapshot().values())).items()}
+            rows["%d|%s" % (world, precision)] = {k: snap.get(k, 0) for k in ("SHARDED_PARAM", "SHARDED_GRAD", "OPT")}
+    out["models"][name] = rows
+print(json.dumps(out))
+`;
+
+function usable(): boolean {
+  if (!existsSync(PYTHON)) return false;
+  const probe =
+    "import torch, transformers; from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker; from torch.distributed.fsdp import fully_shard";
+  return spawnSync(PYTHON, ["-c", probe], { encoding: "utf8" }).status === 0;
+}
+
+const available = usable();
+if (!available && required) throw new Error(`BRIM_REQUIRE_FRAMEWORKS=1 but ${PYTHON} lacks torch ≥ 2.6 with FSDP2's FSDPMemTracker, or transformers`);
+if (!available) console.warn(`skipped: ${PYTHON} lacks torch ≥ 2.6 with FSDP2's FSDPMemTracker, or transformers`);
+
+describe.skipIf(!available)("brim plan's FSDP model states against PyTorch's FSDPMemTracker", () => {
+  it("GPT-2 and a 7B Llama, 8 and 16 ranks, fp32 and bf16-mixed: parameters, gradients and optimizer state per rank within 1 %", { timeout: 300_000 }, () => {
+    const models = [
+      ["gpt2", join(REPO, "test/fixtures/hf/gpt2.json")],
+      ["llama-2-7b", join(REPO, "test/fixtures/hf/llama-2-7b.json")],
+    ] as const;
+    const tracked = spawnSync(PYTHON, ["-c", TRACK, JSON.stringify(models), JSON.stringify([8, 16])], {
+      encoding: "utf8",
+      env: { ...process.env, TRANSFORMERS_OFFLINE: "1", HF_HUB_OFFLINE: "1" },
+      timeout: 280_000,
+    });
+    expect(tracked.status, tracked.stderr.slice(-3000)).toBe(0);
+    const theirs = JSON.parse(tracked.stdout.trim().split("\n").pop() as string) as {
+      torch: string;
+      models: Record<string, Record<string, { SHARDED_PARAM: number; SHARDED_GRAD: number; OPT: number }>>;
+    };
+    for (const [name, file] of models) {
+      const rows = Object.entries(theirs.models[name] ?? {});
+      expect(rows).toHaveLength(4);
+      for (const [key, tracker] of rows) {
+        const [world, precision] = key.split("|") as [string, string];
+        const planned = spawnSync(
+          process.execPath,
+          [
+            BRIM,
+            "plan",
+            file,
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            world,
+            "--sharding",
+            "fsdp",
+            "--precision",
+            precision,
+            "--optimizer",
+            "adamw",
+            "--batch",
+            "1",
+            "--json",
+          ],
+          { encoding: "utf8" },
+        );
+        expect(planned.status, planned.stderr).toBe(0);
+        const c = (JSON.parse(planned.stdout) as { memory: { components: Record<string, number> } }).memory.components;
+        const pairs: [string, number | undefined, number][] = [
+          ["weights", c["weights"], tracker.SHARDED_PARAM],
+          ["gradients", c["gradients"], tracker.SHARDED_GRAD],
+          ["optimizer_state", c["optimizer_state"], tracker.OPT],
+        ];
+        for (const [what, ours, measured] of pairs)
+          expect(
+            Math.abs((ours ?? 0) / measured - 1),
+            `${name} ×${world} ${precision} ${what}: brim ${ours}, FSDPMemTracker (torch ${theirs.torch}) ${measured}`,
+          ).toBeLessThanOrEqual(0.01);
+      }
+    }
+  });
+});
