@@ -5,7 +5,7 @@ import { formatBytes, parseByteSize } from "../bytes.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { guardRun, type GuardResult } from "../guard/guard.ts";
-import { clusterLabels, formatDuration, formatPrometheus, parseListen, serveMetrics, StatusFooter } from "../metrics/index.ts";
+import { clusterLabels, formatDuration, formatPrometheus, parseListen, serveMetrics, StatusFooter, withRanksNode } from "../metrics/index.ts";
 import { progressPattern } from "../job/progress-lines.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { BRIM_VERSION } from "../version.ts";
@@ -223,8 +223,11 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   const gpus = inventory.backend === "cpu" ? [] : inventory.gpus.map((gpu) => gpu.index);
   const listen = typeof options.prometheus === "number" ? { host: "127.0.0.1", port: options.prometheus } : options.prometheus;
   const context = { gpus, build, gpuInfo: inventory.backend === "cpu" ? [] : inventory.gpus, hostname: hostname() };
-  // job/node/rank from the launcher's environment: one Prometheus sums a job over its nodes
-  const seriesLabels = (): Record<string, string> => ({ run_id: runId, ...clusterLabels(process.env, options.name) });
+  // job/node/rank from the launcher's environment, else the node its ranks were given: one Prometheus sums a job over its nodes
+  const seriesLabels = (): Record<string, string> => ({
+    run_id: runId,
+    ...withRanksNode(clusterLabels(process.env, options.name), latestState?.ranks ?? []),
+  });
   const token = options.prometheusToken ?? process.env.BRIM_PROMETHEUS_TOKEN ?? null;
   const metrics =
     listen !== undefined

@@ -11,6 +11,6 @@
  * @module
  */
 export type { LiveState } from "../guard/live.ts";
-export { clusterLabels, type ClusterLabels } from "./labels.ts";
+export { clusterLabels, withRanksNode, type ClusterLabels } from "./labels.ts";
 export { formatPrometheus, isLoopbackListen, parseListen, serveMetrics, type PrometheusContext } from "./prometheus.ts";
 export { formatDuration, renderLiveView, renderStatusLine, StatusFooter, type Terminal, type ViewStyle } from "./view.ts";

@@ -50,3 +50,28 @@ export function clusterLabels(env: NodeJS.ProcessEnv, name: string | null | unde
   if (localRank !== undefined) labels.local_rank = localRank;
   return labels;
 }
+
+/**
+ * The labels with `node` (and, without `--name` or a SLURM job name, `job`) taken from the ranks
+ * brim found when its own environment has no node: one brim per node wrapping a torchrun agent
+ * whose c10d rendezvous gives the node index (GROUP_RANK) to the ranks only. Every rank of this brim
+ * must agree; otherwise the labels stay as they are.
+ *
+ * @example
+ * ```ts
+ * withRanksNode({ job: "a" }, [{ node: 1, launchId: "r7" }, { node: 1, launchId: "r7" }]); // { job: "a", node: "1" }
+ * withRanksNode({}, [{ node: 0, launchId: "r7" }, { node: 0, launchId: "r7" }]); // { job: "r7", node: "0" }
+ * ```
+ */
+export function withRanksNode(labels: ClusterLabels, ranks: readonly { node: number | null; launchId: string | null }[]): ClusterLabels {
+  if (ranks.length === 0) return labels;
+  const nodes = new Set(ranks.map((r) => r.node));
+  const launches = new Set(ranks.map((r) => r.launchId));
+  const [node] = nodes;
+  const [launch] = launches;
+  return {
+    ...(labels.job === undefined && launches.size === 1 && launch !== null && launch !== undefined ? { job: launch } : {}),
+    ...labels,
+    ...(labels.node === undefined && nodes.size === 1 && node !== null && node !== undefined ? { node: String(node) } : {}),
+  };
+}

@@ -1,6 +1,6 @@
 // The job/node/rank labels from the environment each launcher gives (torchrun, Lightning, SLURM).
 import { describe, expect, it } from "vitest";
-import { clusterLabels } from "../../src/metrics/index.ts";
+import { clusterLabels, withRanksNode } from "../../src/metrics/index.ts";
 
 describe("cluster labels", () => {
   it("take torchrun's GROUP_RANK, RANK and LOCAL_RANK and the run's --name", () => {
@@ -20,5 +20,24 @@ describe("cluster labels", () => {
 
   it("say nothing where the environment says nothing", () => {
     expect(clusterLabels({ RANK: " ", PATH: "/usr/bin" }, undefined)).toEqual({});
+  });
+
+  it("one brim per torchrun agent (c10d rendezvous): the node and the launch come from its ranks, when they agree", () => {
+    const ranks = [
+      { node: 1, launchId: "rdzv-7" },
+      { node: 1, launchId: "rdzv-7" },
+    ];
+    expect(withRanksNode({}, ranks)).toEqual({ job: "rdzv-7", node: "1" });
+    expect(withRanksNode({ job: "mine" }, ranks)).toEqual({ job: "mine", node: "1" });
+    // the environment's own node wins; ranks of two nodes (one brim over a whole job) give no node
+    expect(withRanksNode({ node: "3" }, ranks)).toEqual({ job: "rdzv-7", node: "3" });
+    expect(
+      withRanksNode({}, [
+        { node: 0, launchId: "a" },
+        { node: 1, launchId: "a" },
+      ]),
+    ).toEqual({ job: "a" });
+    expect(withRanksNode({}, [{ node: null, launchId: null }])).toEqual({});
+    expect(withRanksNode({ job: "x" }, [])).toEqual({ job: "x" });
   });
 });

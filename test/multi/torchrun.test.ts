@@ -1,7 +1,7 @@
 // brim on real launchers with 2 CPU ranks (gloo): torchrun and accelerate launch start the ranks,
 // brim attaches to each through the inherited sitecustomize. One job (test/jobs/ddp_ranks.py) made
 // to straggle (rank 1 sleeps before backward) or to hang (rank 1 sleeps before an all-reduce).
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -124,6 +124,118 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
         .filter((l) => l.includes('"kind":"hello"'))
         .map((l) => JSON.parse(l) as { rank: number | null });
       expect(hellos.map((h) => h.rank).sort()).toEqual([0, 1]);
+    },
+    SLOW,
+  );
+
+  it(
+    "two simulated nodes (torchrun --nnodes 2 on 127.0.0.1, world 4): one brim per node, each stops its ranks at N, and the sum of their /metrics is the job's global rate",
+    async () => {
+      const endpoint = `127.0.0.1:${freePort()}`;
+      const ports = [freePort(), freePort()];
+      const nodes = ports.map((port, node) => {
+        const store = join(root, `two-nodes-${node}`);
+        const child = spawn(
+          process.execPath,
+          [
+            BRIM,
+            "run",
+            "--json",
+            "--store",
+            store,
+            "--steps",
+            "20",
+            "--warmup",
+            "3",
+            "--name",
+            "two-nodes",
+            "--prometheus",
+            port,
+            "--prometheus-grace",
+            "30",
+            "--",
+            PYTHON,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            "2",
+            "--nproc_per_node",
+            "2",
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            endpoint,
+            "--rdzv-id",
+            "brim-two-nodes",
+            "ddp_ranks.py",
+            "--max-steps",
+            "1000",
+          ],
+          { cwd: JOBS, stdio: ["ignore", "pipe", "pipe"] },
+        );
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+        const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => child.on("exit", (code) => done({ code, stdout, stderr })));
+        return { child, exit, port };
+      });
+      try {
+        // what each brim serves once its job has ended (it keeps serving through the grace)
+        const metric = (body: string, name: string): { value: number; labels: string } | null => {
+          const line = body.split("\n").find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+          if (line === undefined) return null;
+          return { value: Number(line.slice(line.lastIndexOf(" ") + 1)), labels: line.slice(name.length, line.lastIndexOf(" ")) };
+        };
+        const served: { value: number; labels: string }[] = [];
+        for (const { port } of nodes) {
+          const deadline = Date.now() + 120_000;
+          for (;;) {
+            const body = await fetch(`http://127.0.0.1:${port}/metrics`)
+              .then((r) => r.text())
+              .catch(() => "");
+            const steps = metric(body, "brim_steps_total");
+            const rate = metric(body, "brim_samples_per_second");
+            const ended = metric(body, "brim_job_running");
+            if (steps !== null && steps.value >= 20 && rate !== null && Number.isFinite(rate.value) && ended?.value === 0) {
+              served.push(rate);
+              break;
+            }
+            expect(Date.now() < deadline, `node on port ${port} never served 20 steps`).toBe(true);
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
+        for (const { child } of nodes) child.kill("SIGINT");
+        const ends = await Promise.all(nodes.map((n) => n.exit));
+        const metas = ends.map((e) => {
+          expect(e.stdout, e.stderr.slice(-3000)).toMatch(/^\{/);
+          return JSON.parse(e.stdout) as Meta;
+        });
+        // the c10d rendezvous decides which agent is node 0: each brim's ranks say which it got
+        const nodeOf = metas.map((m) => Math.floor((m.ranks?.[0]?.rank ?? -2) / 2));
+        expect([...nodeOf].sort()).toEqual([0, 1]);
+        for (const [i, meta] of metas.entries()) {
+          const node = nodeOf[i] as number;
+          expect(meta.end.cause, meta.end.message).toBe("ok");
+          expect(meta.summary.steps).toBe(20);
+          // each brim found its node's two ranks, and each rank stopped at the budget
+          expect((meta.ranks ?? []).map((r) => [r.rank, r.steps])).toEqual([
+            [2 * node, 20],
+            [2 * node + 1, 20],
+          ]);
+          // torchrun's c10d rendezvous gives the node index to the ranks only: brim labels its series with it
+          expect(served[i]?.labels).toContain(`node="${node}"`);
+          expect(served[i]?.labels).toContain('job="two-nodes"');
+        }
+        // the job's global rate: the sum over its four ranks (run.json, all steady steps), which the two
+        // brims' /metrics add up to; the gauge reads the last steady steps, so the windows differ a little
+        const global = metas.flatMap((m) => m.ranks ?? []).reduce((n, r) => n + (r.samples_per_s ?? 0), 0);
+        expect(metas.reduce((n, m) => n + (m.summary.samples_per_s ?? 0), 0)).toBeCloseTo(global, 6);
+        const sum = (served[0]?.value ?? 0) + (served[1]?.value ?? 0);
+        expect(Math.abs(sum / global - 1), `served ${served.map((x) => x.value).join(" + ")} against the ranks' ${global}`).toBeLessThan(0.1);
+      } finally {
+        for (const { child } of nodes) if (child.exitCode === null) child.kill("SIGKILL");
+      }
     },
     SLOW,
   );
