@@ -69,8 +69,10 @@ export function withRanksNode(labels: ClusterLabels, ranks: readonly { node: num
   const launches = new Set(ranks.map((r) => r.launchId));
   const [node] = nodes;
   const [launch] = launches;
+  // torchrun's rendezvous id defaults to "none": not a name to sum a job by
+  const named = launch !== null && launch !== undefined && launch !== "" && launch !== "none";
   return {
-    ...(labels.job === undefined && launches.size === 1 && launch !== null && launch !== undefined ? { job: launch } : {}),
+    ...(labels.job === undefined && launches.size === 1 && named ? { job: launch } : {}),
     ...labels,
     ...(labels.node === undefined && nodes.size === 1 && node !== null && node !== undefined ? { node: String(node) } : {}),
   };

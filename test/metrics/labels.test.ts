@@ -38,6 +38,7 @@ describe("cluster labels", () => {
       ]),
     ).toEqual({ job: "a" });
     expect(withRanksNode({}, [{ node: null, launchId: null }])).toEqual({});
+    expect(withRanksNode({}, [{ node: 0, launchId: "none" }])).toEqual({ node: "0" });
     expect(withRanksNode({ job: "x" }, [])).toEqual({ job: "x" });
   });
 });
