@@ -146,7 +146,7 @@ class _Attach:
         if self.t_last is None:
             self.t_last = time.perf_counter()
 
-    def step_end(self, trigger: str, optimizer: Any = None) -> None:
+    def step_end(self, trigger: str, optimizer: Any = None, compiled: bool = False) -> None:
         if self.yielded:
             return
         if optimizer is not None and self.loader_seen:
@@ -162,6 +162,8 @@ class _Attach:
         fields: Dict[str, Any] = {"trigger": trigger, "precision": precision}
         if trigger == "optimizer" and self.backward_s > 0:
             fields["backward_s"] = self.backward_s
+        if compiled:
+            fields["compiled"] = True
         self.backward_s = 0.0
         self.deferred = {
             "samples": self.samples if self.batches else None,
@@ -176,6 +178,9 @@ class _Attach:
             "loss": _loss.take(),
             "fields": fields,
         }
+        if compiled:
+            # a step that compiled is not a steady step, wherever it falls
+            self.deferred["warmup"] = True
         self.waits = []
         self.batches = 0
         self.samples = 0

@@ -15,6 +15,10 @@ not a step's time. The wrapper therefore keeps one output array of each of the l
 step k, waits for the output of step k - 4: the device still holds steps k - 3 to k queued, so it
 never idles for brim, the loop runs at most four steps ahead, and the time between two calls is the
 device's step time. Nothing else is read or copied.
+
+A call that traces the function again (a new input shape, such as the short last batch of an epoch)
+compiles inside that step, which then takes many times a step's time: it is sent as a warm-up step
+(with `compiled: true`), so it stays out of the steady figures as the first call's compile does.
 """
 
 import collections
@@ -77,14 +81,21 @@ class _Jitted:
                 _trace.stack.pop()
             self._brim_train = frame[0]
             if frame[0]:
-                self._count(attach, args, out)
+                self._count(attach, args, out, compiled=True)
             return out
         attach.step_begin()
-        out = jitted(*args, **kwargs)
-        self._count(attach, args, out)
+        # a call that traces again (a new shape: the short last batch of an epoch) compiles inside
+        # the step; its trace calls a gradient transform, which marks the frame
+        frame = [False]
+        _trace.stack.append(frame)
+        try:
+            out = jitted(*args, **kwargs)
+        finally:
+            _trace.stack.pop()
+        self._count(attach, args, out, compiled=frame[0])
         return out
 
-    def _count(self, attach: Any, args: Any, out: Any) -> None:
+    def _count(self, attach: Any, args: Any, out: Any, compiled: bool = False) -> None:
         if attach.yielded:
             return
         pending = self._brim_pending
@@ -105,7 +116,7 @@ class _Jitted:
         attach.batches = 1
         attach.micro_batch = n
         attach.samples = n
-        attach.step_end("jax")
+        attach.step_end("jax", compiled=compiled)
 
 
 def _first_array(tree: Any) -> Any:
