@@ -48,7 +48,10 @@ describe.skipIf(!hasJax)("the JAX attach and a step that compiles again", () => 
     expect(meta.summary.steady_steps).toBe(10);
     // why: the recompiling step takes several times a steady step
     const seconds = (s: Step): number => (s.compute_s ?? 0) + (s.wait_s ?? 0);
-    const steady = steps.filter((s) => !s.warmup).map(seconds).sort((a, b) => a - b);
+    const steady = steps
+      .filter((s) => !s.warmup)
+      .map(seconds)
+      .sort((a, b) => a - b);
     expect(seconds(steps[3] as Step)).toBeGreaterThan(3 * (steady[Math.floor(steady.length / 2)] as number));
     expect(readdirSync(join(store, "runs"))).toHaveLength(1);
   }, 150_000);
