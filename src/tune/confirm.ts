@@ -61,8 +61,10 @@ const mean = (values: readonly number[]): number => meanOf(values) ?? NaN;
 /**
  * The speedup of the winner over the baseline from interleaved measurements, with its 95 % interval.
  * `repeats`: other groups of throughputs of one configuration each (the search's re-measures), pooled
- * into the noise estimate; `floorNoise`: the least relative noise assumed (the within-trial error)
- * while the repeats have fewer than {@link REPEATS_DF} degrees of freedom, {@link NOISE_FLOOR} after.
+ * into the noise estimate until the interleaved measurements have {@link REPEATS_DF} degrees of
+ * freedom of their own (three pairs), then left out; `floorNoise`: the least relative noise assumed
+ * (the within-trial error) while the groups used have fewer than {@link REPEATS_DF} degrees of
+ * freedom, {@link NOISE_FLOOR} after.
  *
  * @example
  * ```ts
@@ -80,14 +82,22 @@ export function confirmSpeedup(
   const logs = (values: readonly number[]): number[] => values.filter((v) => v > 0).map(Math.log);
   const a = logs(baselineRates);
   const b = logs(winnerRates);
-  let squares = 0;
-  let df = 0;
-  for (const group of [a, b, ...repeats.map(logs)]) {
-    if (group.length < 2) continue;
-    const m = mean(group);
-    squares += group.reduce((s, x) => s + (x - m) ** 2, 0);
-    df += group.length - 1;
-  }
+  const pooled = (groups: readonly number[][]): { squares: number; df: number } => {
+    let squares = 0;
+    let df = 0;
+    for (const group of groups) {
+      if (group.length < 2) continue;
+      const m = mean(group);
+      squares += group.reduce((s, x) => s + (x - m) ** 2, 0);
+      df += group.length - 1;
+    }
+    return { squares, df };
+  };
+  // the interleaved pairs share their conditions; the search's re-measures were taken earlier, and a
+  // drift of the host since (seen: ×1.6 between two re-measures of one configuration on a shared box)
+  // is not noise of this comparison: once the pairs have enough degrees of freedom they stand alone
+  const own = pooled([a, b]);
+  const { squares, df } = own.df >= REPEATS_DF ? own : pooled([a, b, ...repeats.map(logs)]);
   const diff = a.length > 0 && b.length > 0 ? mean(b) - mean(a) : 0;
   // the repeats measure the noise between trials; the within-trial error stands in for it only while they are few
   const noise = Math.max(df >= REPEATS_DF ? NOISE_FLOOR : floorNoise, df > 0 ? Math.sqrt(squares / df) : Infinity);
