@@ -228,11 +228,12 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
           expect(served[i]?.labels).toContain('job="two-nodes"');
         }
         // the job's global rate: the sum over its four ranks (run.json, all steady steps), which the two
-        // brims' /metrics add up to; the gauge reads the last steady steps, so the windows differ a little
+        // brims' /metrics add up to; the gauge reads the last steady steps, so the windows differ (10 % seen
+        // on a loaded 2-core host): the bound checks that each node serves its two ranks, not one
         const global = metas.flatMap((m) => m.ranks ?? []).reduce((n, r) => n + (r.samples_per_s ?? 0), 0);
         expect(metas.reduce((n, m) => n + (m.summary.samples_per_s ?? 0), 0)).toBeCloseTo(global, 6);
         const sum = (served[0]?.value ?? 0) + (served[1]?.value ?? 0);
-        expect(Math.abs(sum / global - 1), `served ${served.map((x) => x.value).join(" + ")} against the ranks' ${global}`).toBeLessThan(0.1);
+        expect(Math.abs(sum / global - 1), `served ${served.map((x) => x.value).join(" + ")} against the ranks' ${global}`).toBeLessThan(0.3);
       } finally {
         for (const { child } of nodes) if (child.exitCode === null) child.kill("SIGKILL");
       }
