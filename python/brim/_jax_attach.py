@@ -71,28 +71,19 @@ class _Jitted:
             return jitted(*args, **kwargs)
         from ._attach import attach
 
-        if self._brim_train is None:
-            attach.step_begin()
-            frame = [False]
-            _trace.stack.append(frame)
-            try:
-                out = jitted(*args, **kwargs)
-            finally:
-                _trace.stack.pop()
-            self._brim_train = frame[0]
-            if frame[0]:
-                self._count(attach, args, out, compiled=True)
-            return out
         attach.step_begin()
-        # a call that traces again (a new shape: the short last batch of an epoch) compiles inside
-        # the step; its trace calls a gradient transform, which marks the frame
+        # every call that traces (the first, and a new shape such as an epoch's short last batch)
+        # compiles inside the step; a training step's trace calls a gradient transform, which marks the frame
         frame = [False]
         _trace.stack.append(frame)
         try:
             out = jitted(*args, **kwargs)
         finally:
             _trace.stack.pop()
-        self._count(attach, args, out, compiled=frame[0])
+        if self._brim_train is None:
+            self._brim_train = frame[0]
+        if self._brim_train:
+            self._count(attach, args, out, compiled=frame[0])
         return out
 
     def _count(self, attach: Any, args: Any, out: Any, compiled: bool = False) -> None:
