@@ -15,6 +15,7 @@ import { PRECISIONS, type Precision } from "../plan/spec.ts";
 import { newRecordId, RunStore, storeRoot } from "../record/store.ts";
 import {
   configBaseline,
+  configEditsByFile,
   configFilesInCommand,
   describeBindings,
   fillTemplate,
@@ -180,12 +181,7 @@ async function measure(
   const copies: string[] = [];
   try {
     const filled = [...command];
-    const byFile = new Map<string, { key: string; value: number | string | boolean }[]>();
-    for (const binding of bindings) {
-      const value = knobs[binding.knob];
-      if (binding.via === "config" && value !== undefined) byFile.set(binding.file, [...(byFile.get(binding.file) ?? []), { key: binding.key, value }]);
-    }
-    for (const [file, edits] of byFile) {
+    for (const [file, edits] of configEditsByFile(bindings, knobs)) {
       const document = documents.get(file);
       const places = configFilesInCommand(command, cwd).filter((entry) => entry.path === file);
       if (document === undefined || places.length === 0) continue;

@@ -183,11 +183,13 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   for (const limit of record.limits ?? []) out.push(limit);
   if (record.memory_line) {
     const m = record.memory_line;
-    const slope =
-      m.bytes_per_sample >= 1024 ? `${humanBytes(m.bytes_per_sample)} × micro-batch` : `${humanBytes(m.bytes_per_sample)} × micro-batch (no measurable growth)`;
-    out.push(
-      `memory line: peak ≈ ${formatBytes(m.intercept_bytes)} + ${slope}, margin ${formatBytes(m.margin_bytes)}; largest micro-batch under the cap ≈ ${m.predicted_max_micro_batch}`,
-    );
+    const line =
+      m.bytes_per_sample >= 1024
+        ? `peak ≈ ${formatBytes(m.intercept_bytes)} + ${humanBytes(m.bytes_per_sample)} × micro-batch`
+        : m.bytes_per_sample >= 0
+          ? `peak ≈ ${formatBytes(m.intercept_bytes)} + ${humanBytes(m.bytes_per_sample)} × micro-batch (no measurable growth)`
+          : "the peak did not grow with the micro-batch in these trials (no slope to extrapolate)";
+    out.push(`memory line: ${line}, margin ${formatBytes(m.margin_bytes)}; largest micro-batch under the cap ≈ ${m.predicted_max_micro_batch}`);
   }
   const costs = record.trials.map((trial) => trial.fixed_cost_s).filter((value): value is number => typeof value === "number");
   if (costs.length > 0) {

@@ -74,8 +74,11 @@ export interface GuardOptions {
 export interface RunControl {
   /** Asks the job to end at its next step boundary (the SDK stops the loop). */
   requestStop(reason: string): void;
-  /** Ends the job now: SIGTERM to its process group, SIGKILL after `graceS`. */
-  stop(detail: string, graceS?: number): void;
+  /**
+   * Ends the job now: SIGTERM to its process group, SIGKILL after `graceS`. `done`: the caller has what
+   * it ran the job for (a measured trial), so the run ends `ok`, not `hung`.
+   */
+  stop(detail: string, graceS?: number, done?: boolean): void;
   /** The Python stacks of the job's main processes, dumped into the run's stacks/ folder (where a job that makes no step is stuck). */
   dumpStacks(): Promise<{ file: string | null; top: string | null }[]>;
 }
@@ -301,7 +304,7 @@ function startJob(context: GuardContext, oomRestart: OomRestart, gpuTotalBytes: 
 function controlOf(job: Job): RunControl {
   return {
     requestStop: (reason) => void job.requestStop(reason),
-    stop: (detail, graceS) => job.stop("hung", detail, graceS),
+    stop: (detail, graceS, done) => job.stop(done === true ? "budget" : "hung", detail, graceS),
     dumpStacks: () => job.dumpStacks(),
   };
 }

@@ -111,6 +111,8 @@ const bindingSchema = z.looseObject({
   form: z.enum(["separate", "equals", "override", "switch"]).optional(),
   flag: z.string().optional(),
   value: z.union([z.number(), z.string(), z.boolean()]).optional(),
+  /** config: the key holds the global batch (DeepSpeed's train_batch_size), written as micro-batch × accumulation × these ranks */
+  global_batch_ranks: n.optional(),
   /** code: the 1-based line of `file` that holds `name = value` */
   line: n.optional(),
   name: z.string().optional(),

@@ -318,7 +318,11 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
         ? [
             {
               label: "memory line",
-              value: `${formatBytes(tune.memory_line.intercept_bytes)} + ${formatBytes(tune.memory_line.bytes_per_sample)} per sample; largest micro-batch predicted to fit: ${tune.memory_line.predicted_max_micro_batch}`,
+              value: `${
+                tune.memory_line.bytes_per_sample >= 0
+                  ? `${formatBytes(tune.memory_line.intercept_bytes)} + ${formatBytes(tune.memory_line.bytes_per_sample)} per sample`
+                  : "no growth with the micro-batch in these trials"
+              }; largest micro-batch predicted to fit: ${tune.memory_line.predicted_max_micro_batch}`,
             },
           ]
         : []),

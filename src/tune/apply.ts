@@ -2,7 +2,7 @@ import { applyConfigEdits, interruptedMessage, type ApplyResult, type ConfigEdit
 import { BrimError, isBrimError } from "../errors/index.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv, type ArgvKnob } from "./argv.ts";
-import { fillTemplate } from "./knobs.ts";
+import { configValue, fillTemplate } from "./knobs.ts";
 
 /** What applying a tune's winner did. */
 export interface ApplyTuneResult {
@@ -61,8 +61,10 @@ export async function applyTune(
     } else if (binding.via === "env") envKnobs[binding.knob] = value;
     else if (binding.file !== undefined && binding.key !== undefined) {
       const entry = byFile.get(binding.file) ?? { sha: binding.file_sha256 ?? "", edits: [] };
+      const config = { knob: binding.knob, via: "config" as const, file: binding.file, key: binding.key };
+      const global = binding.global_batch_ranks === undefined ? config : { ...config, globalBatch: { ranks: binding.global_batch_ranks } };
       // a key the tune left at its baseline is not written: --force keeps what the user set since
-      entry.edits.push({ key: binding.key, value, baseline: before[binding.knob] });
+      entry.edits.push({ key: binding.key, value: configValue(global, knobs) ?? value, baseline: configValue(global, before) });
       byFile.set(binding.file, entry);
     }
   }

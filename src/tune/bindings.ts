@@ -11,6 +11,7 @@
 import { readConfig, type ConfigDocument } from "../configs/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { describeArgvKnob, findArgvKnobs } from "./argv.ts";
+import { deepSpeedKnobs, isDeepSpeedConfig } from "./deepspeed.ts";
 import { configFilesInCommand, detectKnobKeys, templateKnobs, type CodeKnob, type KnobBinding } from "./knobs.ts";
 
 /**
@@ -46,14 +47,31 @@ export async function resolveBindings(
   notes.push(...argv.notes);
   const configs = configFilesInCommand(command, cwd);
   const first = configs[0];
+  const globals: KnobBinding[] = [];
   if (first !== undefined) {
     const document = documents.get(first.path) ?? (await readConfig(first.path));
     documents.set(first.path, document);
     const detected = detectKnobKeys(document.data);
+    if (isDeepSpeedConfig(document.data)) {
+      // DeepSpeed's batch keys are its own (the global one is not a micro-batch); the other knobs as in any config
+      const deepspeed = deepSpeedKnobs(document.data);
+      detected.found = [...deepspeed.found, ...detected.found.filter((f) => f.knob !== "batch_size" && f.knob !== "accumulation")];
+      detected.notes = [...deepspeed.notes, ...detected.notes.filter((n) => !/^knob (batch_size|accumulation):/.test(n))];
+      const both = ["batch_size", "accumulation"].every((knob) => !bound(knob) && detected.found.some((f) => f.knob === knob));
+      if (deepspeed.globalBatch !== null && both)
+        globals.push({
+          knob: "batch_size",
+          via: "config",
+          file: first.path,
+          key: deepspeed.globalBatch.key,
+          globalBatch: { ranks: deepspeed.globalBatch.ranks },
+        });
+    }
     for (const found of detected.found) {
       if (bound(found.knob)) continue;
       bindings.push({ knob: found.knob, via: "config", file: first.path, key: found.key });
     }
+    bindings.push(...globals);
     notes.push(...detected.notes);
     if (configs.length > 1) notes.push(`several config files in the command; knobs were looked for in ${first.arg} only (bind others with --bind)`);
   }
@@ -78,6 +96,8 @@ export function describeBindings(bindings: readonly KnobBinding[], documents: Re
       case "config": {
         const value = documents.get(binding.file)?.get(binding.key);
         const file = binding.file.startsWith(`${cwd}/`) ? binding.file.slice(cwd.length + 1) : binding.file;
+        if (binding.globalBatch !== undefined)
+          return `${binding.key}=${String(value)} kept = batch_size × accumulation × ${binding.globalBatch.ranks} ranks (${file}: ${binding.key})`;
         return `${binding.knob}=${String(value)} (${file}: ${binding.key})`;
       }
       case "template":

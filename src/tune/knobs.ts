@@ -6,12 +6,53 @@ import type { ArgvKnob } from "./argv.ts";
 import type { KnobValue, Knobs } from "./types.ts";
 
 /** How a knob's value reaches the job. */
-export type KnobBinding =
-  | { knob: string; via: "template" }
-  | { knob: string; via: "config"; file: string; key: string }
-  | { knob: string; via: "env" }
-  | ({ via: "argv" } & ArgvKnob)
-  | CodeKnob;
+export type KnobBinding = { knob: string; via: "template" } | ConfigKnob | { knob: string; via: "env" } | ({ via: "argv" } & ArgvKnob) | CodeKnob;
+
+/**
+ * A knob at a key of a config file. `globalBatch` marks a key that holds the global batch (DeepSpeed's
+ * `train_batch_size`): it is written as the micro-batch × the accumulation × `ranks`, never read as the knob.
+ */
+export interface ConfigKnob {
+  knob: string;
+  via: "config";
+  file: string;
+  key: string;
+  globalBatch?: { ranks: number };
+}
+
+/**
+ * The value a config binding writes for `knobs`: the knob's value, or for a global-batch key the
+ * micro-batch × accumulation × ranks. Undefined when the knob has no value.
+ *
+ * @example
+ * ```ts
+ * configValue({ knob: "batch_size", via: "config", file: "/p/ds.json", key: "train_batch_size", globalBatch: { ranks: 2 } }, { batch_size: 16, accumulation: 2 }); // 64
+ * ```
+ */
+export function configValue(binding: ConfigKnob, knobs: Knobs): KnobValue | undefined {
+  const value = knobs[binding.knob];
+  if (binding.globalBatch === undefined || value === undefined) return value;
+  const accumulation = knobs.accumulation;
+  return Number(value) * (typeof accumulation === "number" ? accumulation : 1) * binding.globalBatch.ranks;
+}
+
+/**
+ * The edits the config bindings make for `knobs`, by file.
+ *
+ * @example
+ * ```ts
+ * configEditsByFile(bindings, { batch_size: 64 }); // Map { "/p/config.yaml" => [{ key: "data.batch_size", value: 64 }] }
+ * ```
+ */
+export function configEditsByFile(bindings: readonly KnobBinding[], knobs: Knobs): Map<string, { key: string; value: KnobValue }[]> {
+  const byFile = new Map<string, { key: string; value: KnobValue }[]>();
+  for (const binding of bindings) {
+    if (binding.via !== "config") continue;
+    const value = configValue(binding, knobs);
+    if (value !== undefined) byFile.set(binding.file, [...(byFile.get(binding.file) ?? []), { key: binding.key, value }]);
+  }
+  return byFile;
+}
 
 /** A knob written as an integer literal in the job's code (`batch_size=20` on one line): trials vary it in memory (brim._code), apply says the line to change. */
 export interface CodeKnob {
@@ -197,7 +238,7 @@ export function configBaseline(bindings: readonly KnobBinding[], documents: Read
   const knobs: Knobs = {};
   for (const binding of bindings) {
     if (binding.via === "argv") knobs[binding.knob] = binding.value;
-    if (binding.via !== "config") continue;
+    if (binding.via !== "config" || binding.globalBatch !== undefined) continue;
     const value = asKnobValue(documents.get(binding.file)?.get(binding.key));
     if (value !== undefined) knobs[binding.knob] = value;
   }

@@ -85,13 +85,18 @@ export function codeValues(loaders: readonly LoaderSeen[], knobs: Knobs, readLin
   if (loader?.where == null) return out;
   const line = readLine(loader.where);
   const shown = line === null ? "" : ` (${line.trim().length > 80 ? `${line.trim().slice(0, 79)}…` : line.trim()})`;
-  const at = `${loader.where.split("/").slice(-2).join("/")}${shown}`;
+  // a loader a library makes (deepspeed.initialize's) is not the user's line to edit: say whose it is
+  const library = /\/(?:site|dist)-packages\/([^/]+)\//.exec(loader.where)?.[1];
+  const at =
+    library === undefined
+      ? `in the code at ${loader.where.split("/").slice(-2).join("/")}${shown}`
+      : `inside ${library} (${loader.where.slice(loader.where.indexOf(`/${library}/`) + 1)})`;
   const fixable = "give the flag that sets it on the command line, or expose it as one (--batch-size) or as a config key, or read it with brim.knob";
   if (knobs.batch_size === undefined && loader.batchSize !== null)
-    out.push(`batch_size=${loader.batchSize} is decided in the code at ${at}: brim cannot vary it there; ${fixable}("batch_size", ${loader.batchSize})`);
+    out.push(`batch_size=${loader.batchSize} is decided ${at}: brim cannot vary it there; ${fixable}("batch_size", ${loader.batchSize})`);
   if (knobs.num_workers === undefined && loader.numWorkers !== null)
     out.push(
-      `num_workers=${loader.numWorkers} is decided in the code at ${at}: brim cannot vary it there; ${fixable.replace("--batch-size", "--num-workers")}("num_workers", ${loader.numWorkers})`,
+      `num_workers=${loader.numWorkers} is decided ${at}: brim cannot vary it there; ${fixable.replace("--batch-size", "--num-workers")}("num_workers", ${loader.numWorkers})`,
     );
   return out;
 }

@@ -28,7 +28,14 @@ export function bindingRecord(binding: KnobBinding, documents: ReadonlyMap<strin
   if (binding.via === "argv") return { knob: binding.knob, via: "argv", index: binding.index, form: binding.form, flag: binding.flag, value: binding.value };
   if (binding.via === "code") return { knob: binding.knob, via: "code", file: binding.file, line: binding.line, name: binding.name, value: binding.value };
   if (binding.via !== "config") return { knob: binding.knob, via: binding.via };
-  return { knob: binding.knob, via: "config", file: binding.file, key: binding.key, file_sha256: documents.get(binding.file)?.sha256 ?? "" };
+  return {
+    knob: binding.knob,
+    via: "config",
+    file: binding.file,
+    key: binding.key,
+    file_sha256: documents.get(binding.file)?.sha256 ?? "",
+    ...(binding.globalBatch === undefined ? {} : { global_batch_ranks: binding.globalBatch.ranks }),
+  };
 }
 
 /**

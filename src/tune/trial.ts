@@ -22,7 +22,7 @@ import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline/index.ts";
 import { rewriteArgv } from "./argv.ts";
 import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
-import { asKnobValue, fillTemplate, type KnobBinding } from "./knobs.ts";
+import { asKnobValue, configEditsByFile, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { ENDED_TOO_SOON } from "./types.ts";
 import {
@@ -97,13 +97,7 @@ export async function runTrial(
   const trialFiles: string[] = [];
   try {
     const command = [...settings.command];
-    const byFile = new Map<string, { key: string; value: KnobValue }[]>();
-    for (const binding of settings.bindings) {
-      const value = knobs[binding.knob];
-      if (binding.via !== "config" || value === undefined) continue;
-      byFile.set(binding.file, [...(byFile.get(binding.file) ?? []), { key: binding.key, value }]);
-    }
-    for (const [file, edits] of byFile) {
+    for (const [file, edits] of configEditsByFile(settings.bindings, knobs)) {
       const document = settings.documents.get(file);
       const places = settings.namedInCommand.filter((entry) => entry.path === file);
       if (!document || places.length === 0) continue;
@@ -248,12 +242,12 @@ class TrialWatch {
     if (verdict === null) return;
     this.verdict = verdict;
     if (verdict.stop === "slower") {
-      this.#control.stop(`brim tune stopped the trial early: ${verdict.detail}`, 2);
+      this.#control.stop(`brim tune stopped the trial early: ${verdict.detail}`, 2, true);
       return;
     }
     this.#control.requestStop(`brim tune measured enough: ${verdict.detail}`);
     // the measurement is in: a step in flight that does not end within a moment is not waited for
-    this.#backstop = setTimeout(() => this.#control?.stop(`brim tune ended the trial once measured (${verdict.detail})`, 2), STOP_WAIT_S * 1000);
+    this.#backstop = setTimeout(() => this.#control?.stop(`brim tune ended the trial once measured (${verdict.detail})`, 2, true), STOP_WAIT_S * 1000);
   }
 
   async #timeLimit(): Promise<void> {

@@ -4,7 +4,7 @@
 // DeepSpeed engine (ZeRO-2, the batch and accumulation in its JSON config); DeepSpeed's CPU accelerator
 // talks gloo and JIT-builds its shared-memory op once (g++, ninja: ~30 s the first time on a 2-core host).
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -108,6 +108,57 @@ describe.skipIf(!usable)(`brim on DeepSpeed's launcher, 2 CPU ranks (${why})`, (
         .filter((l) => l.includes('"kind":"hello"'))
         .map((l) => JSON.parse(l) as { rank: number | null });
       expect(hellos.map((h) => h.rank).sort()).toEqual([0, 1]);
+    },
+    SLOW,
+  );
+
+  it(
+    "brim tune -- deepspeed … --deepspeed_config ds_config.json: the batch knobs are found in DeepSpeed's config, every trial passes DeepSpeed's batch check on both ranks",
+    () => {
+      const dir = jobDir("tune");
+      const r = spawnSync(
+        process.execPath,
+        [
+          BRIM,
+          "tune",
+          "--json",
+          "--free-batch",
+          "--knob",
+          "batch_size=8,16",
+          "--fix",
+          "accumulation",
+          "--max-trials",
+          "2",
+          "--",
+          ...launch(),
+          "--max-steps",
+          "100000",
+        ],
+        { cwd: dir, encoding: "utf8", timeout: 220_000 },
+      );
+      expect(r.stdout, r.stderr.slice(-3000)).toMatch(/^\{/);
+      const tune = JSON.parse(r.stdout) as { notes: string[]; trials: { index: number; run_id: string; knobs: Record<string, unknown>; end: string }[] };
+      expect(tune.notes).toContain(
+        "knobs found: batch_size=8 (ds_config.json: train_micro_batch_size_per_gpu), accumulation=2 (ds_config.json: gradient_accumulation_steps), train_batch_size=32 kept = batch_size × accumulation × 2 ranks (ds_config.json: train_batch_size)",
+      );
+
+      // 16 × 2 × 2 ranks: DeepSpeed refuses to start unless the trial's copy says train_batch_size 64
+      const sixteen = tune.trials.find((t) => t.knobs.batch_size === 16);
+      expect(sixteen?.end, r.stderr.slice(-3000)).toBe("ok");
+      const run = JSON.parse(readFileSync(join(dir, ".brim", "runs", sixteen?.run_id ?? "", "run.json"), "utf8")) as Meta;
+      expect(run.summary.micro_batch).toBe(16);
+      expect(run.summary.accumulation).toBe(2);
+      // a trial ended once measured is an ok run (not "hung"), and both ranks ran it
+      expect(run.end.cause, run.end.message).toBe("ok");
+      const hellos = readFileSync(join(dir, ".brim", "runs", sixteen?.run_id ?? "", "timeline.ndjson"), "utf8")
+        .split("\n")
+        .filter((l) => l.includes('"kind":"hello"'))
+        .map((l) => JSON.parse(l) as { rank: number | null });
+      expect(hellos.map((h) => h.rank).sort()).toEqual([0, 1]);
+      expect(tune.trials.every((t) => t.end === "ok" || t.end === "slower")).toBe(true);
+      // the trial copies are gone and the user's config is as it was
+      expect(readdirSync(dir).filter((name) => name.includes("brim-trial"))).toEqual([]);
+      expect(JSON.parse(readFileSync(join(dir, "ds_config.json"), "utf8"))).toMatchObject({ train_batch_size: 32, train_micro_batch_size_per_gpu: 8 });
     },
     SLOW,
   );

@@ -26,6 +26,11 @@ describe("the DataLoaders a trial built (the attach's loader events)", () => {
     );
     expect(hints[1]).toMatch(/^num_workers=0 is decided in the code at src\/train.py:21 .*--num-workers.*brim\.knob\("num_workers", 0\)/);
     expect(codeValues(loaders, { batch_size: 64, num_workers: 0 }, () => null)).toEqual([]);
+    // a loader a library builds (deepspeed.initialize's) is named as the library's, not as a line to edit
+    const library = loadersOf([event({ where: "/v/lib/python3.11/site-packages/deepspeed/runtime/dataloader.py:143", batch_size: 8, num_workers: 2 })]);
+    expect(codeValues(library, { batch_size: 8 }, () => "x")).toEqual([
+      expect.stringMatching(/^num_workers=2 is decided inside deepspeed \(deepspeed\/runtime\/dataloader.py:143\): brim cannot vary it there;/),
+    ]);
   });
 
   it("turns a literal on the loader's line into a knob the trials vary, only when it is the value the job ran with", () => {
