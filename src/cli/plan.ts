@@ -1,9 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { Option, type Command } from "commander";
-import { formatBytes, parseByteSize } from "../bytes.ts";
+import { parseByteSize } from "../bytes.ts";
 import { BrimError, UsageError } from "../errors/index.ts";
 import { GPU_CATALOG } from "../plan/catalog.ts";
-import { SHARDINGS, type Sharding } from "../plan/memory.ts";
+import { OFFLOADS, type Offload, type Sharding } from "../plan/memory.ts";
+import { parseShardings, planStrategies, type StrategyRow } from "../plan/strategies.ts";
 import { parseModelFile } from "../plan/model-file.ts";
 import { plan, type PlanReport, type PlanTrial } from "../plan/planner.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
@@ -11,7 +12,7 @@ import { knobList, runCommand, type RunCommandResult } from "./run.ts";
 import { fillTemplate, templateKnobs } from "../tune/tune.ts";
 import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import type { Output } from "./output.ts";
-import { renderPlanComparison, renderPlanMarkdown, renderPlanText } from "./render-plan.ts";
+import { renderMeasuredJobPlan, renderPlanComparison, renderPlanMarkdown, renderPlanText, renderStrategyComparison, renderGpuList } from "./render-plan.ts";
 import { planScriptStages } from "./plan-script.ts";
 import { renderScriptPlan } from "./render-plan-script.ts";
 
@@ -25,8 +26,11 @@ export interface PlanCommandOptions {
   effectiveBatch?: number;
   seqLen?: number;
   checkpointing?: boolean;
+  /** GPUs per node */
   gpus?: number;
+  nodes?: number;
   sharding?: Sharding;
+  offload?: Offload;
   cap?: number;
   margin?: number;
   json?: boolean;
@@ -50,6 +54,10 @@ export interface PlanCommandOptions {
  * ```
  */
 export async function planCommand(file: string, options: PlanCommandOptions, trial?: PlanTrial): Promise<PlanReport> {
+  return plan(await readModel(file), planOptions(options, trial));
+}
+
+async function readModel(file: string): Promise<ReturnType<typeof parseModelFile>> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
@@ -58,7 +66,11 @@ export async function planCommand(file: string, options: PlanCommandOptions, tri
     const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : ((error as Error).message ?? String(error));
     throw new BrimError("E_INPUT", `cannot read model file ${file}: ${why}`, { cause: error });
   }
-  return plan(parseModelFile(text, file), {
+  return parseModelFile(text, file);
+}
+
+function planOptions(options: PlanCommandOptions, trial?: PlanTrial): Parameters<typeof plan>[1] {
+  return {
     gpu: options.gpu,
     gpuMemoryBytes: options.gpuMemory,
     precision: options.precision,
@@ -68,11 +80,26 @@ export async function planCommand(file: string, options: PlanCommandOptions, tri
     seqLen: options.seqLen,
     checkpointing: options.checkpointing,
     gpus: options.gpus,
+    nodes: options.nodes,
     sharding: options.sharding,
+    offload: options.offload,
     capBytes: options.cap,
     margin: options.margin,
     trial,
-  });
+  };
+}
+
+/**
+ * `brim plan <model> --sharding ddp,zero2,zero3,fsdp` (or `all`): the job planned under each
+ * strategy, for a side-by-side choice.
+ *
+ * @example
+ * ```ts
+ * const rows = await planCommandStrategies("config.json", { gpu: "h100-sxm", gpus: 8 }, ["ddp", "zero3", "fsdp"]);
+ * ```
+ */
+export async function planCommandStrategies(file: string, options: PlanCommandOptions, shardings: readonly Sharding[]): Promise<StrategyRow[]> {
+  return planStrategies(await readModel(file), planOptions(options), shardings);
 }
 
 /**
@@ -269,25 +296,6 @@ export async function planMeasuredCommand(options: PlanCommandOptions, command: 
   };
 }
 
-/** A {@link MeasuredJobPlan} as text. */
-export function renderMeasuredJobPlan(p: MeasuredJobPlan): string {
-  const limitText = { "--cap": "the --cap", "--gpu-memory": "--gpu-memory", gpu_total: "the GPU's memory", host_total: "the host's RAM" }[p.limit_source];
-  const lines = [
-    `brim plan (measured) · run ${p.run_id} · ${p.device}`,
-    `measured  peak ${formatBytes(p.peak_bytes)} ${p.memory === "gpu" ? "GPU memory" : "RAM"} of the process tree at micro-batch ${p.micro_batch ?? "? (the job did not show it)"}${p.precision !== null ? ` (${p.precision})` : ""} over ${p.steps} steps`,
-    `limit     ${formatBytes(p.limit_bytes)} (${limitText}) less the ${(p.margin * 100).toFixed(0)} % margin: ${formatBytes(p.usable_bytes)} usable`,
-    `fits      ${p.fits ? "yes" : "NO"}: the peak is ${((p.peak_bytes / p.usable_bytes) * 100).toFixed(1)} % of the usable memory`,
-  ];
-  if (p.largest_micro_batch_at_least !== null)
-    lines.push(
-      `largest   micro-batch ${p.largest_micro_batch_at_least} at least (the whole peak scaled with the micro-batch; its fixed part does not grow, so more fits)`,
-    );
-  lines.push(
-    "For the memory by component and any GPU: brim plan <model spec> --gpu <id> --measure -- <command>; brim tune finds the fastest setting that fits.",
-  );
-  return `${lines.join("\n")}\n`;
-}
-
 /** Prints a plan as text, JSON or Markdown. */
 export function printPlan(report: PlanReport, options: Pick<PlanCommandOptions, "json" | "markdown">, out: Output): void {
   if (options.json === true) out.stdout(JSON.stringify(report, null, 2) + "\n");
@@ -299,12 +307,6 @@ export function printPlan(report: PlanReport, options: Pick<PlanCommandOptions, 
 export function printPlanComparison(reports: PlanReport[], options: Pick<PlanCommandOptions, "json" | "markdown">, out: Output): void {
   if (options.json === true) out.stdout(JSON.stringify(reports, null, 2) + "\n");
   else out.stdout(renderPlanComparison(reports, options.markdown === true ? "markdown" : "text"));
-}
-
-/** The GPU catalog as a table for `--list-gpus`. */
-export function renderGpuList(): string {
-  const rows = GPU_CATALOG.map((g) => `${g.id.padEnd(18)} ${String(g.memoryGiB).padStart(4)} GiB  ${g.architecture.padEnd(9)} ${g.name}`);
-  return ["id                 memory  arch      name", ...rows].join("\n") + "\n";
 }
 
 function positiveInt(flag: string) {
@@ -350,6 +352,10 @@ Examples:
   $ brim plan examples/embedder/model.yaml --gpu t4,p100            # which Kaggle GPU, side by side
   $ brim plan config.json --gpu a100-80gb --precision bf16-mixed --seq-len 2048 --checkpointing
   $ brim plan config.json --gpu h100-sxm --gpus 8 --sharding fsdp --optimizer adamw --json
+  $ brim plan config.json --gpu h100-sxm --gpus 8 --sharding ddp,zero2,zero3,fsdp --precision bf16-mixed   # which strategy fits 8×H100
+  $ brim plan config.json --gpu h100-sxm --gpus 8 --nodes 4 --sharding hybrid      # HYBRID_SHARD: shard in a node, replicate over 4
+  $ brim plan config.json --gpu a100-80gb --gpus 8 --sharding zero3 --offload params   # parameters and optimizer in host RAM
+  $ brim plan config.json --gpu rtx-4090 --sharding zero2 --offload optimizer      # ZeRO-Offload on one GPU: host RAM per node
   $ brim plan model.yaml --gpu-memory 24 --cap 20GiB --margin 0.05 --markdown > PLAN.md
   $ brim plan examples/nbeats/model.yaml --gpu h100 --measure -- python examples/nbeats/train.py --config examples/nbeats/config.yaml
   $ brim plan --measure --measure-batch 64 -- python train.py --batch-size {batch_size}   # the job's measured peak against this machine
@@ -404,8 +410,18 @@ export function registerPlan(program: Command, out: Output): void {
     .option("--effective-batch <n>", "samples per optimizer step over all GPUs and accumulation", positiveInt("--effective-batch"))
     .option("--seq-len <n>", "sequence length / tokens per input", positiveInt("--seq-len"))
     .option("--checkpointing", "activation checkpointing per block")
-    .option("--gpus <n>", "data-parallel GPUs", positiveInt("--gpus"))
-    .addOption(new Option("--sharding <s>", "how states are split over --gpus (default ddp)").choices(SHARDINGS).argParser(choice("--sharding", SHARDINGS)))
+    .option("--gpus <n>", "data-parallel GPUs (per node with --nodes)", positiveInt("--gpus"))
+    .option("--nodes <m>", "nodes of --gpus GPUs each: the ranks are gpus × nodes (default 1)", positiveInt("--nodes"))
+    .option(
+      "--sharding <s[,s...]|all>",
+      "how states are split over the GPUs: none, ddp (default), zero1, zero2, zero3, fsdp (FULL_SHARD), shard-grad-op (SHARD_GRAD_OP), hybrid (HYBRID_SHARD: shard in a node, replicate across nodes); several, comma-separated, or all: side by side",
+      (v: string) => (parseShardings(v), v),
+    )
+    .option(
+      "--offload <what>",
+      "CPU offload: none (default), optimizer (ZeRO-Offload: optimizer state, fp32 master and gradients) or params (ZeRO-3 / FSDP CPUOffload: the parameters too)",
+      choice("--offload", OFFLOADS),
+    )
     .option("--cap <size>", "memory cap below the card's size, e.g. 12GiB", gib("--cap"))
     .option("--margin <fraction>", "share of the cap kept free", fraction("--margin"), 0.1)
     .option("--json", "print the plan as JSON")
@@ -458,9 +474,20 @@ export function registerPlan(program: Command, out: Output): void {
       if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
       if (options.measure !== true && command.length > 0)
         throw new UsageError(`unexpected arguments ${JSON.stringify(command.join(" "))}: a command after -- goes with --measure`);
+      // --sharding holds the text as given (a list or all) until --nodes is known
+      const rawSharding = options.sharding as string | undefined;
+      const shardings = rawSharding === undefined ? undefined : parseShardings(rawSharding, options.nodes ?? 1);
+      options.sharding = shardings?.length === 1 && rawSharding?.trim() !== "all" ? shardings[0] : undefined;
       if (options.measure === true) {
         if (options.gpu?.includes(",") === true) throw new UsageError("--measure measures on this machine: name one GPU");
+        if (shardings !== undefined && options.sharding === undefined) throw new UsageError("--measure plans one strategy: name one --sharding");
         printPlan(await planMeasured(model, options, command, out), options, out);
+      } else if (shardings !== undefined && (shardings.length > 1 || rawSharding?.trim() === "all")) {
+        if (options.gpu?.includes(",") === true) throw new UsageError("compare strategies on one GPU, or GPUs under one strategy: not both at once");
+        const rows = await planCommandStrategies(model, options, shardings);
+        out.stdout(
+          options.json === true ? `${JSON.stringify(rows, null, 2)}\n` : renderStrategyComparison(rows, options.markdown === true ? "markdown" : "text"),
+        );
       } else if (options.gpu?.includes(",") === true) printPlanComparison(await planCommandMany(model, options), options, out);
       else printPlan(await planCommand(model, options), options, out);
     });

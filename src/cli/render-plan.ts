@@ -1,10 +1,14 @@
 import { formatBytes } from "../bytes.ts";
+import { GPU_CATALOG } from "../plan/catalog.ts";
 import type { PlanReport, PlanSection } from "../plan/planner.ts";
+import type { StrategyRow } from "../plan/strategies.ts";
+import type { MeasuredJobPlan } from "./plan.ts";
 
 const LABELS: Record<string, string> = {
   weights: "weights",
   gradients: "gradients",
   optimizer_state: "optimizer state",
+  communication: "communication buffers",
   activations: "activations",
   input_batch: "input batch",
   temporaries: "temporaries",
@@ -36,7 +40,22 @@ function table(rows: string[][], align: ("l" | "r")[]): string[] {
 
 function setupLine(s: PlanSection): string {
   const st = s.setup;
-  return `${st.precision} · ${st.optimizer} · micro-batch ${st.micro_batch} (${st.micro_batch_from}) × accumulation ${st.accumulation}${st.gpus > 1 ? ` × ${st.gpus} GPUs (${st.sharding})` : ""} = effective ${st.effective_batch} · checkpointing ${st.checkpointing ? "on" : "off"}`;
+  const offload = st.offload !== "none" ? `, offload ${st.offload}` : "";
+  const gpus = st.nodes > 1 ? `${st.gpus} GPUs on ${st.nodes} nodes` : `${st.gpus} GPU${st.gpus > 1 ? "s" : ""}`;
+  const parallel = st.gpus > 1 || offload !== "" ? ` × ${gpus} (${st.sharding}${offload})` : "";
+  return `${st.precision} · ${st.optimizer} · micro-batch ${st.micro_batch} (${st.micro_batch_from}) × accumulation ${st.accumulation}${parallel} = effective ${st.effective_batch} · checkpointing ${st.checkpointing ? "on" : "off"}`;
+}
+
+/** The components a plan shows: communication buffers only where the engine keeps some (never on one GPU). */
+function shownComponents(s: PlanSection): [string, number][] {
+  return Object.entries(s.memory.components).filter(([name, bytes]) => name !== "communication" || bytes > 0);
+}
+
+function hostLine(s: PlanSection): string | undefined {
+  const host = s.memory.host_bytes_per_node;
+  if (host <= 0) return undefined;
+  const ranks = s.setup.gpus / s.setup.nodes;
+  return `host RAM   ${formatBytes(host)} per node for the offloaded states of its ${ranks} rank${ranks > 1 ? "s" : ""} (offload ${s.setup.offload})`;
 }
 
 function rate(x: number): string {
@@ -58,7 +77,7 @@ function sectionLines(s: PlanSection, budget: number): string[] {
   );
   lines.push(`setup      ${setupLine(s)}`);
   lines.push("");
-  const rows = Object.entries(s.memory.components).map(([name, bytes]) => [
+  const rows = shownComponents(s).map(([name, bytes]) => [
     `  ${LABELS[name] ?? name}`,
     formatBytes(bytes),
     percent(s.memory.shares[name as keyof typeof s.memory.shares]),
@@ -66,6 +85,8 @@ function sectionLines(s: PlanSection, budget: number): string[] {
   rows.unshift([`memory at micro-batch ${s.setup.micro_batch}`, "bytes", "share"]);
   rows.push(["  predicted peak", formatBytes(s.memory.peak_bytes), s.memory.fits ? `fits ${formatBytes(budget)}` : `OVER ${formatBytes(budget)}`]);
   lines.push(...table(rows, ["l", "r", "r"]));
+  const host = hostLine(s);
+  if (host !== undefined) lines.push(host);
   lines.push("");
   lines.push(largestLine(s));
   const y = s.your_config;
@@ -127,7 +148,7 @@ export function renderPlanText(report: PlanReport): string {
   const lines: string[] = [];
   lines.push(`brim plan · ${report.model.name} (${report.model.family}, from ${report.model.source})`);
   lines.push(
-    `gpu        ${g.name}: ${formatBytes(g.memory_bytes)}, cap ${formatBytes(g.cap_bytes)}, margin ${percent(g.margin)} → budget ${formatBytes(g.budget_bytes)}${g.gpus > 1 ? ` per GPU × ${g.gpus}` : ""}`,
+    `gpu        ${g.name}: ${formatBytes(g.memory_bytes)}, cap ${formatBytes(g.cap_bytes)}, margin ${percent(g.margin)} → budget ${formatBytes(g.budget_bytes)}${g.gpus > 1 ? ` per GPU × ${g.gpus}${g.nodes > 1 ? ` (${g.nodes} nodes)` : ""}` : ""}`,
   );
   if (report.seq_len !== undefined) lines.push(`sequence   ${report.seq_len}`);
   lines.push(...sectionLines(report, g.budget_bytes));
@@ -159,10 +180,12 @@ export function renderPlanMarkdown(report: PlanReport): string {
     if (s !== report) out.push(`## Stage ${s.name ?? ""}${s.seq_len !== undefined ? ` (seq_len ${s.seq_len})` : ""}`, "");
     out.push(`${count(s.params.total)} parameters (${count(s.params.trainable)} trainable). ${setupLine(s)}.`, "");
     out.push("| component | bytes | share |", "|---|---:|---:|");
-    for (const [name, bytes] of Object.entries(s.memory.components)) {
+    for (const [name, bytes] of shownComponents(s)) {
       out.push(`| ${LABELS[name] ?? name} | ${formatBytes(bytes)} | ${percent(s.memory.shares[name as keyof typeof s.memory.shares])} |`);
     }
     out.push(`| **predicted peak** | **${formatBytes(s.memory.peak_bytes)}** | ${s.memory.fits ? "fits" : "over budget"} |`, "");
+    const host = hostLine(s);
+    if (host !== undefined) out.push(`${host.replace(/^host RAM\s+/, "Host RAM: ")}.`, "");
     out.push(`${largestLine(s).replace(/^./, (c) => c.toUpperCase())}.`, "");
     if (s.suggestions.length > 0) {
       const y = s.your_config;
@@ -252,4 +275,87 @@ export function renderPlanComparison(reports: PlanReport[], format: "text" | "ma
     "each GPU's full plan: brim plan <model> --gpu <id>",
     "",
   ].join("\n");
+}
+
+/**
+ * A {@link MeasuredJobPlan} as text.
+ *
+ * @example
+ * ```ts
+ * process.stdout.write(renderMeasuredJobPlan(measured));
+ * ```
+ */
+export function renderMeasuredJobPlan(p: MeasuredJobPlan): string {
+  const limitText = { "--cap": "the --cap", "--gpu-memory": "--gpu-memory", gpu_total: "the GPU's memory", host_total: "the host's RAM" }[p.limit_source];
+  const lines = [
+    `brim plan (measured) · run ${p.run_id} · ${p.device}`,
+    `measured  peak ${formatBytes(p.peak_bytes)} ${p.memory === "gpu" ? "GPU memory" : "RAM"} of the process tree at micro-batch ${p.micro_batch ?? "? (the job did not show it)"}${p.precision !== null ? ` (${p.precision})` : ""} over ${p.steps} steps`,
+    `limit     ${formatBytes(p.limit_bytes)} (${limitText}) less the ${(p.margin * 100).toFixed(0)} % margin: ${formatBytes(p.usable_bytes)} usable`,
+    `fits      ${p.fits ? "yes" : "NO"}: the peak is ${((p.peak_bytes / p.usable_bytes) * 100).toFixed(1)} % of the usable memory`,
+  ];
+  if (p.largest_micro_batch_at_least !== null)
+    lines.push(
+      `largest   micro-batch ${p.largest_micro_batch_at_least} at least (the whole peak scaled with the micro-batch; its fixed part does not grow, so more fits)`,
+    );
+  lines.push(
+    "For the memory by component and any GPU: brim plan <model spec> --gpu <id> --measure -- <command>; brim tune finds the fastest setting that fits.",
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Renders "which strategy fits": one row per strategy with its per-GPU peak, the largest
+ * micro-batch that fits, the host RAM its offload needs and a one-line verdict.
+ *
+ * @example
+ * ```ts
+ * process.stdout.write(renderStrategyComparison(rows, "text"));
+ * ```
+ */
+export function renderStrategyComparison(rows: StrategyRow[], format: "text" | "markdown"): string {
+  const first = rows.find((r) => r.plan !== null)?.plan;
+  if (first === undefined || first === null) return "";
+  const st = first.setup;
+  const where = `${st.gpus} × ${first.gpu.name.replace(/^NVIDIA /, "")}${st.nodes > 1 ? ` on ${st.nodes} nodes` : ""}`;
+  const title = `${first.model.name} (${first.model.family}, from ${first.model.source}) on ${where}: ${st.precision}, ${st.optimizer}, budget ${formatBytes(first.gpu.budget_bytes)} per GPU`;
+  const head = ["strategy", "per-GPU peak", "micro-batch", "largest that fits", "host RAM / node", "verdict"];
+  const body = rows.map((r) => [
+    `${r.sharding}${r.offload !== "none" && r.plan !== null ? ` + offload ${r.offload}` : ""}`,
+    r.peak_bytes === null ? "—" : formatBytes(r.peak_bytes),
+    r.micro_batch === null ? "—" : String(r.micro_batch),
+    r.max_micro_batch === null ? "—" : r.max_micro_batch === 0 ? "none" : r.max_micro_batch.toLocaleString("en-US"),
+    r.host_bytes_per_node === null || r.host_bytes_per_node === 0 ? "—" : formatBytes(r.host_bytes_per_node),
+    r.verdict,
+  ]);
+  if (format === "markdown") {
+    return [
+      `# Which strategy fits: ${title}`,
+      "",
+      `| ${head.join(" | ")} |`,
+      "|---|---:|---:|---:|---:|---|",
+      ...body.map((r) => `| ${r.join(" | ")} |`),
+      "",
+    ].join("\n");
+  }
+  return [
+    `brim plan · ${title}`,
+    "",
+    ...table([head, ...body], ["l", "r", "r", "r", "l", "l"]),
+    "",
+    "the peak is at the micro-batch in force (--batch, the spec's, else the largest that fits); each strategy's full plan: brim plan <model> --sharding <one>",
+    "",
+  ].join("\n");
+}
+
+/**
+ * The GPU catalog as a table for `--list-gpus`.
+ *
+ * @example
+ * ```ts
+ * process.stdout.write(renderGpuList());
+ * ```
+ */
+export function renderGpuList(): string {
+  const rows = GPU_CATALOG.map((g) => `${g.id.padEnd(18)} ${String(g.memoryGiB).padStart(4)} GiB  ${g.architecture.padEnd(9)} ${g.name}`);
+  return ["id                 memory  arch      name", ...rows].join("\n") + "\n";
 }

@@ -79,7 +79,7 @@ export function anchoredMemory(m: MemoryBreakdown, anchor: Anchor): MemoryBreakd
   const allocator_slack = Math.ceil((anchor.grow - 1) * (activations + input_batch + temporaries));
   const cuda_context = Math.max(0, c.cuda_context + anchor.offset);
   const components = { ...c, activations, input_batch, temporaries, allocator_slack, cuda_context };
-  return { components, peak_bytes: Object.values(components).reduce((a, b) => a + b, 0) };
+  return { components, peak_bytes: Object.values(components).reduce((a, b) => a + b, 0), host_bytes_per_node: m.host_bytes_per_node };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Anchor, TrialMeasurement } from "./anchor.ts";
 import type { Calibration, CalibrationUse } from "./constants.ts";
 import type { ModelFootprint } from "./footprint.ts";
-import type { Component, Sharding } from "./memory.ts";
+import type { Component, Offload, Sharding } from "./memory.ts";
 import type { Optimizer, Precision } from "./spec.ts";
 
 /** What to plan for. Every field is optional but the GPU: `gpu` or `gpuMemoryBytes`. */
@@ -14,8 +14,13 @@ export interface PlanOptions {
   effectiveBatch?: number | undefined;
   seqLen?: number | undefined;
   checkpointing?: boolean | undefined;
+  /** GPUs per node (all of them with one node) */
   gpus?: number | undefined;
+  /** nodes; the ranks are gpus × nodes */
+  nodes?: number | undefined;
   sharding?: Sharding | undefined;
+  /** what lives in host RAM instead of the GPU; none by default */
+  offload?: Offload | undefined;
   capBytes?: number | undefined;
   /** share of the cap kept free, 0.1 by default */
   margin?: number | undefined;
@@ -76,10 +81,20 @@ export interface PlanSection {
     accumulation: number;
     effective_batch: number;
     checkpointing: boolean;
+    /** ranks in all: GPUs per node × nodes */
     gpus: number;
+    nodes: number;
     sharding: Sharding;
+    offload: Offload;
   };
-  memory: { components: Record<Component, number>; shares: Record<Component, number>; peak_bytes: number; fits: boolean };
+  memory: {
+    components: Record<Component, number>;
+    shares: Record<Component, number>;
+    peak_bytes: number;
+    fits: boolean;
+    /** host RAM one node needs for the offloaded states (0 without offload) */
+    host_bytes_per_node: number;
+  };
   max_micro_batch: number;
   /** false when the whole per-GPU effective batch fits in one micro-batch: memory does not limit the job */
   memory_limited: boolean;
@@ -99,7 +114,7 @@ export interface Assumption {
 /** The whole answer of `brim plan`. */
 export interface PlanReport extends PlanSection {
   model: { name: string; family: string; source: ModelFootprint["source"]; file?: string };
-  gpu: { id: string; name: string; memory_bytes: number; cap_bytes: number; margin: number; budget_bytes: number; gpus: number };
+  gpu: { id: string; name: string; memory_bytes: number; cap_bytes: number; margin: number; budget_bytes: number; gpus: number; nodes: number };
   stages: PlanSection[];
   speed_model: string;
   /** the GPU calibration the plan used and which constants it set (the rest are defaults); null when none matched */

@@ -8,7 +8,8 @@ import { graphFromSpec } from "./families.ts";
 import { footprintFromGraph, type ModelFootprint } from "./footprint.ts";
 import { graphFromHfConfig } from "./hf.ts";
 import { anchoredMemory, anchorOn } from "./anchor.ts";
-import { COMPONENTS, maxMicroBatch, memoryAt, type Component, type MemoryBreakdown, type Sharding, type TrainingSetup } from "./memory.ts";
+import { COMPONENTS, maxMicroBatch, memoryAt, type Component, type MemoryBreakdown, type TrainingSetup } from "./memory.ts";
+import { resolveParallel } from "./distributed.ts";
 import type { ModelInput } from "./model-file.ts";
 import { footprintFromProfile, type ModelProfile } from "./profile.ts";
 import { peakFor, predictedSamplesPerSecond, SPEED_MODEL } from "./speed.ts";
@@ -40,12 +41,8 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
   if (capBytes > gpu.memoryBytes) {
     throw new InputError(`cap ${formatBytes(capBytes)} is above the card's ${formatBytes(gpu.memoryBytes)}`, { field: "--cap" });
   }
-  const gpus = options.gpus ?? 1;
-  if (!Number.isInteger(gpus) || gpus < 1) throw new InputError(`must be a positive integer, got ${gpus}`, { field: "--gpus" });
-  const sharding: Sharding = options.sharding ?? (gpus > 1 ? "ddp" : "none");
-  if (gpus === 1 && sharding !== "none" && sharding !== "ddp") {
-    throw new InputError(`${sharding} shards states over several GPUs; add --gpus N`, { field: "--sharding" });
-  }
+  const parallel = resolveParallel(options);
+  const { gpus, nodes, sharding, offload } = parallel;
   const constants = resolveConstants(gpu.spec?.id, options.calibrations ?? CALIBRATIONS, gpu.spec?.architecture, options.frameworkMajor);
   const budget = Math.floor(capBytes * (1 - margin));
 
@@ -62,9 +59,11 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
     checkpointing: options.checkpointing ?? training?.checkpointing ?? false,
     gpus,
     sharding,
+    nodes,
+    offload,
   } satisfies TrainingSetup;
 
-  const notes: string[] = [];
+  const notes: string[] = [...parallel.notes];
   const mainFootprint = footprintOf(model, options.seqLen, undefined, notes);
   let trial: PlanReport["trial"] = null;
   let memoryOf = (footprint: ModelFootprint, s: TrainingSetup, b: number): MemoryBreakdown => memoryAt(footprint, s, b, constants.values);
@@ -129,7 +128,7 @@ export function plan(model: ModelInput, options: PlanOptions): PlanReport {
       source: mainFootprint.source,
       ...(model.file === undefined ? {} : { file: model.file }),
     },
-    gpu: { id: gpu.id, name: gpu.name, memory_bytes: gpu.memoryBytes, cap_bytes: capBytes, margin, budget_bytes: budget, gpus },
+    gpu: { id: gpu.id, name: gpu.name, memory_bytes: gpu.memoryBytes, cap_bytes: capBytes, margin, budget_bytes: budget, gpus, nodes },
     stages,
     speed_model: SPEED_MODEL,
     calibration: constants.calibration,
@@ -301,9 +300,11 @@ function planSection(
       effective_batch: effective,
       checkpointing: effectiveSetup.checkpointing,
       gpus: setup.gpus,
+      nodes: setup.nodes ?? 1,
       sharding: setup.sharding,
+      offload: setup.offload ?? "none",
     },
-    memory: { components: memory.components, shares, peak_bytes: memory.peak_bytes, fits },
+    memory: { components: memory.components, shares, peak_bytes: memory.peak_bytes, fits, host_bytes_per_node: memory.host_bytes_per_node },
     max_micro_batch: maxMicro,
     memory_limited: memoryLimited,
     your_config: yours,

@@ -303,7 +303,8 @@ export interface ScriptPlan {
   optimizer: Optimizer;
   optimizer_classes: string[];
   yours: { micro_batch: number; accumulation: number; effective_batch: number; precision: Precision; precision_from: string };
-  provenance: Record<Component, { provenance: Provenance; how: string }>;
+  /** where each single-GPU term comes from (a script plan is for one GPU: no communication buffers) */
+  provenance: Record<Exclude<Component, "communication">, { provenance: Provenance; how: string }>;
   accuracy: typeof PROFILE_ACCURACY;
   gpus: ScriptGpuPlan[];
   notes: string[];

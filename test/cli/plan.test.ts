@@ -51,6 +51,7 @@ describe("brim plan", () => {
       "weights",
       "gradients",
       "optimizer_state",
+      "communication",
       "activations",
       "input_batch",
       "temporaries",
@@ -59,6 +60,8 @@ describe("brim plan", () => {
       "allocator_slack",
     ]);
     expect(report.memory.peak_bytes).toBe(Object.values(report.memory.components).reduce((a, b) => a + b, 0));
+    // one GPU: no communication buffers, nothing offloaded
+    expect([report.memory.components.communication, report.memory.host_bytes_per_node]).toEqual([0, 0]);
     expect(report.max_micro_batch).toBeGreaterThan(0);
     // dominated rows and runners-up slower than the user's config are left out (test/plan/answer.test.ts)
     expect(report.suggestions.length).toBeGreaterThanOrEqual(1);
@@ -160,6 +163,16 @@ describe("brim plan", () => {
     [["plan", "MODEL", "--gpu", "rtx-3060", "--margin", "1.5"], /^brim: --margin must be a fraction/],
     [["plan", "MODEL", "--gpu", "rtx-3060", "--sharding", "zero3"], /^brim: --sharding: zero3 shards states over several GPUs; add --gpus N/],
     [["plan", "MODEL", "--gpu", "rtx-3060", "--bogus"], /^brim: unknown option '--bogus'/],
+    [["plan", "MODEL", "--gpu", "h100-sxm", "--gpus", "8", "--offload", "params"], /^brim: --offload: ddp keeps every state on the GPU; CPU offload needs/],
+    [
+      ["plan", "MODEL", "--gpu", "h100-sxm", "--gpus", "8", "--sharding", "zero2", "--offload", "params"],
+      /^brim: --offload: zero2 keeps the 16-bit parameters/,
+    ],
+    [["plan", "MODEL", "--gpu", "h100-sxm", "--gpus", "8", "--sharding", "fsdp", "--offload", "optimizer"], /^brim: --offload: FSDP offloads parameters/],
+    [["plan", "MODEL", "--gpu", "h100-sxm", "--offload", "disk"], /^brim: --offload must be one of none, optimizer, params; got "disk"/],
+    [["plan", "MODEL", "--gpu", "h100-sxm", "--gpus", "8", "--sharding", "ddp,zero4"], /^brim: --sharding must be one of .*; got "zero4"/],
+    [["plan", "MODEL", "--gpu", "h100-sxm", "--nodes", "0"], /^brim: --nodes must be a positive integer, got "0"/],
+    [["plan", "MODEL", "--gpu", "t4,p100", "--gpus", "8", "--sharding", "all"], /^brim: compare strategies on one GPU, or GPUs under one strategy/],
     [["plan", "/nonexistent/model.yaml", "--gpu", "rtx-3060"], /^brim: cannot read model file \/nonexistent\/model.yaml: no such file/],
   ])("bad input %j exits 2 with one line", async (argv, message) => {
     const args = argv.map((a) => (a === "MODEL" ? join(root, "examples/nbeats/model.yaml") : a));
@@ -211,7 +224,9 @@ describe("brim plan", () => {
       "--seq-len",
       "--checkpointing",
       "--gpus",
+      "--nodes",
       "--sharding",
+      "--offload",
       "--cap",
       "--margin",
       "--json",
@@ -220,6 +235,55 @@ describe("brim plan", () => {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toMatch(/Examples:\n\s+\$ brim plan -- python train\.py --config config\.yaml /);
+    for (const example of [
+      "--sharding ddp,zero2,zero3,fsdp",
+      "--nodes 4 --sharding hybrid",
+      "--sharding zero3 --offload params",
+      "--sharding zero2 --offload optimizer",
+    ])
+      expect(stdout).toContain(example);
+  });
+
+  it("--sharding ddp,zero2,zero3,fsdp: one table, a row per strategy with its peak, largest micro-batch, host RAM and verdict; --json an array", async () => {
+    const args = ["plan", join(root, "test/fixtures/hf/llama-2-7b.json"), "--gpu", "h100-sxm", "--gpus", "8", "--precision", "bf16-mixed", "--seq-len", "2048"];
+    const text = await brim(...args, "--sharding", "ddp,zero2,zero3,fsdp");
+    expect(text.code, text.stderr).toBe(0);
+    const lines = text.stdout.split("\n");
+    expect(lines[0]).toBe("brim plan · llama (hf-llama, from hf-config) on 8 × H100 SXM: bf16-mixed, adamw, budget 71.7 GiB per GPU");
+    expect(lines[2]).toMatch(/^strategy\s+per-GPU peak\s+micro-batch\s+largest that fits\s+host RAM \/ node\s+verdict$/);
+    expect(lines[3]).toMatch(/^ddp\s+.*does not fit: not even one sample/);
+    expect(lines.slice(4, 7).map((l) => l.split(/\s+/)[0])).toEqual(["zero2", "zero3", "fsdp"]);
+    for (const line of lines.slice(4, 7)) expect(line).toMatch(/fits: micro-batch up to \d+$/);
+    const json = await brim(...args, "--sharding", "all", "--offload", "params", "--json");
+    expect(json.code, json.stderr).toBe(0);
+    const rows = JSON.parse(json.stdout) as { sharding: string; host_bytes_per_node: number | null; fits: boolean; verdict: string; plan: PlanReport | null }[];
+    expect(rows.map((r) => r.sharding)).toEqual(["ddp", "zero1", "zero2", "zero3", "fsdp", "shard-grad-op"]);
+    expect(rows.filter((r) => r.plan === null).map((r) => r.sharding)).toEqual(["ddp", "zero1", "zero2"]);
+    for (const r of rows.slice(3)) expect(r.host_bytes_per_node).toBeGreaterThan(100 * 2 ** 30);
+  });
+
+  it("a single strategy across nodes with offload: the setup says so, the host RAM per node is a line of its own", async () => {
+    const { code, stdout } = await brim(
+      "plan",
+      join(root, "test/fixtures/hf/llama-2-7b.json"),
+      "--gpu",
+      "h100-sxm",
+      "--gpus",
+      "8",
+      "--nodes",
+      "2",
+      "--sharding",
+      "zero3",
+      "--offload",
+      "params",
+      "--precision",
+      "bf16-mixed",
+    );
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/budget 71\.7 GiB per GPU × 16 \(2 nodes\)/);
+    expect(stdout).toMatch(/× 16 GPUs on 2 nodes \(zero3, offload params\)/);
+    expect(stdout).toMatch(/\n {2}communication buffers +1\.02 GiB /);
+    expect(stdout).toMatch(/\nhost RAM {3}84\.7 GiB per node for the offloaded states of its 8 ranks \(offload params\)\n/);
   });
 
   it("the built CLI runs as a real process: plan, bad input, exit codes", async () => {

@@ -3,8 +3,9 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
-// `brim plan --sharding fsdp` against PyTorch's own FSDPMemTracker (issue 27): FSDP2 (fully_shard on
-// every transformer block and the root) on a fake process group of 8 and 16 ranks, the whole model in
+// `brim plan --sharding fsdp|hybrid` against PyTorch's own FSDPMemTracker (issue 27): FSDP2 (fully_shard on
+// every transformer block and the root) on a fake process group of 8 and 16 ranks, and HSDP (HYBRID_SHARD:
+// a 2-D mesh of 2 replicas × 8 shards, as 2 nodes of 8 GPUs run it), the whole model in
 // FakeTensorMode (a 7B Llama costs no memory), one AdamW step; the tracker's sharded parameters,
 // sharded gradients and optimizer state of one rank against the plan's weights, gradients and
 // optimizer state, each within 1 %, in fp32 and bf16-mixed (MixedPrecisionPolicy: bf16 compute, fp32
@@ -25,13 +26,14 @@ from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 models, worlds = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-dist.init_process_group("fake", rank=0, world_size=max(worlds), store=FakeStore())
+dist.init_process_group("fake", rank=0, world_size=max(n * g for n, g in worlds), store=FakeStore())
 out = {"torch": torch.__version__, "models": {}}
 for name, path in models:
     config = transformers.AutoConfig.from_pretrained(path)
     rows = {}
-    for world in worlds:
-        mesh = init_device_mesh("cpu", (world,))
+    for nodes, gpus in worlds:
+        # one node: FULL_SHARD over all ranks; several: HSDP, replicate across nodes, shard within one
+        mesh = init_device_mesh("cpu", (gpus,)) if nodes == 1 else init_device_mesh("cpu", (nodes, gpus), mesh_dim_names=("replicate", "shard"))
         for precision in ("fp32", "bf16-mixed"):
             # the mesh is built outside fake mode (DeviceMesh reads its ranks); everything else is fake
             with FakeTensorMode():
@@ -49,7 +51,7 @@ for name, path in models:
                     model(input_ids=ids, labels=ids).loss.backward()
                     optim.step()
                     snap = {str(k).split(".")[-1]: v for k, v in next(iter(tracker.get_tracker_snapshot().values())).items()}
-            rows["%d|%s" % (world, precision)] = {k: snap.get(k, 0) for k in ("SHARDED_PARAM", "SHARDED_GRAD", "OPT")}
+            rows["%d|%d|%s" % (nodes, gpus, precision)] = {k: snap.get(k, 0) for k in ("SHARDED_PARAM", "SHARDED_GRAD", "OPT")}
     out["models"][name] = rows
 print(json.dumps(out))
 `;
@@ -66,61 +68,80 @@ if (!available && required) throw new Error(`BRIM_REQUIRE_FRAMEWORKS=1 but ${PYT
 if (!available) console.warn(`skipped: ${PYTHON} lacks torch ≥ 2.6 with FSDP2's FSDPMemTracker, or transformers`);
 
 describe.skipIf(!available)("brim plan's FSDP model states against PyTorch's FSDPMemTracker", () => {
-  it("GPT-2 and a 7B Llama, 8 and 16 ranks, fp32 and bf16-mixed: parameters, gradients and optimizer state per rank within 1 %", { timeout: 300_000 }, () => {
-    const models = [
-      ["gpt2", join(REPO, "test/fixtures/hf/gpt2.json")],
-      ["llama-2-7b", join(REPO, "test/fixtures/hf/llama-2-7b.json")],
-    ] as const;
-    const tracked = spawnSync(PYTHON, ["-c", TRACK, JSON.stringify(models), JSON.stringify([8, 16])], {
-      encoding: "utf8",
-      env: { ...process.env, TRANSFORMERS_OFFLINE: "1", HF_HUB_OFFLINE: "1" },
-      timeout: 280_000,
-    });
-    expect(tracked.status, tracked.stderr.slice(-3000)).toBe(0);
-    const theirs = JSON.parse(tracked.stdout.trim().split("\n").pop() as string) as {
-      torch: string;
-      models: Record<string, Record<string, { SHARDED_PARAM: number; SHARDED_GRAD: number; OPT: number }>>;
-    };
-    for (const [name, file] of models) {
-      const rows = Object.entries(theirs.models[name] ?? {});
-      expect(rows).toHaveLength(4);
-      for (const [key, tracker] of rows) {
-        const [world, precision] = key.split("|") as [string, string];
-        const planned = spawnSync(
-          process.execPath,
-          [
-            BRIM,
-            "plan",
-            file,
-            "--gpu",
-            "h100-sxm",
-            "--gpus",
-            world,
-            "--sharding",
-            "fsdp",
-            "--precision",
-            precision,
-            "--optimizer",
-            "adamw",
-            "--batch",
-            "1",
-            "--json",
-          ],
-          { encoding: "utf8" },
-        );
-        expect(planned.status, planned.stderr).toBe(0);
-        const c = (JSON.parse(planned.stdout) as { memory: { components: Record<string, number> } }).memory.components;
-        const pairs: [string, number | undefined, number][] = [
-          ["weights", c["weights"], tracker.SHARDED_PARAM],
-          ["gradients", c["gradients"], tracker.SHARDED_GRAD],
-          ["optimizer_state", c["optimizer_state"], tracker.OPT],
-        ];
-        for (const [what, ours, measured] of pairs)
-          expect(
-            Math.abs((ours ?? 0) / measured - 1),
-            `${name} ×${world} ${precision} ${what}: brim ${ours}, FSDPMemTracker (torch ${theirs.torch}) ${measured}`,
-          ).toBeLessThanOrEqual(0.01);
+  it(
+    "GPT-2 and a 7B Llama, 8 and 16 ranks and 2 nodes × 8 (hybrid), fp32 and bf16-mixed: parameters, gradients and optimizer state per rank within 1 %",
+    { timeout: 300_000 },
+    () => {
+      const models = [
+        ["gpt2", join(REPO, "test/fixtures/hf/gpt2.json")],
+        ["llama-2-7b", join(REPO, "test/fixtures/hf/llama-2-7b.json")],
+      ] as const;
+      const tracked = spawnSync(
+        PYTHON,
+        [
+          "-c",
+          TRACK,
+          JSON.stringify(models),
+          JSON.stringify([
+            [1, 8],
+            [1, 16],
+            [2, 8],
+          ]),
+        ],
+        {
+          encoding: "utf8",
+          env: { ...process.env, TRANSFORMERS_OFFLINE: "1", HF_HUB_OFFLINE: "1" },
+          timeout: 280_000,
+        },
+      );
+      expect(tracked.status, tracked.stderr.slice(-3000)).toBe(0);
+      const theirs = JSON.parse(tracked.stdout.trim().split("\n").pop() as string) as {
+        torch: string;
+        models: Record<string, Record<string, { SHARDED_PARAM: number; SHARDED_GRAD: number; OPT: number }>>;
+      };
+      for (const [name, file] of models) {
+        const rows = Object.entries(theirs.models[name] ?? {});
+        expect(rows).toHaveLength(6);
+        for (const [key, tracker] of rows) {
+          const [nodes, gpus, precision] = key.split("|") as [string, string, string];
+          const planned = spawnSync(
+            process.execPath,
+            [
+              BRIM,
+              "plan",
+              file,
+              "--gpu",
+              "h100-sxm",
+              "--gpus",
+              gpus,
+              "--nodes",
+              nodes,
+              "--sharding",
+              nodes === "1" ? "fsdp" : "hybrid",
+              "--precision",
+              precision,
+              "--optimizer",
+              "adamw",
+              "--batch",
+              "1",
+              "--json",
+            ],
+            { encoding: "utf8" },
+          );
+          expect(planned.status, planned.stderr).toBe(0);
+          const c = (JSON.parse(planned.stdout) as { memory: { components: Record<string, number> } }).memory.components;
+          const pairs: [string, number | undefined, number][] = [
+            ["weights", c["weights"], tracker.SHARDED_PARAM],
+            ["gradients", c["gradients"], tracker.SHARDED_GRAD],
+            ["optimizer_state", c["optimizer_state"], tracker.OPT],
+          ];
+          for (const [what, ours, measured] of pairs)
+            expect(
+              Math.abs((ours ?? 0) / measured - 1),
+              `${name} ${nodes} node(s) × ${gpus} ${precision} ${what}: brim ${ours}, FSDPMemTracker (torch ${theirs.torch}) ${measured}`,
+            ).toBeLessThanOrEqual(0.01);
+        }
       }
-    }
-  });
+    },
+  );
 });

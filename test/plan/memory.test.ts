@@ -27,6 +27,8 @@ describe("memory components, computed by hand for a 4-8-2 MLP", () => {
       weights: 58 * 4,
       gradients: 58 * 4,
       optimizer_state: 2 * 58 * 4,
+      // one GPU: no communication buffers
+      communication: 0,
       activations: 400,
       input_batch: 10 * 4 * (4 + 2),
       temporaries: 2 * 10 * 8 * 4, // gradient of the widest activation (8) and its input, fp32
@@ -67,13 +69,13 @@ describe("memory components, computed by hand for a 4-8-2 MLP", () => {
     expect(m.components.temporaries).toBe(168);
   });
 
-  it("ZeRO-2 over 4 GPUs shards gradients and state; DDP keeps bucket copies", () => {
+  it("ZeRO-2 over 4 GPUs shards gradients and state; DDP keeps bucket copies as communication buffers", () => {
     const z2 = memoryAt(tiny, { ...setup, gpus: 4, sharding: "zero2" }, 10, constants).components;
     expect([z2.weights, z2.gradients, z2.optimizer_state]).toEqual([232, 58, 116]);
     const z3 = memoryAt(tiny, { ...setup, gpus: 4, sharding: "fsdp" }, 10, constants).components;
     expect(z3.weights).toBe(58);
     const ddp = memoryAt(tiny, { ...setup, gpus: 2, sharding: "ddp" }, 10, constants).components;
-    expect(ddp.gradients).toBe(464);
+    expect([ddp.gradients, ddp.communication]).toEqual([232, 232]);
   });
 
   it("ZeRO in 16-bit mixed precision counts its model states as DeepSpeed does: 16-bit parameters, fp32 master in the partition", () => {
