@@ -13,8 +13,11 @@
 // (default .venv-vision/bin/python: torch 2.14.1 + torchvision 0.29.1) for those that need torchvision (docs/corpus.md;
 // accelerate-mnist also needs accelerate and scikit-learn there).
 // An entry whose python or packages are missing is recorded as skipped, with the reason.
-import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// An entry with `storage` reads its data through bench/io/latencyfs.py (a FUSE mount whose every file open
+// waits `latency_ms`, as on a network file system or an object-store mount): BRIM_BENCH_FUSE_PYTHON (default
+// the entry's python) needs fusepy, the host /dev/fuse and libfuse2; without them the entry is skipped.
+import { spawn, spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -210,11 +213,46 @@ function tune(entry, work, python, env) {
   };
 }
 
-function runEntry(entry) {
+const mounted = (dir) =>
+  readFileSync("/proc/mounts", "utf8")
+    .split("\n")
+    .some((line) => line.split(" ")[1] === dir);
+
+/** What keeps an entry's slow storage from being mounted here, or null. */
+function storageLacks(entry, python) {
+  if (!entry.storage) return null;
+  if (!existsSync("/dev/fuse")) return "no /dev/fuse on this host (the entry reads its data through a FUSE latency mount)";
+  const fusePython = process.env.BRIM_BENCH_FUSE_PYTHON ?? python;
+  const r = spawnSync(fusePython, ["-c", "import fuse"], { encoding: "utf8" });
+  return r.status === 0 ? null : `${fusePython} cannot import fuse (pip install fusepy; Debian: libfuse2), needed for the latency mount`;
+}
+
+/** Mounts the entry's data folder behind bench/io/latencyfs.py; returns how to unmount it. */
+async function mountStorage(entry, work, python) {
+  const { source, mount, latency_ms: latency } = entry.storage;
+  const at = join(work, mount);
+  mkdirSync(at, { recursive: true });
+  const fuse = spawn(
+    process.env.BRIM_BENCH_FUSE_PYTHON ?? python,
+    [join(repo, "bench", "io", "latencyfs.py"), join(work, source), at, "--latency-ms", String(latency)],
+    {
+      stdio: "ignore",
+    },
+  );
+  for (let i = 0; i < 100 && !mounted(at); i++) await new Promise((r) => setTimeout(r, 100));
+  if (!mounted(at)) throw new Error(`${entry.name}: the latency mount at ${at} did not come up`);
+  return () => {
+    spawnSync("fusermount", ["-u", at]);
+    fuse.kill();
+  };
+}
+
+async function runEntry(entry) {
   const python = PYTHONS[entry.python ?? "main"];
-  const lacks = missing(python, entry);
+  const lacks = missing(python, entry) ?? storageLacks(entry, python);
   if (lacks) return { name: entry.name, skipped: lacks };
   const work = mkdtempSync(join(tmpdir(), `brim-corpus-${entry.name}-`));
+  let unmount = () => {};
   try {
     cpSync(join(repo, "corpus", entry.dir), work, { recursive: true });
     const env = { ...(entry.env ?? {}) };
@@ -224,7 +262,8 @@ function runEntry(entry) {
       prepare = { exit: p.status, last_lines: lastLines(`${p.stdout}\n${p.stderr}`, 4) };
       if (p.status !== 0) return { name: entry.name, prepare, error: "prepare failed" };
     }
-    const result = { name: entry.name, dir: entry.dir, cases: entry.cases, knobs_expected: entry.knobs, prepare };
+    if (entry.storage) unmount = await mountStorage(entry, work, python);
+    const result = { name: entry.name, dir: entry.dir, cases: entry.cases, knobs_expected: entry.knobs, prepare, storage: entry.storage };
     result.run = sanity(entry, work, python, env);
     console.log(
       `${entry.name}: run ${result.run.steps}/${result.run.steps_expected} steps, ${result.run.samples_per_s ?? "—"} samples/s (${result.run.wall_s} s)`,
@@ -238,6 +277,7 @@ function runEntry(entry) {
     }
     return result;
   } finally {
+    unmount();
     rmSync(work, { recursive: true, force: true });
   }
 }
@@ -279,7 +319,7 @@ report.command = report.calls.map((c) => c.command).join(" && ");
 report.commit = report.calls[0].commit;
 const fresh = [];
 for (const entry of entries) {
-  fresh.push({ ...runEntry(entry), measured_by: report.calls.length - 1 });
+  fresh.push({ ...(await runEntry(entry)), measured_by: report.calls.length - 1 });
   report.entries = [...keep, ...fresh].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`); // kept after each entry, so an interrupted run still leaves what it measured
 }

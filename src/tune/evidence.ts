@@ -34,6 +34,8 @@ export interface TrialEvidence {
   cpus?: number | null;
   /** mean share of the whole machine's CPU in use (every process), 0..1 */
   hostBusy?: number | null;
+  /** the trial's DataLoader workers (the num_workers knob), when known */
+  workers?: number | null;
 }
 
 /** A data-wait share at least this large, with the CPUs idle while waiting, makes the loader I/O-bound. */
@@ -42,25 +44,26 @@ export const IO_BOUND_WAIT = 0.5;
 /**
  * What bounds a loader the loop waits for: "io" when the job's processes leave the CPUs idle while it
  * waits (files, network, sleeps: more workers than cores help), "cpu" when they are busy (workers
- * help up to the cores), null without a wait worth a loader knob or without a CPU reading. While the
- * loop waits a share w of the time, a CPU-bound fetch keeps at least one core busy for that share; the
- * compute keeps at most all cores busy for the rest: under (1 − w) × cores + w / 2 cores (and under
- * half a core; a quarter on a host busy with other work), the fetch cannot be CPU work.
+ * help up to the cores), null without a wait worth a loader knob or without a CPU reading. A starved
+ * CPU-bound loader keeps its fetchers busy: each of `workers` processes (the main one with none) is
+ * on a core for the whole wait share w, and the main process computes for the rest, so the job's
+ * processes average at least w × max(1, min(workers, cores)) + (1 − w) cores. Under half that (a
+ * quarter on a host busy with other work, which starves every process), the fetch cannot be CPU work.
  *
  * @example
  * ```ts
  * loaderBound({ dataWait: 0.98, cpuCores: 0.05, cpus: 2 }); // "io"
  * loaderBound({ dataWait: 0.9, cpuCores: 1.0, cpus: 2 }); // "cpu"
+ * loaderBound({ dataWait: 0.81, cpuCores: 0.55, cpus: 2, workers: 2 }); // "io": two busy workers would keep 1.8 cores busy
  * ```
  */
-export function loaderBound(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "hostBusy">): "io" | "cpu" | null {
+export function loaderBound(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "hostBusy" | "workers">): "io" | "cpu" | null {
   const { dataWait: wait, cpuCores: cores, cpus } = evidence;
   if (wait == null || wait < STARVED_MIN || cores == null || cpus == null || cpus <= 0) return null;
-  // a machine busy with other work starves every process: the job's cores must then be far under
-  // what a starved CPU-bound fetch would still get
-  const most = evidence.hostBusy != null && evidence.hostBusy >= HOST_SATURATED ? 0.25 : 0.5;
-  const idle = cores < Math.min(most, (1 - wait) * cpus + wait / 2);
-  if (!idle) return "cpu";
+  const fetchers = Math.max(1, Math.min(evidence.workers ?? 0, cpus));
+  const cpuBoundFloor = wait * fetchers + (1 - wait);
+  const share = evidence.hostBusy != null && evidence.hostBusy >= HOST_SATURATED ? 0.25 : 0.5;
+  if (cores >= share * cpuBoundFloor) return "cpu";
   // idle while waiting a little: not worth calling either way
   return wait >= IO_BOUND_WAIT ? "io" : null;
 }
@@ -107,6 +110,7 @@ export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number):
     cpuCores: result.cpuCores ?? null,
     cpus: result.cpus ?? null,
     hostBusy: result.hostBusy ?? null,
+    workers: typeof knobs.num_workers === "number" ? knobs.num_workers : null,
   };
 }
 
@@ -186,12 +190,12 @@ export function rankByEvidence(
  * // ["still waits for data 60 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck"]
  * ```
  */
-export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "gpuUtil" | "hostBusy">, knobs: Knobs): string[] {
+export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores" | "cpus" | "gpuUtil" | "hostBusy" | "workers">, knobs: Knobs): string[] {
   const out: string[] = [];
   const wait = evidence.dataWait;
   if (wait !== null && wait >= 0.1) {
     const workers = typeof knobs.num_workers === "number" ? ` with num_workers=${knobs.num_workers}` : "";
-    const bound = loaderBound(evidence);
+    const bound = loaderBound({ ...evidence, workers: evidence.workers ?? (typeof knobs.num_workers === "number" ? knobs.num_workers : null) });
     const cores = evidence.cpuCores != null && evidence.cpus != null ? `, its processes busy ${evidence.cpuCores.toFixed(2)} of ${evidence.cpus} cores` : "";
     // cores left idle: the fetch could spread over more loader workers before more cores are needed
     const idleCores = evidence.cpuCores != null && evidence.cpus != null && evidence.cpus - evidence.cpuCores >= 1;

@@ -89,6 +89,13 @@ describe("knob bindings", () => {
     expect(loaderBound({ dataWait: 0.98, cpuCores: 0.05, cpus: 2, hostBusy: 0.95 })).toBe("io");
     expect(loaderBound({ dataWait: 0.98, cpuCores: 0.3, cpus: 2, hostBusy: 0.95 })).toBe("cpu");
     expect(loaderBound({ dataWait: 0.49, cpuCores: 0.4, cpus: 2 })).toBeNull();
+    // two workers on files behind a 30 ms mount (the corpus' pe-dcgan-remote): 81 % waiting, 0.55 of 2 cores busy;
+    // two CPU-bound workers would keep 1.8 cores busy through that wait
+    expect(loaderBound({ dataWait: 0.81, cpuCores: 0.55, cpus: 2, workers: 2 })).toBe("io");
+    expect(loaderBound({ dataWait: 0.81, cpuCores: 1.7, cpus: 2, workers: 2 })).toBe("cpu");
+    // more workers than cores: the cores bound what CPU-bound workers can keep busy
+    expect(loaderBound({ dataWait: 0.81, cpuCores: 0.8, cpus: 2, workers: 8 })).toBe("io");
+    expect(loaderBound({ dataWait: 0.81, cpuCores: 1.2, cpus: 2, workers: 8 })).toBe("cpu");
     expect(stillLimits({ dataWait: 0.6, cpuCores: 0.1, cpus: 2, gpuUtil: null }, { num_workers: 8 })).toEqual([
       "still waits for data 60 % of step time with num_workers=8, its processes busy 0.10 of 2 cores: I/O-bound — the files the dataset reads (or its __getitem__) are the bottleneck",
     ]);
