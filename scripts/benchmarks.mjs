@@ -812,8 +812,11 @@ function corpusFigures(r) {
   const speedup = (t) => {
     const w = t.winner;
     if (!w) return "—";
-    const iv = w.interval ?? w.speedup_interval ?? w.confirmed?.interval ?? null;
-    return `×${fmt(w.speedup, 2)}${Array.isArray(iv) ? ` (${iv.map((x) => fmt(x, 2)).join("–")})` : ""}`;
+    // the interleaved A/B confirmation tune.json keeps beside the winner (95 % interval)
+    const c = t.more?.confirmation;
+    const iv =
+      c?.verdict === "confirmed" && c.low != null && c.high != null ? [c.low, c.high] : (w.interval ?? w.speedup_interval ?? w.confirmed?.interval ?? null);
+    return `×${fmt(w.speedup, 2)}${Array.isArray(iv) ? ` (95 % ${iv.map((x) => `×${fmt(x, 2)}`).join("–")}, ${c?.baseline_rates?.length ?? "?"} pairs)` : ""}`;
   };
   const reason = (t) => {
     if (t.outcome === "winner") return "—";
