@@ -26,7 +26,7 @@ import time
 from types import FrameType
 from typing import Any, Dict, List, Optional
 
-from . import _env, _loss, _state, _tracking
+from . import _env, _loader_args, _loss, _state, _tracking
 from ._import_hook import OnImport
 from ._samples import BatchDim
 from ._timing import Wait, WaitSum
@@ -297,6 +297,8 @@ def _loader_details(loader: Any) -> Dict[str, Any]:
         "batch_size": getattr(loader, "batch_size", None),
         "num_workers": getattr(loader, "num_workers", None),
         "pin_memory": getattr(loader, "pin_memory", None),
+        "persistent_workers": getattr(loader, "persistent_workers", None),
+        "prefetch_factor": getattr(loader, "prefetch_factor", None),
         "drop_last": getattr(loader, "drop_last", None),
     }  # type: Dict[str, Any]
     try:
@@ -314,13 +316,24 @@ def _loader_details(loader: Any) -> Dict[str, Any]:
 def _patch_loader_init(torch: Any) -> None:
     def wrap_init(original: Any) -> Any:
         def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
-            original(self, *args, **kwargs)
+            where = None  # type: Optional[str]
+            given = None  # type: Optional[Dict[str, Any]]
             try:
                 where = _caller_site(torch)
+                given = _loader_args.wanted(where)
+                if given:
+                    args, kwargs = _loader_args.with_arguments(original, self, args, kwargs, given)
+            except Exception:
+                given = None
+            original(self, *args, **kwargs)
+            try:
                 if where in _LOADERS_SEEN:
                     return
                 _LOADERS_SEEN.add(where)
-                _state.event("loader", message="a DataLoader was built", where=where, **_loader_details(self))
+                details = _loader_details(self)
+                if given:
+                    details["brim_args"] = given
+                _state.event("loader", message="a DataLoader was built", where=where, **details)
             except Exception:
                 pass
 

@@ -1,6 +1,7 @@
 import { formatBytes } from "../bytes.ts";
 import type { TuneRecord } from "../record/types.ts";
 import type { ApplyTuneResult } from "../tune/apply.ts";
+import { pythonLiteral } from "../tune/loaders.ts";
 import type { Knobs, TrialResult } from "../tune/types.ts";
 
 /**
@@ -244,7 +245,9 @@ export function renderApply(result: ApplyTuneResult, dryRun: boolean): string {
   if (result.command) out.push(`brim: run the job with: ${result.command.map((arg) => (/[\s"'$]/.test(arg) ? JSON.stringify(arg) : arg)).join(" ")}`);
   for (const edit of result.codeEdits)
     out.push(
-      `brim: change your code at ${edit.file}:${edit.line}: ${edit.name}=${String(edit.from)} → ${edit.name}=${String(edit.to)} (brim does not edit source files)`,
+      edit.argument === true
+        ? `brim: change your code at ${edit.file}:${edit.line}: give the DataLoader built there ${edit.name}=${pythonLiteral(edit.to)} (it ran with ${pythonLiteral(edit.from)}; brim does not edit source files)`
+        : `brim: change your code at ${edit.file}:${edit.line}: ${edit.name}=${String(edit.from)} → ${edit.name}=${String(edit.to)} (brim does not edit source files)`,
     );
   const env = Object.entries(result.envKnobs);
   if (env.length > 0) {

@@ -113,6 +113,8 @@ const bindingSchema = z.looseObject({
   value: z.union([z.number(), z.string(), z.boolean()]).optional(),
   /** config: the key holds the global batch (DeepSpeed's train_batch_size), written as micro-batch × accumulation × these ranks */
   global_batch_ranks: n.optional(),
+  /** code: the value is an argument of the DataLoader built on `line`, set by the attach (no literal to edit) */
+  argument: z.boolean().optional(),
   /** code: the 1-based line of `file` that holds `name = value` */
   line: n.optional(),
   name: z.string().optional(),

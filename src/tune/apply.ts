@@ -15,7 +15,7 @@ export interface ApplyTuneResult {
   /** Knobs that reach the job only through the SDK's environment: set them in code or config yourself. */
   envKnobs: Record<string, number | string | boolean>;
   /** Values written in the job's code that the winner changes: brim does not edit source, it says the line. */
-  codeEdits: { file: string; line: number; name: string; from: number | string | boolean; to: number | string | boolean }[];
+  codeEdits: { file: string; line: number; name: string; from: number | string | boolean; to: number | string | boolean; argument?: boolean }[];
 }
 
 /**
@@ -54,7 +54,14 @@ export async function applyTune(
     if (binding.via === "template") templated = true;
     else if (binding.via === "code") {
       if (binding.file !== undefined && binding.line !== undefined && binding.value !== undefined && value !== binding.value)
-        codeEdits.push({ file: binding.file, line: binding.line, name: binding.name ?? binding.knob, from: binding.value, to: value });
+        codeEdits.push({
+          file: binding.file,
+          line: binding.line,
+          name: binding.name ?? binding.knob,
+          from: binding.value,
+          to: value,
+          ...(binding.argument === true ? { argument: true } : {}),
+        });
     } else if (binding.via === "argv") {
       if (binding.index !== undefined && binding.form !== undefined && binding.flag !== undefined && binding.value !== undefined)
         argv.push({ knob: binding.knob, index: binding.index, form: binding.form, flag: binding.flag, value: binding.value });

@@ -103,7 +103,7 @@ export function describeBindings(bindings: readonly KnobBinding[], documents: Re
       case "template":
         return `${binding.knob} (the command's {${binding.knob}})`;
       case "code":
-        return `${binding.knob}=${binding.value} (code: ${codePlace(binding, cwd)})`;
+        return `${binding.knob}=${String(binding.value)} (code: ${codePlace(binding, cwd)}${binding.argument === true ? ", the DataLoader's argument" : ""})`;
       default:
         return `${binding.knob} (environment, brim.knob)`;
     }

@@ -112,6 +112,26 @@ export function dataShort(base: { knobs: Knobs; result: TrialResult }, other: { 
   return `batch larger than the data: micro-batch ${String(other.knobs[MICRO])} × ${accumulationOf(other.knobs, other.result)} asked for ${asked} samples per step, the job ran ${s} (all the data it has, it seems)`;
 }
 
+/**
+ * What a trial's samples per step say against trial 0's: `short`, a batch larger than the data (the
+ * trial fails with that cause, and bounds the micro-batch); else `mismatch`, samples that do not
+ * follow the effective batch (nothing is trusted). A trial stopped early as slower measured steps too:
+ * a batch larger than a JAX loop's data is both slow and short, and must read as short.
+ *
+ * @example
+ * ```ts
+ * judgeSamples(trial0, { knobs: { batch_size: 8192 }, result: { end: "slower", samplesPerStep: 6000, ... } }).short; // "batch larger than the data: ..."
+ * ```
+ */
+export function judgeSamples(
+  base: { knobs: Knobs; result: TrialResult },
+  other: { knobs: Knobs; result: TrialResult },
+): { short: string | null; mismatch: string | null } {
+  const stepped = other.result.end === "ok" || other.result.end === "slower";
+  const short = stepped ? dataShort(base, other) : null;
+  return { short, mismatch: short === null ? samplesMismatch(base, other) : null };
+}
+
 /** The effective-batch policy line of a tune (as tune.json keeps it). */
 export interface PolicyLine {
   kind: string;

@@ -54,17 +54,25 @@ export function configEditsByFile(bindings: readonly KnobBinding[], knobs: Knobs
   return byFile;
 }
 
-/** A knob written as an integer literal in the job's code (`batch_size=20` on one line): trials vary it in memory (brim._code), apply says the line to change. */
+/**
+ * A knob decided in the job's code. Either an integer literal (`batch_size=20` on one line): trials
+ * vary it in memory (brim._code); or, with `argument`, an argument of the DataLoader built on that
+ * line (`persistent_workers`, `prefetch_factor`, `pin_memory`, `num_workers`, whatever the line
+ * writes): the attach passes the trial's value to that DataLoader (BRIM_LOADER_ARGS). Either way apply
+ * says the line to change.
+ */
 export interface CodeKnob {
   knob: string;
   via: "code";
-  /** the file (absolute) and the 1-based line that holds `name = value` */
+  /** the file (absolute) and the 1-based line that holds `name = value`, or that builds the DataLoader */
   file: string;
   line: number;
-  /** the name before the `=` on that line */
+  /** the name before the `=` on that line, or the DataLoader's argument */
   name: string;
-  /** the value written there: trial 0's */
-  value: number;
+  /** the value the job ran with: trial 0's */
+  value: KnobValue;
+  /** set as the DataLoader's argument by the attach, not by editing a literal */
+  argument?: true;
 }
 
 /** Knobs brim knows how to tune, with the config keys they are usually found under (last segment). */

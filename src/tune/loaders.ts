@@ -24,6 +24,9 @@ export interface LoaderSeen {
   batchSize: number | null;
   numWorkers: number | null;
   pinMemory: boolean | null;
+  /** null where the attach did not say (older events) or the loader has no workers to keep */
+  persistentWorkers?: boolean | null;
+  prefetchFactor?: number | null;
   dropLast: boolean | null;
   datasetLen: number | null;
   /** samples this rank's sampler yields (the data set's size without sharding) */
@@ -49,6 +52,8 @@ export function loadersOf(events: readonly { event: string; details: Record<stri
       batchSize: num(details.batch_size),
       numWorkers: num(details.num_workers),
       pinMemory: bool(details.pin_memory),
+      persistentWorkers: bool(details.persistent_workers),
+      prefetchFactor: num(details.prefetch_factor),
       dropLast: bool(details.drop_last),
       datasetLen: num(details.dataset_len),
       samplesPerRank: num(details.samples_per_rank) ?? num(details.dataset_len),
@@ -85,8 +90,7 @@ export function codeValues(loaders: readonly LoaderSeen[], knobs: Knobs, readLin
   if (loader?.where == null) return out;
   const line = readLine(loader.where);
   const shown = line === null ? "" : ` (${line.trim().length > 80 ? `${line.trim().slice(0, 79)}…` : line.trim()})`;
-  // a loader a library makes (deepspeed.initialize's) is not the user's line to edit: say whose it is
-  const library = /\/(?:site|dist)-packages\/([^/]+)\//.exec(loader.where)?.[1];
+  const library = libraryOf(loader.where);
   const at =
     library === undefined
       ? `in the code at ${loader.where.split("/").slice(-2).join("/")}${shown}`
@@ -129,6 +133,63 @@ export function codeKnobs(loaders: readonly LoaderSeen[], knobs: Knobs, readLine
       found.push({ knob, via: "code", file: loader.where.slice(0, colon), line, name: knob, value: seen });
   }
   return found;
+}
+
+/** The package of a place inside site-packages (a loader deepspeed.initialize builds is not the user's line to edit), else undefined. */
+function libraryOf(where: string): string | undefined {
+  return /\/(?:site|dist)-packages\/([^/]+)\//.exec(where)?.[1];
+}
+
+/**
+ * A knob's value as Python writes it.
+ *
+ * @example
+ * ```ts
+ * pythonLiteral(true); // "True"
+ * ```
+ */
+export function pythonLiteral(value: number | string | boolean): string {
+  return typeof value === "boolean" ? (value ? "True" : "False") : typeof value === "string" ? JSON.stringify(value) : String(value);
+}
+
+/** DataLoader arguments the attach can set for a trial, in the order they are listed. */
+export const LOADER_ARGUMENTS = ["num_workers", "persistent_workers", "prefetch_factor", "pin_memory"] as const;
+
+/**
+ * The training loader's arguments that no other binding reaches, as knobs the attach sets on that
+ * DataLoader for a trial (BRIM_LOADER_ARGS): whatever its line writes for them (a variable, an
+ * expression, nothing at all). Only for a loader built in the job's own code, only arguments the
+ * attach reported, and persistent workers and a prefetch factor only where the loader has workers.
+ *
+ * @example
+ * ```ts
+ * loaderArguments([{ where: "/p/main.py:107", numWorkers: 2, persistentWorkers: false, prefetchFactor: 2, pinMemory: false, ... }], { num_workers: 2 });
+ * // [{ knob: "persistent_workers", via: "code", file: "/p/main.py", line: 107, name: "persistent_workers", value: false, argument: true }, prefetch_factor 2, pin_memory false]
+ * ```
+ */
+export function loaderArguments(loaders: readonly LoaderSeen[], knobs: Knobs): CodeKnob[] {
+  const loader = loaders[0];
+  const where = loader?.where;
+  if (loader === undefined || where == null || libraryOf(where) !== undefined) return [];
+  const colon = where.lastIndexOf(":");
+  const line = Number(where.slice(colon + 1));
+  if (colon <= 0 || !Number.isInteger(line) || line < 1) return [];
+  const file = where.slice(0, colon);
+  const seen: Record<(typeof LOADER_ARGUMENTS)[number], number | boolean | null> = {
+    num_workers: loader.numWorkers,
+    persistent_workers: loader.persistentWorkers ?? null,
+    prefetch_factor: loader.prefetchFactor ?? null,
+    pin_memory: loader.pinMemory,
+  };
+  // persistent workers and a prefetch factor mean nothing to a loader without workers (nor does the search vary them there)
+  const workers = typeof knobs.num_workers === "number" ? knobs.num_workers : loader.numWorkers;
+  const needWorkers = (knob: string): boolean => (knob === "persistent_workers" || knob === "prefetch_factor") && !(workers !== null && workers > 0);
+  return LOADER_ARGUMENTS.flatMap((knob) => {
+    const value = seen[knob];
+    return knobs[knob] !== undefined || value === null || needWorkers(knob)
+      ? []
+      : [{ knob, via: "code" as const, file, line, name: knob, value, argument: true as const }];
+  });
 }
 
 function sourceLine(where: string): string | null {

@@ -26,7 +26,16 @@ import { ENDED_TOO_SOON } from "./types.ts";
  */
 export function bindingRecord(binding: KnobBinding, documents: ReadonlyMap<string, ConfigDocument>): KnobBindingRecord {
   if (binding.via === "argv") return { knob: binding.knob, via: "argv", index: binding.index, form: binding.form, flag: binding.flag, value: binding.value };
-  if (binding.via === "code") return { knob: binding.knob, via: "code", file: binding.file, line: binding.line, name: binding.name, value: binding.value };
+  if (binding.via === "code")
+    return {
+      knob: binding.knob,
+      via: "code",
+      file: binding.file,
+      line: binding.line,
+      name: binding.name,
+      value: binding.value,
+      ...(binding.argument === true ? { argument: true } : {}),
+    };
   if (binding.via !== "config") return { knob: binding.knob, via: binding.via };
   return {
     knob: binding.knob,

@@ -109,11 +109,17 @@ export async function runTrial(
     }
     const argv = settings.bindings.filter((binding): binding is Extract<KnobBinding, { via: "argv" }> => binding.via === "argv");
     const trialCommand = rewriteArgv(fillTemplate(command, knobs), argv, knobs);
-    const codeEdits = settings.bindings.flatMap((binding) =>
+    const changed = settings.bindings.flatMap((binding) =>
       binding.via === "code" && knobs[binding.knob] !== undefined && knobs[binding.knob] !== binding.value
-        ? [{ file: binding.file, line: binding.line, name: binding.name, value: knobs[binding.knob] }]
+        ? [{ file: binding.file, line: binding.line, name: binding.name, value: knobs[binding.knob], argument: binding.argument === true }]
         : [],
     );
+    const codeEdits = changed.filter((edit) => !edit.argument).map(({ argument: _, ...edit }) => edit);
+    const loaderArgs = changed.filter((edit) => edit.argument).map(({ argument: _, ...edit }) => edit);
+    const env = {
+      ...(codeEdits.length > 0 ? { BRIM_CODE_KNOBS: JSON.stringify(codeEdits) } : {}),
+      ...(loaderArgs.length > 0 ? { BRIM_LOADER_ARGS: JSON.stringify(loaderArgs) } : {}),
+    };
     const watch = new TrialWatch(settings, context, knobs);
     const run = await guardRun(
       {
@@ -124,7 +130,7 @@ export async function runTrial(
         capBytes: settings.capBytes,
         shrink: false,
         knobs,
-        env: codeEdits.length > 0 ? { BRIM_CODE_KNOBS: JSON.stringify(codeEdits) } : undefined,
+        env: Object.keys(env).length > 0 ? env : undefined,
         // the window ends a measured trial (a floor of steady seconds, then stable / steps / window): the
         // SDK's budget is only a safety net, large enough for fast steps to fill the floor (a job that
         // takes its step count from brim's budget must not stop at its own short default either)

@@ -27,9 +27,9 @@ import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { buildSpace, contextOfDevices, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior, type PlanPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
-import { dataShort, samplesMismatch, winnerPolicy } from "./effective.ts";
+import { judgeSamples, winnerPolicy } from "./effective.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
-import { codeKnobs, codeValues, dataLimit, scriptLiteral, type LoaderSeen } from "./loaders.ts";
+import { codeKnobs, codeValues, dataLimit, loaderArguments, pythonLiteral, scriptLiteral, type LoaderSeen } from "./loaders.ts";
 import { knobsKey } from "./strategies/axis.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialContext, type TrialOutcome, type TrialSettings } from "./trial.ts";
@@ -172,12 +172,12 @@ async function runOne(options: TuneOptions, deps: TuneDeps, state: TuneState, kn
   if (outcome.result.end === "interrupted") state.interrupted = true;
   const first = measured[0];
   // a step short of the batch asked for: the data ran out, so this micro-batch fails (it bounds the search)
-  const short = first !== undefined && outcome.result.end === "ok" ? dataShort(first, { knobs, result: outcome.result }) : null;
+  const { short, mismatch } = first !== undefined ? judgeSamples(first, { knobs, result: outcome.result }) : { short: null, mismatch: null };
   if (short !== null) outcome.result = { ...outcome.result, end: "crashed", samplesPerSecond: null, failure: { kind: "data", cause: short } };
   measured.push({ knobs, result: outcome.result });
-  if (first !== undefined && short === null && state.untrusted === null) {
-    state.untrusted = samplesMismatch(first, { knobs, result: outcome.result });
-    if (state.untrusted !== null) state.note(state.untrusted);
+  if (mismatch !== null && state.untrusted === null) {
+    state.untrusted = mismatch;
+    state.note(mismatch);
   }
   return outcome;
 }
@@ -208,14 +208,15 @@ async function runBaseline(options: TuneOptions, deps: TuneDeps, state: TuneStat
   return first;
 }
 
-/** A knob written in the code joins the tune: the baseline takes its value, trials vary it (BRIM_CODE_KNOBS). */
-function bindCode({ bindings, record, documents, baseline, settings, note }: TuneState, code: CodeKnob): void {
+/** A knob written in the code joins the tune: the baseline takes its value, trials vary it (BRIM_CODE_KNOBS, or BRIM_LOADER_ARGS for a DataLoader's argument). */
+function bindCode({ bindings, record, documents, baseline, settings, note }: TuneState, code: CodeKnob, say = true): void {
   bindings.push(code);
   record.bindings.push(bindingRecord(code, documents));
   baseline[code.knob] = code.value;
-  note(
-    `${code.knob}=${code.value} is written in the code at ${codePlace(code, settings.cwd)}: trials vary it there, in memory (the file is not touched); apply says the line to change`,
-  );
+  if (say)
+    note(
+      `${code.knob}=${String(code.value)} is written in the code at ${codePlace(code, settings.cwd)}: trials vary it there, in memory (the file is not touched); apply says the line to change`,
+    );
 }
 
 /**
@@ -247,6 +248,14 @@ function discoverSpace(options: TuneOptions, deps: TuneDeps, state: TuneState, f
   // values written in the code: varied there when a literal (in memory), else the file:line to change, said now and at the end
   const seen = first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, settings.cwd);
   for (const code of codeKnobs(seen, baseline)) bindCode(state, code);
+  // the training DataLoader's other arguments (pinning only where there is a GPU to pin for): the attach sets them
+  const loaderArgs = loaderArguments(first.loaders, baseline).filter((argument) => argument.knob !== "pin_memory" || context.backend !== "cpu");
+  for (const argument of loaderArgs) bindCode(state, argument, false);
+  const place = loaderArgs[0];
+  if (place !== undefined)
+    note(
+      `the DataLoader built at ${codePlace(place, settings.cwd)} ran with ${loaderArgs.map((a) => `${a.name}=${pythonLiteral(a.value)}`).join(", ")}: trials may give it other values there, in memory (the file is not touched); apply says what to change`,
+    );
   state.codeHints = codeValues(seen, baseline);
   state.codeHints.forEach(note);
   return buildSpace(

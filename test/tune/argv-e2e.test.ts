@@ -251,6 +251,49 @@ describe("brim tune with the knobs written in the code", () => {
   );
 
   it.skipIf(python === undefined)(
+    "a DataLoader whose workers come from a variable: the attach gives it each trial's workers and persistent_workers, the file stays as it was, apply says what to pass",
+    { timeout: 600_000 },
+    () => {
+      const script = join(root, "loader_args.py");
+      writeFileSync(script, readFileSync(join(REPO, "test/jobs/loader_args.py"), "utf8"));
+      const before = readFileSync(script, "utf8");
+      const store = join(root, "store-loader-args");
+      const result = brim(["tune", "--store", store, "--max-trials", "4", "--steps", "6", "--fix", "batch_size", "--", python as string, script]);
+      expect(result.stderr).toMatch(
+        /the DataLoader built at loader_args\.py:26 ran with num_workers=1, persistent_workers=False, prefetch_factor=2: trials may give it other values there, in memory/,
+      );
+      const record = onlyTune(store);
+      // batch_size=16 is a literal on that line (varied by editing it in memory); the workers are a variable
+      expect(record.bindings.filter((b) => b.via === "code").map((b) => `${b.knob}:${b.line ?? ""}:${String(b.argument)}`)).toEqual([
+        "batch_size:26:undefined",
+        "num_workers:26:true",
+        "persistent_workers:26:true",
+        "prefetch_factor:26:true",
+      ]);
+      // the loop waits for data with the CPUs idle: the workers are tried first, and each trial's loader got its value
+      const tried = record.trials.filter((trial) => trial.end === "ok" && trial.knobs.num_workers !== 1);
+      expect(tried.length, result.stderr).toBeGreaterThanOrEqual(1);
+      for (const trial of tried) {
+        const loader = readFileSync(join(store, "runs", trial.run_id ?? "", "timeline.ndjson"), "utf8")
+          .split("\n")
+          .filter((line) => line.includes('"event":"loader"'))
+          .map((line) => JSON.parse(line) as { details: { where: string; num_workers: number; persistent_workers: boolean } })
+          .find((event) => event.details.where.endsWith("loader_args.py:26"));
+        expect(loader?.details.num_workers).toBe(trial.knobs.num_workers);
+        expect(loader?.details.persistent_workers).toBe(trial.knobs.persistent_workers);
+      }
+      expect(readFileSync(script, "utf8")).toBe(before);
+      const changed = record.winner !== null && record.winner.index !== 0 ? record.winner.knobs : null;
+      if (changed !== null && changed.num_workers !== 1) {
+        const applied = brim(["apply", "--store", store]);
+        expect(applied.stdout).toContain(
+          `brim: change your code at ${script}:26: give the DataLoader built there num_workers=${String(changed.num_workers)} (it ran with 1; brim does not edit source files)`,
+        );
+      }
+    },
+  );
+
+  it.skipIf(python === undefined)(
     "a loop with no sample count and its batch size written as a default argument: trial 0 runs again counted by it, the trials vary it",
     { timeout: 600_000 },
     () => {

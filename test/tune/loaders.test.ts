@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { join, resolve } from "node:path";
-import { codeKnobs, codeValues, dataLimit, loadersOf, mainScript, scriptBatchLiteral, scriptLiteral } from "../../src/tune/loaders.ts";
+import { codeKnobs, codeValues, dataLimit, loaderArguments, loadersOf, mainScript, scriptBatchLiteral, scriptLiteral } from "../../src/tune/loaders.ts";
 
 const event = (details: Record<string, unknown>): { event: string; details: Record<string, unknown> } => ({ event: "loader", details });
 
@@ -48,6 +48,27 @@ describe("the DataLoaders a trial built (the attach's loader events)", () => {
 
 describe("a batch size written in the job's script (no DataLoader to tell it)", () => {
   const REPO = resolve(import.meta.dirname, "..", "..");
+  it("makes the training loader's other arguments knobs the attach sets, only for a loader in the job's own code, only those no other binding reaches", () => {
+    const seen = loadersOf([
+      event({ where: "/p/dcgan/main.py:107", batch_size: 64, num_workers: 2, pin_memory: false, persistent_workers: false, prefetch_factor: 2 }),
+    ]);
+    const place = { via: "code", file: "/p/dcgan/main.py", line: 107, argument: true };
+    // --workers 2 in argv is the num_workers knob already: the other three come from the loader
+    expect(loaderArguments(seen, { batch_size: 64, num_workers: 2 })).toEqual([
+      { ...place, knob: "persistent_workers", name: "persistent_workers", value: false },
+      { ...place, knob: "prefetch_factor", name: "prefetch_factor", value: 2 },
+      { ...place, knob: "pin_memory", name: "pin_memory", value: false },
+    ]);
+    // no workers: persistent workers and a prefetch factor are left out (PyTorch 2 reports no prefetch factor then)
+    const bare = loadersOf([
+      event({ where: "/p/train.py:9", batch_size: 8, num_workers: 0, pin_memory: false, persistent_workers: false, prefetch_factor: null }),
+    ]);
+    expect(loaderArguments(bare, {}).map((k) => `${k.knob}=${String(k.value)}`)).toEqual(["num_workers=0", "pin_memory=false"]);
+    // a loader a library builds (the HF Trainer's, DeepSpeed's) is not the job's line
+    const library = loadersOf([event({ where: "/v/lib/python3.11/site-packages/transformers/trainer.py:1012", batch_size: 8, num_workers: 0 })]);
+    expect(loaderArguments(library, {})).toEqual([]);
+  });
+
   it("finds jax's examples' `batch_size = 128` and pytorch/examples regression's `get_batch(batch_size=32)`, with their file:line", () => {
     const jax = join(REPO, "corpus", "jax-examples");
     expect(mainScript(["python", "-m", "examples.mnist_classifier"], jax)).toBe(join(jax, "examples", "mnist_classifier.py"));

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { humanBytes, renderTrialLine, renderTuneTable } from "../../src/cli/render-tune.ts";
 import type { TuneRecord } from "../../src/record/types.ts";
 import { searchKnobs, type Knobs, type TrialResult, type TrialRunner } from "../../src/tune/search.ts";
-import { accumulationOf, dataShort, effectiveBatchOf } from "../../src/tune/effective.ts";
+import { accumulationOf, dataShort, effectiveBatchOf, judgeSamples } from "../../src/tune/effective.ts";
 import { isWarmupStep } from "../../src/record/timeline/index.ts";
 import { samplesMismatch } from "../../src/tune/tune.ts";
 import { countedSteps, isStable, MIN_STEADY_S, minimumSeconds, outOfLine, splitWarmup, windowVerdict, type StepTime } from "../../src/tune/window.ts";
@@ -241,6 +241,16 @@ describe("trust", () => {
     const doubled = { knobs: { batch_size: 32, accumulation: 4 }, result: okResult(100, { samplesPerStep: 128, samplesPerStepMax: 160, accumulation: 4 }) };
     expect(dataShort(held, doubled)).toBeNull();
     expect(samplesMismatch(held, doubled)).toBeNull();
+    // a trial stopped early as slower measured its steps too: jax-mnist-classifier's 8192 on 6000 samples read as a mismatch
+    const slower = { knobs: { batch_size: 8192 }, result: { ...okResult(3498, { samplesPerStep: 6000, samplesPerStepMax: 6000 }), end: "slower" as const } };
+    expect(judgeSamples(base, slower)).toEqual({
+      short: "batch larger than the data: micro-batch 8192 × 1 asked for 8192 samples per step, the job ran 6000 (all the data it has, it seems)",
+      mismatch: null,
+    });
+    const counting = { knobs: { batch_size: 512 }, result: okResult(100, { samplesPerStep: 128 }) };
+    const judged = judgeSamples(base, counting);
+    expect(judged.short).toBeNull();
+    expect(judged.mismatch).toMatch(/did not follow the effective batch/);
   });
 
   it("samples per step follow the effective batch: micro-batch × the accumulation that really ran", () => {
