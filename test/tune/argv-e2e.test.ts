@@ -258,7 +258,7 @@ describe("brim tune with the knobs written in the code", () => {
       writeFileSync(script, readFileSync(join(REPO, "test/jobs/loader_args.py"), "utf8"));
       const before = readFileSync(script, "utf8");
       const store = join(root, "store-loader-args");
-      const result = brim(["tune", "--store", store, "--max-trials", "4", "--steps", "6", "--fix", "batch_size", "--", python as string, script]);
+      const result = brim(["tune", "--store", store, "--max-trials", "2", "--steps", "6", "--fix", "batch_size", "--", python as string, script]);
       expect(result.stderr).toMatch(
         /the DataLoader built at loader_args\.py:26 ran with num_workers=1, persistent_workers=False, prefetch_factor=2: trials may give it other values there, in memory/,
       );
