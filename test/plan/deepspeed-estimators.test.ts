@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { planJson } from "./plan-json.ts";
 
 // `brim plan --sharding zero2|zero3 [--offload optimizer|params]` against DeepSpeed's own estimators
 // (issue 27): per-rank model states (parameters, gradients, optimizer state) and, with CPU offload,
@@ -10,7 +11,6 @@ import { describe, expect, it } from "vitest";
 // largest layer DeepSpeed's model_to_params takes from a real model (GPT-2 built on CPU) or from the
 // model built on the meta device (a 7B Llama); 1 GPU (ZeRO-Offload), 8 GPUs, and 2 nodes × 8 GPUs.
 const REPO = resolve(import.meta.dirname, "..", "..");
-const BRIM = join(REPO, "bin", "brim.js");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? join(REPO, ".venv", "bin", "python");
 const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
 
@@ -93,32 +93,7 @@ describe.skipIf(!available)("brim plan's ZeRO model states against DeepSpeed's e
           for (const offload of ["none", "optimizer", "params"] as const) {
             // ZeRO without offload on one GPU is refused (nothing to shard); zero2 with parameter offload is a row saying why
             if (gpus === "1" && offload === "none") continue;
-            const planned = spawnSync(
-              process.execPath,
-              [
-                BRIM,
-                "plan",
-                file,
-                "--gpu",
-                "h100-sxm",
-                "--gpus",
-                gpus,
-                "--nodes",
-                nodes,
-                "--sharding",
-                "zero2,zero3",
-                "--offload",
-                offload,
-                "--precision",
-                "bf16-mixed",
-                "--optimizer",
-                "adamw",
-                "--batch",
-                "1",
-                "--json",
-              ],
-              { encoding: "utf8" },
-            );
+            const planned = planJson(file, { gpus, nodes, sharding: "zero2,zero3", offload, precision: "bf16-mixed" });
             expect(planned.status, planned.stderr).toBe(0);
             const rows = JSON.parse(planned.stdout) as {
               sharding: string;

@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { planJson } from "./plan-json.ts";
 
 // `brim plan --sharding fsdp|hybrid` against PyTorch's own FSDPMemTracker (issue 27): FSDP2 (fully_shard on
 // every transformer block and the root) on a fake process group of 8 and 16 ranks, and HSDP (HYBRID_SHARD:
@@ -11,7 +12,6 @@ import { describe, expect, it } from "vitest";
 // optimizer state, each within 1 %, in fp32 and bf16-mixed (MixedPrecisionPolicy: bf16 compute, fp32
 // master weights and reductions).
 const REPO = resolve(import.meta.dirname, "..", "..");
-const BRIM = join(REPO, "bin", "brim.js");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? join(REPO, ".venv", "bin", "python");
 const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
 
@@ -104,30 +104,7 @@ describe.skipIf(!available)("brim plan's FSDP model states against PyTorch's FSD
         expect(rows).toHaveLength(6);
         for (const [key, tracker] of rows) {
           const [nodes, gpus, precision] = key.split("|") as [string, string, string];
-          const planned = spawnSync(
-            process.execPath,
-            [
-              BRIM,
-              "plan",
-              file,
-              "--gpu",
-              "h100-sxm",
-              "--gpus",
-              gpus,
-              "--nodes",
-              nodes,
-              "--sharding",
-              nodes === "1" ? "fsdp" : "hybrid",
-              "--precision",
-              precision,
-              "--optimizer",
-              "adamw",
-              "--batch",
-              "1",
-              "--json",
-            ],
-            { encoding: "utf8" },
-          );
+          const planned = planJson(file, { gpus, nodes, sharding: nodes === "1" ? "fsdp" : "hybrid", precision });
           expect(planned.status, planned.stderr).toBe(0);
           const c = (JSON.parse(planned.stdout) as { memory: { components: Record<string, number> } }).memory.components;
           const pairs: [string, number | undefined, number][] = [
