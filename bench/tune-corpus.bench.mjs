@@ -242,7 +242,7 @@ async function mountStorage(entry, work, python) {
   for (let i = 0; i < 100 && !mounted(at); i++) await new Promise((r) => setTimeout(r, 100));
   if (!mounted(at)) throw new Error(`${entry.name}: the latency mount at ${at} did not come up`);
   return () => {
-    spawnSync("fusermount", ["-u", at]);
+    spawnSync("fusermount", ["-uz", at]); // lazy: a job process still holding a file does not keep the mount (and the copy) alive
     fuse.kill();
   };
 }

@@ -12,7 +12,6 @@ remote storage do; metadata (stat, listing) is served at once, as the mounts abo
 import argparse
 import errno
 import os
-import threading
 import time
 
 from fuse import FUSE, FuseOSError, Operations
@@ -22,8 +21,6 @@ class LatencyFS(Operations):
     def __init__(self, root: str, latency_s: float) -> None:
         self.root = os.path.realpath(root)
         self.latency_s = latency_s
-        self.opens = 0
-        self._lock = threading.Lock()
 
     def _path(self, path: str) -> str:
         return os.path.join(self.root, path.lstrip("/"))
@@ -43,8 +40,6 @@ class LatencyFS(Operations):
         if flags & (os.O_WRONLY | os.O_RDWR):
             raise FuseOSError(errno.EROFS)
         time.sleep(self.latency_s)
-        with self._lock:
-            self.opens += 1
         return os.open(self._path(path), os.O_RDONLY)
 
     def read(self, path, size, offset, fh):
