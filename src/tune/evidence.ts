@@ -68,6 +68,25 @@ export function loaderBound(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores
   return wait >= IO_BOUND_WAIT ? "io" : null;
 }
 
+/**
+ * The most one loader worker can gain over loading in the main process, at data-wait share `wait`: it
+ * only overlaps a step's loading (wait) with its compute (1 − wait), so a step takes the longer of the
+ * two instead of their sum.
+ *
+ * @example
+ * ```ts
+ * oneWorkerGain(0.97); // 0.031: 3 % of compute to hide
+ * oneWorkerGain(0.5); // 1: loading and compute overlap fully
+ * ```
+ */
+export function oneWorkerGain(wait: number): number {
+  const longer = Math.max(wait, 1 - wait);
+  return longer <= 0 ? 0 : Math.min(wait, 1 - wait) / longer;
+}
+
+/** Below this bound on one worker's gain, the num_workers walk from 0 skips 1: a gain that small stays within a trial's noise, and a verdict of "clearly slower" there would end the walk before the values that help. */
+export const ONE_WORKER_MIN = 0.1;
+
 /** A host busier than this share (all cores, every process) starves every process: the I/O-bound bar is lower. */
 export const HOST_SATURATED = 0.85;
 
@@ -155,7 +174,14 @@ export function rankByEvidence(
             ? `, its processes busy ${(evidence.cpuCores ?? 0).toFixed(2)} of ${evidence.cpus ?? "?"} cores: CPU-bound, workers up to the cores`
             : "";
       const why = wait === null ? "loader setting (no data-wait measurement)" : `the loop waits for data ${pct(wait)} of step time${cpu}${busy}`;
-      ranked.push({ knob, values, gain: gain + tie, why });
+      const skipOne =
+        knob === "num_workers" && workers === 0 && wait !== null && oneWorkerGain(wait) < ONE_WORKER_MIN && values.some((v) => typeof v === "number" && v > 1);
+      ranked.push({
+        knob,
+        values: skipOne ? values.filter((v) => v !== 1) : values,
+        gain: gain + tie,
+        why: skipOne ? `${why}; one worker would only overlap the loading with the ${pct(1 - wait)} of compute, so the walk starts at 2` : why,
+      });
       return;
     }
     if (knob === "precision") {

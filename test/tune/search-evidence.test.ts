@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { evidenceOf, rankByEvidence } from "../../src/tune/evidence.ts";
+import { evidenceOf, oneWorkerGain, rankByEvidence } from "../../src/tune/evidence.ts";
 import { searchKnobs, type TuneSpace } from "../../src/tune/search.ts";
 import { DEFAULT_ORACLE, FakeClock, oracleBest, SimulatedRunner, throughput, type OracleSpec } from "./oracle.ts";
 
@@ -83,5 +83,28 @@ describe("the search spends trials where the evidence says the most is to gain",
       { num_workers: 0, precision: "fp32" },
     );
     expect(ranked.map((r) => r.knob)).toEqual(["num_workers", "precision"]);
+  });
+
+  it("skips one worker from 0 when the loop mostly waits: it could only hide the compute share", () => {
+    const base = {
+      end: "ok" as const,
+      samplesPerSecond: 100,
+      stepSeconds: [0.1],
+      peakBytes: null,
+      frameworkPeakBytes: null,
+      durationS: 1,
+      oomRecoveries: 0,
+      precision: "fp32",
+    };
+    const starved = evidenceOf({ ...base, dataWaitShare: 0.97 }, { num_workers: 0 }, 1e9);
+    const [walk] = rankByEvidence([{ knob: "num_workers", values: [0, 1, 2, 4, 8] }], starved, { num_workers: 0 }).ranked;
+    expect(walk?.values).toEqual([0, 2, 4, 8]);
+    expect(walk?.why).toMatch(/one worker would only overlap the loading with the 3 % of compute/);
+    const balanced = evidenceOf({ ...base, dataWaitShare: 0.6 }, { num_workers: 0 }, 1e9);
+    expect(rankByEvidence([{ knob: "num_workers", values: [0, 1, 2] }], balanced, { num_workers: 0 }).ranked[0]?.values).toEqual([0, 1, 2]);
+    const onlyOne = rankByEvidence([{ knob: "num_workers", values: [0, 1] }], starved, { num_workers: 0 }).ranked[0];
+    expect(onlyOne?.values).toEqual([0, 1]);
+    expect(oneWorkerGain(0.97)).toBeCloseTo(0.0309, 3);
+    expect(oneWorkerGain(0.5)).toBe(1);
   });
 });
