@@ -305,9 +305,28 @@ export class StreamHub {
       catchUp: null,
     };
     this.#renderCharts(feed);
-    // An ended run's timeline grows no more (its end line may be missing when the store failed).
-    if (meta.end !== null) feed.ended = event("end", { cause: meta.end.cause, message: meta.end.message ?? null });
+    // An ended run's timeline grows no more (its end line may be missing when the store failed). The
+    // end line can also land between the read of run.json and the read of the timeline: the tail is
+    // then past it, no tick would see it, and the page would stay live.
+    const end = fold.timeline().end;
+    if (meta.end !== null || end !== null) await this.#end(feed, end?.cause ?? null);
     return feed;
+  }
+
+  /** Marks the feed ended once its timeline has its end line: run.json, rewritten just after, gives the end's message. */
+  async #end(feed: Feed, timelineCause: string | null): Promise<string> {
+    // The writer appends the timeline's end line before it rewrites run.json with the end: give it a moment.
+    for (let tries = 0; tries < 20 && feed.meta.end === null; tries++) {
+      if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      try {
+        feed.meta = await this.#store.readRunMeta(feed.id);
+      } catch {
+        // run.json is rewritten atomically; a failed read here only loses the end's message
+      }
+    }
+    const cause = feed.meta.end?.cause ?? timelineCause ?? "unknown";
+    feed.ended = event("end", { cause, message: feed.meta.end?.message ?? null });
+    return feed.ended;
   }
 
   #renderCharts(feed: Feed): void {
@@ -351,20 +370,9 @@ export class StreamHub {
       for (const c of [...feed.clients]) this.#write(c, feed.charts as string);
     }
     if (end === undefined) return;
-    // The writer appends the timeline's end line before it rewrites run.json with the end: give it a moment.
-    for (let tries = 0; tries < 20 && feed.clients.size > 0; tries++) {
-      try {
-        feed.meta = await this.#store.readRunMeta(feed.id);
-      } catch {
-        // run.json is rewritten atomically; a failed read here only loses the end's message
-      }
-      if (feed.meta.end !== null) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const cause = feed.meta.end?.cause ?? (typeof end.cause === "string" ? end.cause : "unknown");
-    feed.ended = event("end", { cause, message: feed.meta.end?.message ?? null });
+    const ended = await this.#end(feed, typeof end.cause === "string" ? end.cause : null);
     for (const c of [...feed.clients]) {
-      this.#write(c, feed.ended);
+      this.#write(c, ended);
       this.#close(c);
     }
   }

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { appendFileSync, mkdtempSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -231,6 +231,16 @@ describe("brim dashboard routes", () => {
     await stream.ended;
     const entries = stream.events.filter((e) => e.event === "entries").flatMap((e) => e.data as TimelineEntry[]);
     expect(entries.map((e) => e.kind)).toEqual(["sample", "sample", "sample", "end"]);
+  });
+
+  it("ends the stream of a run whose end line landed before its run.json said so (no tick would see it)", async () => {
+    const started = await writeSyntheticRun(store, { running: true, steps: 3 }, new Date(Date.now() - 1000));
+    // the writer's order: the timeline's end line first, run.json after; the feed opens in between
+    appendFileSync(join(store.runDir(started.id), "timeline.ndjson"), `${JSON.stringify({ t: Date.now() / 1000, kind: "end", cause: "ok" })}\n`);
+    const stream = openStream(dash.port, `/api/runs/${started.id}/events?from=0`);
+    const end = await stream.next((e) => e.event === "end", 8000);
+    expect(end.data).toEqual({ cause: "ok", message: null });
+    await stream.ended;
   });
 
   it("replays from an offset and ends at once for a finished run", async () => {
