@@ -29,6 +29,10 @@ describe("the search spends trials where the evidence says the most is to gain",
     expect(runner.calls[1]?.knobs.num_workers).not.toBe(0);
     expect(runner.calls[1]?.purpose).toMatch(/the loop waits for data \d+ % of step time/);
     expect(Number(outcome.best?.knobs.num_workers)).toBeGreaterThan(0);
+    // past a value kept, the walk says the wait left there, not the baseline's again
+    const onward = runner.calls.filter((c) => /^knob num_workers=\d+: against num_workers=[1-9]/.test(c.purpose));
+    expect(onward.length).toBeGreaterThan(0);
+    for (const c of onward) expect(c.purpose).toMatch(/— num_workers=\d+ kept; the loop still waits for data \d+(\.\d)? % of step time there$/);
     const best = oracleBest(spec, space, 256 * MiB, 512);
     expect(throughput(spec, outcome.best?.knobs ?? {}) / (best?.samplesPerSecond ?? 1)).toBeGreaterThanOrEqual(0.9);
   });

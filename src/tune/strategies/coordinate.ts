@@ -97,9 +97,10 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
         const family = s.memory.familyOf(s.axis.contextOf(incumbent.knobs));
         const expected = family === undefined || m === null ? null : (s.memory.predict(family, m)?.peakBytes ?? null);
         const against = from === undefined ? `the job's default ${knob}` : `${knob}=${String(from)}`;
+        const reason = from !== startValue ? walkedOn(s, incumbent, knob) : why;
         const trial = await s.ledger.run(
           knobs,
-          `knob ${label}: against ${against}${m === null ? "" : ` at micro-batch ${m}`}${why === undefined ? "" : ` — ${why}`}`,
+          `knob ${label}: against ${against}${m === null ? "" : ` at micro-batch ${m}`}${reason === undefined ? "" : ` — ${reason}`}`,
           expected,
         );
         if (trial === null) return outcome();
@@ -145,6 +146,18 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
   }
   if (settle && s.ledger.stopReason === null && (await settleLeader(s, knob, values, said))) kept = true;
   return outcome();
+}
+
+/**
+ * Why the walk goes on past a value it kept: that value's own evidence, not the evidence that started
+ * the walk (the baseline's data wait says nothing of the wait left at the value kept).
+ */
+function walkedOn(s: Searcher, incumbent: ConfigEstimate, knob: string): string {
+  const kept = `${knob}=${String(incumbent.knobs[knob])} kept`;
+  const last = s.ledger.trials[incumbent.indices.at(-1) ?? -1]?.result;
+  const wait = last?.dataWaitShare;
+  if (!WALK_FIRST.has(knob) || wait == null) return kept;
+  return `${kept}; the loop still waits for data ${pct(wait)} of step time there`;
 }
 
 /** Knobs whose values are walked to the end before the micro-batch is looked at again. */
