@@ -97,9 +97,12 @@ function pytest(name, py) {
 }
 
 // Two files at a time, but alone the tests whose verdicts are measured speed (tune trials compared
-// for a winner, samples/s against the job's own, a browser's live refresh): on 2 cores the rest wait
-// on child processes about half the time, and the whole suite took 1,424 s one file at a time.
-const alone = ["tune/argv-e2e", "tune/tune-e2e", "tune/tune-evidence-e2e", "tune/trial-stuck-e2e", "attach/jobs"].map((f) => `test/${f}.test.ts`);
+// for a winner, the GPU campaign's quick tune among them; samples/s against the job's own; a browser's
+// live refresh): on 2 cores the rest wait on child processes about half the time, and the whole suite
+// took 1,424 s one file at a time.
+const alone = ["tune/argv-e2e", "tune/tune-e2e", "tune/tune-evidence-e2e", "tune/trial-stuck-e2e", "attach/jobs", "bench-gpu/campaign"].map(
+  (f) => `test/${f}.test.ts`,
+);
 alone.push(...readdirSync(join(repo, "test", "dashboard")).flatMap((f) => (f.endsWith("chromium.test.ts") ? [`test/dashboard/${f}`] : [])));
 vitest("vitest", ["--maxWorkers=2", ...alone.flatMap((file) => ["--exclude", file])], { BRIM_TEST_PYTHON: python });
 vitest("vitest-alone", ["--maxWorkers=1", ...alone], { BRIM_TEST_PYTHON: python });
