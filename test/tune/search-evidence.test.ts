@@ -1,9 +1,23 @@
 import { describe, expect, it } from "vitest";
 import { evidenceOf, oneWorkerGain, rankByEvidence } from "../../src/tune/evidence.ts";
 import { searchKnobs, type TuneSpace } from "../../src/tune/search.ts";
+import type { TrialResult } from "../../src/tune/types.ts";
 import { DEFAULT_ORACLE, FakeClock, oracleBest, SimulatedRunner, throughput, type OracleSpec } from "./oracle.ts";
 
 const MiB = 2 ** 20;
+
+/** A trial that ran as given, 100 samples/s in fp32, waiting for data `wait` of its step time. */
+const okTrial = (wait: number): TrialResult => ({
+  end: "ok",
+  samplesPerSecond: 100,
+  stepSeconds: [0.1],
+  peakBytes: null,
+  frameworkPeakBytes: null,
+  durationS: 1,
+  oomRecoveries: 0,
+  dataWaitShare: wait,
+  precision: "fp32",
+});
 
 async function run(
   spec: OracleSpec,
@@ -63,21 +77,7 @@ describe("the search spends trials where the evidence says the most is to gain",
   });
 
   it("ranks by expected gain", () => {
-    const evidence = evidenceOf(
-      {
-        end: "ok",
-        samplesPerSecond: 100,
-        stepSeconds: [0.1],
-        peakBytes: null,
-        frameworkPeakBytes: null,
-        durationS: 1,
-        oomRecoveries: 0,
-        dataWaitShare: 0.6,
-        precision: "fp32",
-      },
-      { num_workers: 0 },
-      1e9,
-    );
+    const evidence = evidenceOf(okTrial(0.6), { num_workers: 0 }, 1e9);
     const { ranked } = rankByEvidence(
       [
         { knob: "precision", values: ["fp32", "bf16-mixed"] },
@@ -90,21 +90,11 @@ describe("the search spends trials where the evidence says the most is to gain",
   });
 
   it("skips one worker from 0 when the loop mostly waits: it could only hide the compute share", () => {
-    const base = {
-      end: "ok" as const,
-      samplesPerSecond: 100,
-      stepSeconds: [0.1],
-      peakBytes: null,
-      frameworkPeakBytes: null,
-      durationS: 1,
-      oomRecoveries: 0,
-      precision: "fp32",
-    };
-    const starved = evidenceOf({ ...base, dataWaitShare: 0.97 }, { num_workers: 0 }, 1e9);
+    const starved = evidenceOf(okTrial(0.97), { num_workers: 0 }, 1e9);
     const [walk] = rankByEvidence([{ knob: "num_workers", values: [0, 1, 2, 4, 8] }], starved, { num_workers: 0 }).ranked;
     expect(walk?.values).toEqual([0, 2, 4, 8]);
     expect(walk?.why).toMatch(/one worker would only overlap the loading with the 3 % of compute/);
-    const balanced = evidenceOf({ ...base, dataWaitShare: 0.6 }, { num_workers: 0 }, 1e9);
+    const balanced = evidenceOf(okTrial(0.6), { num_workers: 0 }, 1e9);
     expect(rankByEvidence([{ knob: "num_workers", values: [0, 1, 2] }], balanced, { num_workers: 0 }).ranked[0]?.values).toEqual([0, 1, 2]);
     const onlyOne = rankByEvidence([{ knob: "num_workers", values: [0, 1] }], starved, { num_workers: 0 }).ranked[0];
     expect(onlyOne?.values).toEqual([0, 1]);
