@@ -8,7 +8,7 @@
 // Pythons: BRIM_BENCH_PYTHON (default the repository's .venv), BRIM_BENCH_EXTRA_PYTHON,
 // BRIM_BENCH_VISION_PYTHON for the corpus entries that need them.
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -58,17 +58,9 @@ const EXAMPLES = [
   // a plan per curriculum stage: the stage as a knob (the embedder reads brim.knob("stage"))
   ["embedder-stages", ["examples/embedder/train.py", "--config", "examples/embedder/config.yaml"], ["--knob", "stage=short,long"]],
 ];
-const CORPUS = [
-  "word-language-model",
-  "nanogpt-shakespeare-char",
-  "mingpt-adder",
-  "mingpt-chargpt",
-  "lightning-bug-report",
-  "hf-run-clm",
-  "pe-mnist",
-  "pe-vae",
-];
 const corpus = JSON.parse(readFileSync(join(repo, "corpus", "corpus.json"), "utf8"));
+// every entry of the tune corpus, in its order
+const CORPUS = corpus.entries.map((e) => e.name);
 const only = option("only", null)?.split(",");
 
 function plan(name, python, command, cwd, env = {}, extra = []) {
@@ -150,6 +142,8 @@ for (const name of CORPUS) {
         continue;
       }
     }
+    // slow storage (pe-dcgan-remote) changes the loader's speed, not the step's memory: the data is linked in place
+    if (entry.storage) symlinkSync(join(work, entry.storage.source), join(work, entry.storage.mount));
     const row = plan(`corpus:${name}`, python, entry.command, entry.cwd ? join(work, entry.cwd) : work, env);
     console.log(`${row.name}: exit ${row.exit}, ${row.wall_s} s${row.gpus ? `, ${row.gpus.length} GPUs` : `: ${row.stderr_tail?.at(-1)}`}`);
     rows.push(row);

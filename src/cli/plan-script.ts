@@ -8,12 +8,15 @@ import { rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { editConfigText, writeFileAtomic, type ConfigDocument } from "../configs/index.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
-import { BrimError, UsageError } from "../errors/index.ts";
+import { BrimError, InputError, UsageError } from "../errors/index.ts";
 import { guardRun, type GuardResult } from "../guard/guard.ts";
 import { DEFAULT_SCRIPT_GPUS, planScript, pointFromEvents, type MeasuredPoint, type ScriptPlan } from "../plan/script.ts";
 import { PRECISIONS, type Precision } from "../plan/spec.ts";
 import { newRecordId, RunStore, storeRoot } from "../record/store.ts";
 import {
+  codeKnobEnv,
+  codeKnobs,
+  codePlace,
   configBaseline,
   configEditsByFile,
   configFilesInCommand,
@@ -23,8 +26,12 @@ import {
   ACCUMULATION_KNOB,
   parseBinding,
   resolveBindings,
+  loadersOf,
   rewriteArgv,
+  scriptLiteral,
+  type CodeKnob,
   type KnobBinding,
+  type LoaderSeen,
 } from "../tune/tune.ts";
 import type { Output } from "./output.ts";
 
@@ -63,9 +70,21 @@ export async function planScriptCommand(command: string[], options: PlanScriptOp
   const cwd = options.cwd ?? process.cwd();
   const machine = devices ?? openDevices();
   const store = new RunStore(storeRoot(options.store, process.env, cwd));
-  const { bindings, documents, notes } = await resolveBindings(command, cwd, options.bindings ?? []);
+  const resolved = await resolveBindings(command, cwd, options.bindings ?? []);
+  const { documents, notes } = resolved;
+  const bindings: KnobBinding[] = [...resolved.bindings];
   out.stderr(`brim: ${describeBindings(bindings, documents, cwd)}\n`);
   const baseline: Knobs = configBaseline(bindings, documents);
+  // a batch size written as a literal in the script (a loop with no DataLoader): the runs vary it there, in memory
+  const bindCode = (code: CodeKnob | undefined): void => {
+    if (code === undefined || bindings.some((b) => b.knob === code.knob)) return;
+    bindings.push(code);
+    baseline[code.knob] = code.value;
+    out.stderr(
+      `brim: ${code.knob}=${String(code.value)} is written in the code at ${codePlace(code, cwd)}: the measuring runs vary it there, in memory (the file is not touched)\n`,
+    );
+  };
+  bindCode(codeKnobs(scriptLiteral(command, cwd), baseline).find((code) => code.knob === MICRO_BATCH_KNOB));
   const fixed: Knobs = { ...(options.knobs ?? {}) };
   // On a host with no GPU the measuring runs go in fp32 and 16-bit is modelled from them: CPU autocast
   // keeps other bytes than CUDA's (the CNN-LSTM 0.40x of fp32 where the H100 keeps 0.55x, so a bf16 plan
@@ -82,7 +101,6 @@ export async function planScriptCommand(command: string[], options: PlanScriptOp
     notes.push(
       `measured in fp32 on this host with no GPU, your ${String(asked)} modelled from it (CPU autocast keeps other bytes than CUDA's; --knob precision=${String(asked)} measures it as it is)`,
     );
-  const batchBound = bindings.some((b) => b.knob === MICRO_BATCH_KNOB);
   const first: Knobs = { ...fixed, ...measuredIn };
   if (options.measureBatch !== undefined) first[MICRO_BATCH_KNOB] = options.measureBatch;
   else if (baseline[MICRO_BATCH_KNOB] === undefined && bindings.some((b) => b.knob === MICRO_BATCH_KNOB && b.via === "template"))
@@ -92,7 +110,9 @@ export async function planScriptCommand(command: string[], options: PlanScriptOp
   const a = await measure(command, cwd, bindings, documents, first, steps, session, 0, options, out, machine, store, baseline[MICRO_BATCH_KNOB]);
   const points: MeasuredPoint[] = [a.point];
   const micro = a.point.micro_batch;
-  if (batchBound) {
+  // a DataLoader whose line writes its batch size as a literal: the second run varies it there
+  bindCode(codeKnobs(a.loaders, baseline).find((code) => code.knob === MICRO_BATCH_KNOB && code.value === micro));
+  if (bindings.some((b) => b.knob === MICRO_BATCH_KNOB)) {
     const other = micro >= 2 ? Math.floor(micro / 2) : 2;
     const b = await measure(
       command,
@@ -161,6 +181,8 @@ interface Measured {
   optimizers: string[];
   result: GuardResult;
   cudnnNotes: string[];
+  /** the DataLoaders the run built, as the attach saw them */
+  loaders: LoaderSeen[];
 }
 
 async function measure(
@@ -207,7 +229,7 @@ async function measure(
         stepBudget: steps,
         warmupSteps: 1,
         hz: 10,
-        env: { BRIM_FOOTPRINT: "1" },
+        env: { BRIM_FOOTPRINT: "1", ...codeKnobEnv(bindings, knobs) },
         hungAfterS: 600,
         timeLimitS: options.timeLimitS ?? 900,
         killGraceS: 10,
@@ -230,6 +252,11 @@ async function measure(
     const events = result.timeline.events.filter((e) => e.event === "footprint").map((e) => e.details);
     const knob = knobs[MICRO_BATCH_KNOB] ?? baselineBatch;
     const micro = typeof knob === "number" ? knob : (result.summary.micro_batch ?? null);
+    // a JAX loop steps (the attach counts its jitted calls) but runs no autograd for the footprint to see
+    if (events.length === 0 && result.timeline.steps.some((step) => step.trigger === "jax"))
+      throw new InputError(
+        `run ${result.meta.id} is a JAX job: brim plan -- <command> measures what PyTorch's autograd holds, and JAX's steps have none of it; plan the model from a spec instead (brim plan model.yaml, docs/model-spec.md)`,
+      );
     const { point, params, optimizers } = pointFromEvents(events, result.meta.id, micro, result.summary.peak_tree_rss_bytes);
     const cudnn = result.timeline.events.flatMap((e) => {
       const kinds = (e.details as { params?: { cudnn_modules?: unknown } } | undefined)?.params?.cudnn_modules;
@@ -250,7 +277,7 @@ async function measure(
               : []),
           ]
         : [];
-    return { point, params, optimizers, result, cudnnNotes };
+    return { point, params, optimizers, result, cudnnNotes, loaders: loadersOf(result.timeline.events) };
   } finally {
     for (const copy of copies) rmSync(copy, { force: true });
   }

@@ -75,6 +75,31 @@ export interface CodeKnob {
   argument?: true;
 }
 
+/**
+ * The environment that gives a run the knob values written in the code, where they differ from the
+ * code's: literals edited in memory (BRIM_CODE_KNOBS, python/brim/_code.py) and DataLoader arguments
+ * the attach sets (BRIM_LOADER_ARGS). Empty when every code knob keeps its value.
+ *
+ * @example
+ * ```ts
+ * codeKnobEnv([{ knob: "batch_size", via: "code", file: "/p/main.py", line: 33, name: "batch_size", value: 32 }], { batch_size: 16 });
+ * // { BRIM_CODE_KNOBS: '[{"file":"/p/main.py","line":33,"name":"batch_size","value":16}]' }
+ * ```
+ */
+export function codeKnobEnv(bindings: readonly KnobBinding[], knobs: Knobs): Record<string, string> {
+  const changed = bindings.flatMap((binding) =>
+    binding.via === "code" && knobs[binding.knob] !== undefined && knobs[binding.knob] !== binding.value
+      ? [{ file: binding.file, line: binding.line, name: binding.name, value: knobs[binding.knob], argument: binding.argument === true }]
+      : [],
+  );
+  const codeEdits = changed.filter((edit) => !edit.argument).map(({ argument: _, ...edit }) => edit);
+  const loaderArgs = changed.filter((edit) => edit.argument).map(({ argument: _, ...edit }) => edit);
+  return {
+    ...(codeEdits.length > 0 ? { BRIM_CODE_KNOBS: JSON.stringify(codeEdits) } : {}),
+    ...(loaderArgs.length > 0 ? { BRIM_LOADER_ARGS: JSON.stringify(loaderArgs) } : {}),
+  };
+}
+
 /** Knobs brim knows how to tune, with the config keys they are usually found under (last segment). */
 export const KNOWN_KNOBS: Readonly<Record<string, readonly string[]>> = {
   batch_size: ["batch_size", "micro_batch_size", "per_device_train_batch_size", "train_batch_size"],

@@ -22,7 +22,7 @@ import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline/index.ts";
 import { rewriteArgv } from "./argv.ts";
 import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
-import { asKnobValue, configEditsByFile, fillTemplate, type KnobBinding } from "./knobs.ts";
+import { asKnobValue, codeKnobEnv, configEditsByFile, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { ENDED_TOO_SOON } from "./types.ts";
 import {
@@ -109,17 +109,7 @@ export async function runTrial(
     }
     const argv = settings.bindings.filter((binding): binding is Extract<KnobBinding, { via: "argv" }> => binding.via === "argv");
     const trialCommand = rewriteArgv(fillTemplate(command, knobs), argv, knobs);
-    const changed = settings.bindings.flatMap((binding) =>
-      binding.via === "code" && knobs[binding.knob] !== undefined && knobs[binding.knob] !== binding.value
-        ? [{ file: binding.file, line: binding.line, name: binding.name, value: knobs[binding.knob], argument: binding.argument === true }]
-        : [],
-    );
-    const codeEdits = changed.filter((edit) => !edit.argument).map(({ argument: _, ...edit }) => edit);
-    const loaderArgs = changed.filter((edit) => edit.argument).map(({ argument: _, ...edit }) => edit);
-    const env = {
-      ...(codeEdits.length > 0 ? { BRIM_CODE_KNOBS: JSON.stringify(codeEdits) } : {}),
-      ...(loaderArgs.length > 0 ? { BRIM_LOADER_ARGS: JSON.stringify(loaderArgs) } : {}),
-    };
+    const env = codeKnobEnv(settings.bindings, knobs);
     const watch = new TrialWatch(settings, context, knobs);
     const run = await guardRun(
       {

@@ -124,6 +124,43 @@ describe("brim plan -- <command>", () => {
     }
   }, 240_000);
 
+  it("plans an unmodified script whose batch size is a literal in its code (pytorch/examples regression: no DataLoader, no flag)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "brim-plan-regression-"));
+    cpSync(join(REPO, "corpus", "pe-regression"), dir, { recursive: true });
+    const before = readFileSync(join(dir, "main.py"), "utf8");
+    const r = plan(dir, {}, "--json", "--gpu", "t4,a100-80gb,h100-sxm", "--steps", "2", "--", PYTHON, "main.py");
+    const after = readFileSync(join(dir, "main.py"), "utf8");
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/batch_size=32 is written in the code at main\.py:33: the measuring runs vary it there, in memory \(the file is not touched\)/);
+    const p = JSON.parse(r.stdout) as Plan;
+    // the second run's batch size came from the literal edited in memory: what autograd saved doubled
+    expect(p.fit.method).toBe("two-point");
+    expect(p.fit.points.map((x) => x.micro_batch).sort((a, b) => a - b)).toEqual([16, 32]);
+    const [lo, hi] = [...p.fit.points].sort((a, b) => a.micro_batch - b.micro_batch);
+    expect(hi?.saved_bytes).toBe(2 * (lo?.saved_bytes ?? 0));
+    expect(p.yours).toMatchObject({ micro_batch: 32 });
+    expect(p.gpus).toHaveLength(3);
+    expect(after).toBe(before);
+  }, 240_000);
+
+  it.skipIf(spawnSync(PYTHON, ["-c", "import jax"]).status !== 0)(
+    "says a JAX job cannot be measured this way, in one line, and exits 2",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), "brim-plan-jax-"));
+      cpSync(join(REPO, "corpus", "jax-examples"), dir, { recursive: true });
+      const prep = spawnSync(PYTHON, ["prepare.py"], { cwd: dir, encoding: "utf8" });
+      expect(prep.status, prep.stderr).toBe(0);
+      const r = plan(dir, {}, "--steps", "2", "--", PYTHON, "-m", "examples.mnist_classifier_fromscratch");
+      rmSync(dir, { recursive: true, force: true });
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr.trim().split("\n").at(-1)).toMatch(
+        /^brim: run \S+ is a JAX job: brim plan -- <command> measures what PyTorch's autograd holds, .*brim plan model\.yaml/,
+      );
+    },
+    240_000,
+  );
+
   it("plans the precision given with --knob, from activations measured under the job's own autocast", () => {
     const r = plan(
       REPO,

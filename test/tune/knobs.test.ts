@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { TuneRecord } from "../../src/record/types.ts";
-import { candidateValues, configFilesInCommand, detectKnobKeys, fillTemplate, parseBinding, templateKnobs } from "../../src/tune/knobs.ts";
+import { candidateValues, codeKnobEnv, configFilesInCommand, detectKnobKeys, fillTemplate, parseBinding, templateKnobs } from "../../src/tune/knobs.ts";
 import { loaderBound, stillLimits } from "../../src/tune/evidence.ts";
 import { buildSpace, resolveBindings } from "../../src/tune/tune.ts";
 
@@ -286,5 +286,22 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
     expect(result.stderr).toContain("  | step one");
     expect(result.stdout).toMatch(/^no winner: your configuration \(trial 0\) crashed: ValueError: batch larger than the dataset$/m);
     expect(result.stdout).toMatch(/^next: fix the job/m);
+  });
+});
+
+describe("codeKnobEnv", () => {
+  const literal = { knob: "batch_size", via: "code" as const, file: "/p/main.py", line: 33, name: "batch_size", value: 32 };
+  const argument = { knob: "num_workers", via: "code" as const, file: "/p/main.py", line: 50, name: "num_workers", value: 0, argument: true as const };
+
+  it("gives a run the code's knobs that differ from the code: literals edited in memory, DataLoader arguments set by the attach", () => {
+    expect(codeKnobEnv([literal, argument], { batch_size: 16, num_workers: 4 })).toEqual({
+      BRIM_CODE_KNOBS: JSON.stringify([{ file: "/p/main.py", line: 33, name: "batch_size", value: 16 }]),
+      BRIM_LOADER_ARGS: JSON.stringify([{ file: "/p/main.py", line: 50, name: "num_workers", value: 4 }]),
+    });
+  });
+
+  it("is empty where every code knob keeps its value, or the knob is not asked", () => {
+    expect(codeKnobEnv([literal, argument], { batch_size: 32 })).toEqual({});
+    expect(codeKnobEnv([{ knob: "batch_size", via: "template" }], { batch_size: 8 })).toEqual({});
   });
 });
