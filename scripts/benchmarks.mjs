@@ -298,6 +298,22 @@ function validationSection(v) {
     "",
     table(["plan from", "mode", "pairs", "median abs. error", "worst abs. error", "under-estimates > 3 %"], rows),
     "",
+    ...keptOutSection(v.kept_out ?? []),
+  ];
+}
+
+/** The jobs a term of their own keeps out of leave-one-job-out (no other recorded job shows it). */
+function keptOutSection(kept) {
+  if (kept.length === 0) return [];
+  const signed = (x) => (x === null || x === undefined ? "—" : `${x >= 0 ? "+" : "−"}${(Math.abs(x) * 100).toFixed(1)} %`);
+  return [
+    "Kept out of the line above by a term of their own: no other recorded job has it, so with the job held out its factor is fitted from nothing.",
+    "",
+    table(
+      ["plan from", "job", "its own term", "pairs", "median error", "worst error", "under-estimates > 3 %"],
+      kept.map((k) => [k.source, k.job, k.terms.join(", "), String(k.pairs), signed(k.median_error), signed(k.worst_error), pct(k.under_3pct_share, 0)]),
+    ),
+    "",
   ];
 }
 

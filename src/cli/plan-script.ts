@@ -147,6 +147,7 @@ export async function planScriptCommand(command: string[], options: PlanScriptOp
     yours: { micro_batch: micro, accumulation: Math.max(1, Math.round(accumulation)), precision: precision.value, precision_from: precision.from },
     margin: options.margin,
     notes: [...notes, ...a.cudnnNotes],
+    convolutions: a.convolutions,
   });
 }
 
@@ -181,6 +182,8 @@ interface Measured {
   optimizers: string[];
   result: GuardResult;
   cudnnNotes: string[];
+  /** the model has convolution layers (cuDNN's) */
+  convolutions: boolean;
   /** the DataLoaders the run built, as the attach saw them */
   loaders: LoaderSeen[];
 }
@@ -277,7 +280,8 @@ async function measure(
               : []),
           ]
         : [];
-    return { point, params, optimizers, result, cudnnNotes, loaders: loadersOf(result.timeline.events) };
+    const convolutions = point.conv_workspace_bytes !== null || cudnn.some((k) => k.startsWith("Conv"));
+    return { point, params, optimizers, result, cudnnNotes, convolutions, loaders: loadersOf(result.timeline.events) };
   } finally {
     for (const copy of copies) rmSync(copy, { force: true });
   }

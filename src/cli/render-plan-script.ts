@@ -98,9 +98,14 @@ export function renderScriptPlan(p: ScriptPlan): string {
       `             defaults, not measured, for ${defaults.map((g) => g.gpu.id).join(", ")}: no calibration for their architecture yet (brim plan --json: assumptions)`,
     );
   const a = p.accuracy;
+  const pct = (x: number, digits = 0): string => `${(100 * Math.abs(x)).toFixed(digits)} %`;
   lines.push(
-    `  accuracy   this path (a job's fp32 run measured on a CPU) planned the ${a.pairs} recorded H100 peaks within ${(100 * a.median_abs_error).toFixed(1)} % median, ${(100 * a.worst_abs_error).toFixed(0)} % worst (leave-one-job-out; ${a.record})`,
+    `  accuracy   this path (a job's fp32 run measured on a CPU) planned the ${a.no_own_term.pairs} recorded H100 peaks of models like yours within ${pct(a.no_own_term.median_abs_error, 1)} median, ${pct(a.no_own_term.worst_abs_error)} worst (leave-one-job-out; ${a.record})`,
   );
+  if (a.for_this_model === "convolution")
+    lines.push(
+      `             but your model has convolutions: the one recorded model with them (${a.convolution.job}) was planned ${pct(-a.convolution.median_error)} under in the median, up to ${pct(-a.convolution.worst_error)}, with its cuDNN workspace fitted from nothing (no other job has one): leave room`,
+    );
   lines.push(
     `  margin     each column keeps ${Math.round(100 * (1 - (p.gpus[0]?.gpu.budget_bytes ?? 0) / (p.gpus[0]?.gpu.memory_bytes ?? 1)))} % of the card free`,
   );

@@ -72,10 +72,36 @@ export interface Accuracy {
   under_3pct_share: number | null;
 }
 
+/** How a line of plan-validation.json was scored. */
+export type ValidationMode = "in-sample" | "leave-one-job-out" | "leave-one-job-out, jobs with no term of their own";
+
 /** One line of plan-validation.json. */
 export interface ValidationResult extends Accuracy {
   source: PredictionSource;
-  mode: "in-sample" | "leave-one-job-out";
+  mode: ValidationMode;
+}
+
+/** A cuDNN workspace the memory model scales by a fitted factor. */
+export type WorkspaceKind = "conv" | "rnn";
+
+/** What each workspace factor stands for, as plans and records name it. */
+export const WORKSPACE_TERMS: Readonly<Record<WorkspaceKind, string>> = {
+  conv: "the convolutions' cuDNN workspace",
+  rnn: "the recurrent layers' cuDNN workspace",
+};
+
+/**
+ * A job whose pairs need a term no other job's pairs show: held out, its factor is fitted from
+ * nothing and keeps its default, so its leave-one-job-out errors measure that term, not the plan.
+ */
+export interface KeptOut {
+  source: PredictionSource;
+  job: string;
+  terms: string[];
+  pairs: number;
+  median_error: number | null;
+  worst_error: number | null;
+  under_3pct_share: number | null;
 }
 
 /**
@@ -432,24 +458,90 @@ function round4(x: number): number {
 export function validate(pairs: readonly AccuracyPair[], source: PredictionSource): ValidationResult[] {
   const all = fitConstants(pairs);
   const inSample = all === null ? accuracy([]) : accuracy(errorsOf(pairs, all));
+  const byJob = leaveOneJobOutByJob(pairs);
+  const own = ownTerms(pairs);
+  const shared = [...byJob].filter(([job]) => (own.get(job) ?? []).length === 0).flatMap(([, errors]) => errors);
   return [
     { source, mode: "in-sample", ...inSample },
-    { source, mode: "leave-one-job-out", ...accuracy(leaveOneJobOutErrors(pairs)) },
+    { source, mode: "leave-one-job-out", ...accuracy([...byJob.values()].flat()) },
+    { source, mode: "leave-one-job-out, jobs with no term of their own", ...accuracy(shared) },
   ];
 }
 
 /** Each job's errors under constants fitted to the other jobs. */
 export function leaveOneJobOutErrors(pairs: readonly AccuracyPair[]): number[] {
+  return [...leaveOneJobOutByJob(pairs).values()].flat();
+}
+
+function leaveOneJobOutByJob(pairs: readonly AccuracyPair[]): Map<string, number[]> {
   const jobs = [...new Set(pairs.map((p) => p.job))];
-  if (jobs.length < 2) return [];
-  return jobs.flatMap((job) => {
+  const out = new Map<string, number[]>();
+  if (jobs.length < 2) return out;
+  for (const job of jobs) {
     const fit = fitConstants(pairs.filter((p) => p.job !== job));
-    return fit === null
-      ? []
-      : errorsOf(
+    if (fit !== null)
+      out.set(
+        job,
+        errorsOf(
           pairs.filter((p) => p.job === job),
           fit,
-        );
+        ),
+      );
+  }
+  return out;
+}
+
+/**
+ * Per job, the workspace kinds its pairs have and no other job's pairs do (most jobs: none).
+ *
+ * @example
+ * ```ts
+ * ownTerms(pairs).get("cnn-lstm"); // ["conv"]: the only job with a convolution
+ * ```
+ */
+export function ownTerms(pairs: readonly AccuracyPair[]): Map<string, WorkspaceKind[]> {
+  const kinds = new Map<string, Set<WorkspaceKind>>();
+  for (const p of pairs) {
+    const f = featuresOf(p);
+    const set = kinds.get(p.job) ?? new Set<WorkspaceKind>();
+    for (const k of ["conv", "rnn"] as const) if (f[k] > 0) set.add(k);
+    kinds.set(p.job, set);
+  }
+  const out = new Map<string, WorkspaceKind[]>();
+  for (const [job, set] of kinds)
+    out.set(
+      job,
+      [...set].filter((k) => ![...kinds].some(([other, theirs]) => other !== job && theirs.has(k))),
+    );
+  return out;
+}
+
+/**
+ * The jobs whose leave-one-job-out errors a term of their own decides ({@link KeptOut}), with those errors.
+ *
+ * @example
+ * ```ts
+ * keptOut(pairs, "script"); // [{ job: "cnn-lstm", terms: ["the convolutions' cuDNN workspace"], pairs: 12, worst_error: -0.308, … }]
+ * ```
+ */
+export function keptOut(pairs: readonly AccuracyPair[], source: PredictionSource): KeptOut[] {
+  const byJob = leaveOneJobOutByJob(pairs);
+  return [...ownTerms(pairs)].flatMap(([job, kinds]) => {
+    const errors = byJob.get(job) ?? [];
+    if (kinds.length === 0 || errors.length === 0) return [];
+    const a = accuracy(errors);
+    const signed = [...errors].sort((x, y) => x - y);
+    return [
+      {
+        source,
+        job,
+        terms: kinds.map((k) => WORKSPACE_TERMS[k]),
+        pairs: a.pairs,
+        median_error: median(signed),
+        worst_error: signed.reduce((w, e) => (Math.abs(e) > Math.abs(w) ? e : w), 0),
+        under_3pct_share: a.under_3pct_share,
+      },
+    ];
   });
 }
 

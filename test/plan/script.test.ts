@@ -150,6 +150,7 @@ describe("planScript", () => {
   it("quotes the validation record as it is", () => {
     const record = JSON.parse(readFileSync(join(REPO, PROFILE_ACCURACY.record), "utf8")) as {
       results: { source: string; mode: string; pairs: number; median_abs_error: number; worst_abs_error: number }[];
+      kept_out: { source: string; job: string; terms: string[]; pairs: number; median_error: number; worst_error: number }[];
     };
     const row = record.results.find((r) => r.source === "script" && r.mode === "leave-one-job-out");
     expect(row).toMatchObject({
@@ -157,5 +158,21 @@ describe("planScript", () => {
       median_abs_error: PROFILE_ACCURACY.median_abs_error,
       worst_abs_error: PROFILE_ACCURACY.worst_abs_error,
     });
+    const shared = record.results.find((r) => r.source === "script" && r.mode === "leave-one-job-out, jobs with no term of their own");
+    expect(shared).toMatchObject(PROFILE_ACCURACY.no_own_term);
+    const kept = record.kept_out.filter((k) => k.source === "script");
+    expect(kept).toHaveLength(1);
+    expect(kept[0]).toMatchObject({ ...PROFILE_ACCURACY.convolution, terms: ["the convolutions' cuDNN workspace"] });
+  });
+
+  it("quotes, for a model with convolutions, what the one recorded such model showed", () => {
+    const points = [point(16, 1_600_000), point(32, 3_200_000)];
+    const options = {
+      command: ["python", "train.py"],
+      gpus: ["t4"],
+      yours: { micro_batch: 32, accumulation: 1, precision: "fp32" as const, precision_from: "the run" },
+    };
+    expect(planScript(points, params, ["Adam"], options).accuracy.for_this_model).toBe("no_own_term");
+    expect(planScript(points, params, ["Adam"], { ...options, convolutions: true }).accuracy.for_this_model).toBe("convolution");
   });
 });

@@ -15,7 +15,9 @@ import {
   accuracy,
   errorsOf,
   fitConstants,
+  keptOut,
   oneTrialErrors,
+  ownTerms,
   pairsFromRecords,
   predict,
   validate,
@@ -92,6 +94,34 @@ describe("the recorded H100 pairs (bench/results/gpu/nvidia-h100-80gb-hbm3)", ()
     expect(profile.skipped).toEqual({ "no profile (the SDK could not profile this job)": 12 });
     // every job has a script plan, the lstm too (its CPU run is in fp32; cuDNN's layout is modelled)
     expect(script.pairs).toHaveLength(60);
+  });
+
+  it("names the job a term of its own keeps out of leave-one-job-out: the cnn-lstm, the only job with a convolution", () => {
+    expect(ownTerms(script.pairs)).toEqual(
+      new Map([
+        ["cnn-lstm", ["conv"]],
+        ["embedder", []],
+        ["lstm", []],
+        ["nbeats", []],
+        ["ppo", []],
+      ]),
+    );
+    for (const [source, pairs] of [
+      ["spec", spec.pairs],
+      ["script", script.pairs],
+    ] as const) {
+      const [kept, ...more] = keptOut(pairs, source);
+      expect(more, source).toEqual([]);
+      expect(kept, source).toMatchObject({ source, job: "cnn-lstm", terms: ["the convolutions' cuDNN workspace"], pairs: 12 });
+      // held out, its convolution workspace is fitted from nothing: the plan comes out under
+      expect(kept!.worst_error!, source).toBeLessThan(-0.2);
+      const [, all, rest] = validate(pairs, source);
+      expect(rest).toMatchObject({ mode: "leave-one-job-out, jobs with no term of their own", pairs: 48 });
+      expect(all!.pairs - rest!.pairs).toBe(kept!.pairs);
+      expect(rest!.median_abs_error!).toBeLessThan(all!.median_abs_error!);
+    }
+    // the SDK's profile models no cuDNN workspace (its cnn-lstm has neither term): nothing is kept out there
+    expect(keptOut(profile.pairs, "profile")).toEqual([]);
   });
 
   it("the shipped calibration is what the fit makes from these pairs, and the committed fit file says so", () => {
