@@ -82,6 +82,21 @@ const SOURCES = {
     "examples",
     "bench/plan-script-h100.bench.mjs",
   ],
+  // the plan of unmodified scripts: the measuring runs, the knobs they vary, the footprint capture and the planner
+  "plan-script.json": [
+    "src/plan",
+    "src/cli/plan-script.ts",
+    "src/tune/knobs.ts",
+    "src/tune/loaders.ts",
+    "src/tune/bindings.ts",
+    "src/tune/argv.ts",
+    "src/configs",
+    "python/brim/_footprint.py",
+    "python/brim/_code.py",
+    "examples",
+    "corpus",
+    "bench/plan-script.bench.mjs",
+  ],
   "run-overhead.json": ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "examples", "bench/run-overhead.bench.mjs"],
 };
 const NOT_RECORDS = new Set(["README.md", "campaign.log", "detect.txt", "detect.json", "machine.json"]);
@@ -710,6 +725,7 @@ function cpuFigures(name, r) {
     ]);
   if (name === "tune-corpus.json" && Array.isArray(r.entries)) return corpusFigures(r);
   if (name === "plan-script-h100.json" && r.summary?.per_job_precision) return planScriptH100Figures(r);
+  if (name === "plan-script.json" && Array.isArray(r.rows)) return planScriptFigures(r);
   if (name === "search-sim.json" && Array.isArray(r.results)) {
     const keys = uniq(r.results.map((x) => `${x.noise}|${x.strategy}`));
     return [
@@ -742,6 +758,62 @@ function cpuFigures(name, r) {
     ];
   }
   return null;
+}
+
+/** bench/plan-script.bench.mjs: `brim plan -- <command>` on every bundled example and corpus entry, per script. */
+function planScriptFigures(r) {
+  const n = (v) => (typeof v === "number" ? v.toLocaleString("en-US") : "—");
+  const kib = (b) => (typeof b !== "number" ? "—" : b >= MiB ? `${(b / MiB).toFixed(2)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
+  const gpu = (row, id) => row.gpus?.find((g) => g.gpu === id) ?? null;
+  const rows = r.rows.map((row) => {
+    if (row.exit !== 0)
+      return [
+        code(row.name),
+        "—",
+        "—",
+        `exit ${row.exit ?? "?"}: ${(row.stderr_tail ?? []).at(-1) ?? row.error ?? row.skipped ?? "?"}`,
+        "—",
+        "—",
+        "—",
+        "—",
+        fmt(row.wall_s, 1),
+      ];
+    const fit = row.fit
+      ? `${row.fit.method} ${row.fit.points.map((x) => x.micro_batch).join("/")}`
+      : `per ${row.knob}: ${(row.stages ?? []).map((x) => x.value).join(", ")}`;
+    const t4 = gpu(row, "t4");
+    const h100 = gpu(row, "h100-sxm");
+    return [
+      code(row.name),
+      n(row.params?.total),
+      row.yours ? `${row.yours.micro_batch} × ${row.yours.accumulation}` : "—",
+      fit,
+      kib(row.fit?.saved_per_sample_bytes),
+      n(t4?.largest?.fp32),
+      n(h100?.largest?.["bf16-mixed"]),
+      pct(t4?.yours_share),
+      fmt(row.wall_s, 1),
+    ];
+  });
+  return [
+    `${r.passed} of ${r.rows.length} scripts planned for 3 GPUs or more (exit 0); the rest say why, in one line.`,
+    "",
+    table(
+      [
+        "script",
+        "params",
+        "micro-batch × acc.",
+        "fit (micro-batches measured)",
+        "saved / sample",
+        "largest fp32 on T4",
+        "largest bf16 on H100",
+        "your config on T4",
+        "wall s",
+      ],
+      rows,
+    ),
+    "",
+  ];
 }
 
 /** bench/plan-script-h100.bench.mjs: `brim plan -- <command>` made on the CPU against the peaks measured on the H100. */
