@@ -29,7 +29,7 @@ The window of one forward opens at the DataLoader's fetch and closes at the back
 import gc
 import os
 import warnings
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, Iterable, List, Optional, Set
 
 from . import _state
 
@@ -82,6 +82,67 @@ def _tensors(x: Any, out: List[Any], depth: int = 0) -> None:
             _tensors(v, out, depth + 1)
 
 
+class RecurrentCalls:
+    """The calls of nn.LSTM / nn.GRU / nn.RNN in one forward: each one's shape and the storages
+    first saved inside it (given the keys saved so far at its start and end). Used by the attach's
+    footprint and by brim.torch.profile: brim plan replaces what the CPU kernels saved inside the
+    calls with cuDNN's layout (src/plan/cudnn.ts)."""
+
+    def __init__(self) -> None:
+        self.open: List[tuple] = []
+        self.calls: List[tuple] = []
+
+    def begin(self, mod: Any, inputs: Any, saved: Iterable[int]) -> None:
+        x = inputs[0] if isinstance(inputs, tuple) and inputs else None
+        s = _storage(getattr(x, "data", x)) if x is not None else None
+        self.open.append((mod, set(saved), s[0] if s else None))
+
+    def end(self, mod: Any, inputs: Any, output: Any, saved: Iterable[int]) -> None:
+        at = [i for i, entry in enumerate(self.open) if entry[0] is mod]
+        if not at:
+            return
+        _mod, before, input_ptr = self.open[at[-1]]
+        del self.open[at[-1]:]  # and any call a raised forward left open
+        x: Any = inputs[0] if isinstance(inputs, tuple) and inputs else None
+        out = output[0] if isinstance(output, tuple) and output else output
+        data: Any = getattr(out, "data", out)  # a PackedSequence's rows are its tokens
+        if x is None or data is None or not hasattr(data, "element_size"):
+            return
+        if hasattr(x, "batch_sizes") and hasattr(x, "data"):
+            tokens = int(x.data.shape[0])
+        elif x.dim() == 3:
+            tokens = int(x.shape[0]) * int(x.shape[1])
+        else:
+            tokens = int(x.shape[0])  # unbatched (L, H_in)
+        o = _storage(data)
+        shape = {
+            "batch_first": bool(getattr(mod, "batch_first", False)),
+            "mode": str(mod.mode), "input_size": int(mod.input_size), "hidden_size": int(mod.hidden_size),
+            "layers": int(mod.num_layers), "bidirectional": bool(mod.bidirectional),
+            "proj_size": int(getattr(mod, "proj_size", 0) or 0), "tokens": tokens,
+            "elem_bytes": int(data.element_size()),
+        }
+        self.calls.append((shape, set(saved) - before, input_ptr, o[0] if o else None))
+
+    def inside(self) -> Set[int]:
+        """The storages first saved inside any call."""
+        out: Set[int] = set()
+        for call in self.calls:
+            out |= call[1]
+        return out
+
+    def report(self, window: Dict[int, int], skip: Set[int]) -> List[Dict[str, Any]]:
+        """Each call's shape, the bytes first saved inside it, and whether its input and output were saved."""
+        out = []
+        for shape, ptrs, input_ptr, output_ptr in self.calls:
+            kept = [p for p in ptrs if p not in skip]
+            # the output saved by a later layer (a head reading it) is the tensor cuDNN keeps too
+            out.append(dict(shape, saved_bytes=sum(window.get(p, 0) for p in kept),
+                            input_saved=input_ptr is not None and input_ptr in kept,
+                            output_saved_after=output_ptr is not None and output_ptr in window and output_ptr not in ptrs))
+        return out
+
+
 class _Capture:
     def __init__(self, torch: Any) -> None:
         self.torch = torch
@@ -100,9 +161,7 @@ class _Capture:
         self.forward_autocast: Optional[str] = None
         # storages that are a dtype copy of a parameter (autocast's cache): saved, but of fixed size
         self.copies: Set[int] = set()
-        # recurrent layers of this forward: (shape, storages first saved inside the call, input storage)
-        self.rnn_open: List[tuple] = []
-        self.rnn_calls: List[tuple] = []
+        self.rnn = RecurrentCalls()
         # convolutions of this forward, one entry per distinct shape: cuDNN's workspace follows the im2col matrix
         self.convs: Set[tuple] = set()
 
@@ -138,7 +197,7 @@ class _Capture:
         self.batch_samples = samples
         self.window = {}
         self.copies = set()
-        self.rnn_calls = []
+        self.rnn.calls = []
         self.convs = set()
 
     def conv_end(self, mod: Any, output: Any) -> None:
@@ -156,46 +215,10 @@ class _Capture:
                         int(output.shape[0]) if batched else 1, int(output.element_size())))
 
     def rnn_begin(self, mod: Any, inputs: Any) -> None:
-        x = inputs[0] if isinstance(inputs, tuple) and inputs else None
-        s = _storage(getattr(x, "data", x)) if x is not None else None
-        self.rnn_open.append((mod, set(self.window), s[0] if s else None))
+        self.rnn.begin(mod, inputs, self.window)
 
     def rnn_end(self, mod: Any, inputs: Any, output: Any) -> None:
-        at = [i for i, entry in enumerate(self.rnn_open) if entry[0] is mod]
-        if not at:
-            return
-        _mod, before, input_ptr = self.rnn_open[at[-1]]
-        del self.rnn_open[at[-1]:]  # and any call a raised forward left open
-        x: Any = inputs[0] if isinstance(inputs, tuple) and inputs else None
-        out = output[0] if isinstance(output, tuple) and output else output
-        data: Any = getattr(out, "data", out)  # a PackedSequence's rows are its tokens
-        if x is None or data is None or not hasattr(data, "element_size"):
-            return
-        if hasattr(x, "batch_sizes") and hasattr(x, "data"):
-            tokens = int(x.data.shape[0])
-        elif x.dim() == 3:
-            tokens = int(x.shape[0]) * int(x.shape[1])
-        else:
-            tokens = int(x.shape[0])  # unbatched (L, H_in)
-        o = _storage(data)
-        shape = {
-            "batch_first": bool(getattr(mod, "batch_first", False)),
-            "mode": str(mod.mode), "input_size": int(mod.input_size), "hidden_size": int(mod.hidden_size),
-            "layers": int(mod.num_layers), "bidirectional": bool(mod.bidirectional),
-            "proj_size": int(getattr(mod, "proj_size", 0) or 0), "tokens": tokens,
-            "elem_bytes": int(data.element_size()),
-        }
-        self.rnn_calls.append((shape, set(self.window) - before, input_ptr, o[0] if o else None))
-
-    def _recurrent(self, skip: Set[int]) -> List[Dict[str, Any]]:
-        out = []
-        for shape, ptrs, input_ptr, output_ptr in self.rnn_calls:
-            kept = [p for p in ptrs if p not in skip]
-            # the output saved by a later layer (a head reading it) is the tensor cuDNN keeps too
-            out.append(dict(shape, saved_bytes=sum(self.window.get(p, 0) for p in kept),
-                            input_saved=input_ptr is not None and input_ptr in kept,
-                            output_saved_after=output_ptr is not None and output_ptr in self.window and output_ptr not in ptrs))
-        return out
+        self.rnn.end(mod, inputs, output, self.window)
 
     def backward_begin(self) -> tuple:
         if self.params is None:
@@ -206,16 +229,14 @@ class _Capture:
         kept = [(p, n) for p, n in self.window.items() if p not in skip]
         # the largest saved tensor stands for the backward's per-sample buffers: a weight copy is not one
         grows = [n for p, n in kept if p not in self.copies]
-        recurrent = self._recurrent(skip)
-        inside: Set[int] = set()
-        for call in self.rnn_calls:
-            inside |= call[1]
+        recurrent = self.rnn.report(self.window, skip)
+        inside = self.rnn.inside()
         outside = [n for p, n in kept if p not in self.copies and p not in inside]
         convs = [{"dims": c[0], "in_channels": c[1], "kernel": c[2], "positions": c[3], "batch": c[4], "elem_bytes": c[5]}
                  for c in sorted(self.convs)]
         self.window = {}
         self.copies = set()
-        self.rnn_calls = []
+        self.rnn.calls = []
         self.convs = set()
         return (sum(n for _, n in kept), max(grows) if grows else 0, recurrent, max(outside) if outside else 0, convs)
 

@@ -138,6 +138,37 @@ def test_flops_of_conv_lstm_and_attention():
     assert prof["per_sample"]["input_bytes"] == 4 * (4 * L + 2)
 
 
+def test_recurrent_calls_are_recorded_per_sample(profile_schema):
+    """Each LSTM/GRU call of the fp32 forward, per sample: brim plan replaces the CPU kernels' bytes
+    inside it with cuDNN's layout (src/plan/cudnn.ts)."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(6, 16, num_layers=2, batch_first=True, bidirectional=True)
+            self.gru = torch.nn.GRU(32, 8, batch_first=True)
+            self.head = torch.nn.Linear(8, 1)
+
+        def forward(self, x):
+            h, _ = self.lstm(x)
+            h, _ = self.gru(h)
+            return self.head(h[:, -1])
+
+    L = 12
+    prof = bt.profile(Net(), (torch.randn(8, L, 6), torch.randn(8, 1)), mse, precisions=("fp32",))
+    schema_check.check(prof, profile_schema)
+    rec = prof["per_sample"]["recurrent"]
+    assert [(c["mode"], c["tokens"], c["layers"], c["bidirectional"], c["hidden_size"]) for c in rec["calls"]] == [
+        ("LSTM", L, 2, True, 16), ("GRU", L, 1, False, 8)]
+    inside = sum(c["saved_bytes"] for c in rec["calls"])
+    assert 0 < inside <= prof["per_sample"]["saved_bytes"]["fp32"]
+    assert 0 < rec["largest_saved_outside_bytes"] <= prof["per_sample"]["largest_saved_bytes"]
+
+
+def test_no_recurrent_record_without_recurrent_layers():
+    prof = bt.profile(mlp(), sample(), mse, precisions=("fp32",))
+    assert "recurrent" not in prof["per_sample"]
+
+
 def test_dict_batches_and_default_loss(profile_schema):
     class Dicty(torch.nn.Module):
         def __init__(self):

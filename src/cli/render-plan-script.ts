@@ -98,13 +98,13 @@ export function renderScriptPlan(p: ScriptPlan): string {
       `             defaults, not measured, for ${defaults.map((g) => g.gpu.id).join(", ")}: no calibration for their architecture yet (brim plan --json: assumptions)`,
     );
   const a = p.accuracy;
-  const pct = (x: number, digits = 0): string => `${(100 * Math.abs(x)).toFixed(digits)} %`;
+  const share = (x: number, digits = 0): string => `${(100 * Math.abs(x)).toFixed(digits)} %`;
   lines.push(
-    `  accuracy   this path (a job's fp32 run measured on a CPU) planned the ${a.no_own_term.pairs} recorded H100 peaks of models like yours within ${pct(a.no_own_term.median_abs_error, 1)} median, ${pct(a.no_own_term.worst_abs_error)} worst (leave-one-job-out; ${a.record})`,
+    `  accuracy   this path (a job's fp32 run measured on a CPU) planned the ${a.no_own_term.pairs} recorded H100 peaks of ${a.for_this_model === "convolution" ? "models without convolutions" : "models like yours (no convolution)"} within ${share(a.no_own_term.median_abs_error, 1)} median, ${share(a.no_own_term.worst_abs_error)} worst (leave-one-job-out; ${a.record})`,
   );
   if (a.for_this_model === "convolution")
     lines.push(
-      `             but your model has convolutions: the one recorded model with them (${a.convolution.job}) was planned ${pct(-a.convolution.median_error)} under in the median, up to ${pct(-a.convolution.worst_error)}, with its cuDNN workspace fitted from nothing (no other job has one): leave room`,
+      `             yours has convolutions: the one recorded model with them (${a.convolution.job}) was planned ${share(-a.convolution.median_error)} under in the median, up to ${share(-a.convolution.worst_error)}, with its cuDNN workspace fitted from nothing (no other job has one): leave room`,
     );
   lines.push(
     `  margin     each column keeps ${Math.round(100 * (1 - (p.gpus[0]?.gpu.budget_bytes ?? 0) / (p.gpus[0]?.gpu.memory_bytes ?? 1)))} % of the card free`,

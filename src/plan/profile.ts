@@ -2,6 +2,7 @@ import { z } from "zod";
 import { InputError } from "../errors/index.ts";
 import type { ParamTensor } from "./graph.ts";
 import type { ActivationBytes, ModelFootprint } from "./footprint.ts";
+import { recurrentBytes, recurrentCallSchema } from "./cudnn.ts";
 import { PRECISIONS, zodToInputError, type Precision } from "./spec.ts";
 
 const nonNegative = z.number().nonnegative();
@@ -28,6 +29,16 @@ export const modelProfileSchema = z.object({
     backward_bytes: nonNegative.optional(),
     cudnn_rnn_workspace_bytes: nonNegative.optional(),
     cudnn_conv_workspace_bytes: nonNegative.optional(),
+    /**
+     * the SDK's record of each nn.LSTM/GRU call of the fp32 forward, per sample (tokens and the
+     * bytes the CPU kernels saved inside it): brim plan counts them as cuDNN keeps them
+     */
+    recurrent: z
+      .object({
+        calls: z.array(recurrentCallSchema.extend({ tokens: nonNegative, saved_bytes: nonNegative })),
+        largest_saved_outside_bytes: nonNegative,
+      })
+      .optional(),
   }),
   fixed: z.object({ saved_bytes: z.record(z.string(), z.number()).optional() }).optional(),
   measured: z.object({ batches: z.array(z.number().int()).optional(), device: z.string().optional(), created: z.string().optional() }).optional(),
@@ -72,7 +83,15 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
   if (profile.params.trainable > profile.params.total) {
     throw new InputError("trainable parameters exceed the total", { field: "params.trainable", ...(file === undefined ? {} : { file }) });
   }
-  const saved = profile.per_sample.saved_bytes;
+  // recurrent calls the SDK recorded: the CPU kernels' bytes inside them replaced by cuDNN's (src/plan/cudnn.ts)
+  const measuredRecurrent = profile.per_sample.recurrent;
+  const rec = measuredRecurrent === undefined ? null : recurrentBytes(measuredRecurrent.calls, measuredRecurrent.largest_saved_outside_bytes);
+  const measured = profile.per_sample.saved_bytes;
+  // the 16-bit bytes of such a profile were saved by the CPU's kernels too: they are modelled from fp32's
+  const saved =
+    rec === null
+      ? measured
+      : { fp32: Math.max(0, measured.fp32 - rec.cpu_saved_bytes + rec.cudnn_saved_bytes), "bf16-mixed": undefined, "fp16-mixed": undefined };
   const half = saved["bf16-mixed"] ?? saved["fp16-mixed"] ?? saved.fp32 / 2;
   const perSample: Record<Precision, number> = {
     fp32: saved.fp32,
@@ -98,8 +117,10 @@ export function footprintFromProfile(value: unknown, file?: string): ModelFootpr
         ),
       0,
     ) ?? 0;
-  const largest = profile.per_sample.largest_saved_bytes ?? saved.fp32;
-  const { backward_bytes: backward, cudnn_rnn_workspace_bytes: rnnWorkspace = 0, cudnn_conv_workspace_bytes: convWorkspace = 0 } = profile.per_sample;
+  const largest = rec?.largest_saved_outside_bytes ?? profile.per_sample.largest_saved_bytes ?? saved.fp32;
+  const backward = profile.per_sample.backward_bytes ?? rec?.cudnn_backward_bytes;
+  const rnnWorkspace = profile.per_sample.cudnn_rnn_workspace_bytes ?? rec?.cudnn_workspace_bytes ?? 0;
+  const convWorkspace = profile.per_sample.cudnn_conv_workspace_bytes ?? 0;
   const activations = {} as Record<Precision, ActivationBytes>;
   for (const precision of PRECISIONS) {
     const mixed = precision.endsWith("-mixed");

@@ -53,6 +53,9 @@ describe("brim plan -- <command>", () => {
     expect(r.stdout).toMatch(/^- T4 \(15\.\d+ GiB\): your config uses [\d.]+ %/m);
     expect(r.stdout).toMatch(/GPU-only +added to every column/);
     expect(r.stdout).toMatch(/calibrated for h100-sxm by hopper-torch2/);
+    // the error bars of models like it, and what the one recorded model with convolutions showed
+    expect(r.stdout).toMatch(/accuracy {3}this path .* planned the 48 recorded H100 peaks of models without convolutions within 3\.4 % median, 30 % worst/);
+    expect(r.stdout).toMatch(/yours has convolutions: the one recorded model with them \(cnn-lstm\) was planned 20 % under in the median, up to 31 %/);
     // the LSTM is planned as cuDNN keeps it, the 1-D convolution's workspace modelled: nothing named as left out
     expect(r.stdout).not.toMatch(/on a GPU cuDNN adds workspaces/);
     expect(r.stdout).toMatch(/1-D convolutions' cuDNN workspace is modelled from the largest im2col matrix, [\d,]+ B at micro-batch 16/);

@@ -6,12 +6,13 @@ import datetime
 import json
 import os
 import tempfile
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 import torch
 
 import brim
 
+from .._footprint import RecurrentCalls
 from ._step import _autocast_works
 from ._util import batch_size, iter_tensors, storage_of
 
@@ -143,9 +144,20 @@ def _module_flops(mod: Any, inputs: Tuple[Any, ...], output: Any) -> int:
 # ---- measurement ----------------------------------------------------------------------------------
 
 
+class _Measured(NamedTuple):
+    """What one forward+loss saved for backward."""
+    total: int
+    largest: int
+    flops: int
+    # each nn.LSTM/GRU/RNN call: its shape and the bytes first saved inside it (RecurrentCalls.report)
+    recurrent: List[Dict[str, Any]]
+    # the largest storage saved outside those calls
+    largest_outside: int
+
+
 def _measure(model: Any, batch: Any, loss_fn: Callable[[Any, Any], Any], exclude_ptrs: Set[int], amp_dtype: Any,
-             device_type: str, count_flops: bool) -> Tuple[int, int, int]:
-    """Saved-for-backward storages of one forward+loss: (total bytes, largest bytes, flops)."""
+             device_type: str, count_flops: bool) -> _Measured:
+    """Saved-for-backward storages of one forward+loss, and its recurrent calls."""
     batch_ptrs: Set[int] = set()
     for t in iter_tensors(batch):
         try:
@@ -173,6 +185,11 @@ def _measure(model: Any, batch: Any, loss_fn: Callable[[Any, Any], Any], exclude
             flops[0] += _module_flops(mod, inputs, output)
 
         handles = [m.register_forward_hook(hook) for m in model.modules()]
+    rnn = RecurrentCalls()
+    for m in model.modules():
+        if isinstance(m, torch.nn.RNNBase):
+            handles.append(m.register_forward_pre_hook(lambda mod, inputs: rnn.begin(mod, inputs, storages)))
+            handles.append(m.register_forward_hook(lambda mod, inputs, output: rnn.end(mod, inputs, output, storages)))
     try:
         amp = (torch.autocast(device_type=device_type, dtype=amp_dtype) if amp_dtype is not None
                else contextlib.nullcontext())
@@ -180,11 +197,30 @@ def _measure(model: Any, batch: Any, loss_fn: Callable[[Any, Any], Any], exclude
             loss = loss_fn(model, batch)
         total = sum(storages.values())
         largest = max(storages.values()) if storages else 0
+        inside = rnn.inside()
+        outside = [n for p, n in storages.items() if p not in inside]
+        recurrent = rnn.report(storages, set())
         del loss  # the graph (and the storages it kept) goes only now: no address was reused
     finally:
         for h in handles:
             h.remove()
-    return total, largest, flops[0]
+    return _Measured(total, largest, flops[0], recurrent, max(outside) if outside else 0)
+
+
+def _recurrent_per_sample(m1: _Measured, m2: _Measured, b1: int, b2: int) -> Optional[Dict[str, Any]]:
+    """The recurrent calls of the fp32 forward per sample: tokens and bytes saved inside each call as
+    the slope between the two batch sizes; None when the model has no such call, or the two
+    forwards did not make the same calls. brim plan counts them as cuDNN keeps them."""
+    if not m2.recurrent or len(m1.recurrent) != len(m2.recurrent):
+        return None
+    calls = []
+    for c1, c2 in zip(m1.recurrent, m2.recurrent):
+        call = dict(c2)
+        call["tokens"] = _num(max(0.0, (c2["tokens"] - c1["tokens"]) / float(b2 - b1)))
+        call["saved_bytes"] = _num(max(0.0, (c2["saved_bytes"] - c1["saved_bytes"]) / float(b2 - b1)))
+        calls.append(call)
+    largest = max(0.0, (m2.largest_outside - m1.largest_outside) / float(b2 - b1))
+    return {"calls": calls, "largest_saved_outside_bytes": _num(largest)}
 
 
 class ProfileError(RuntimeError):
@@ -200,7 +236,7 @@ def _is_onednn_error(error: BaseException) -> bool:
 
 
 def _measure_or_fallback(model: Any, batch: Any, loss_fn: Callable[[Any, Any], Any], exclude_ptrs: Set[int], amp_dtype: Any,
-                         device_type: str, count_flops: bool, notes: List[str], prec: str) -> Tuple[int, int, int]:
+                         device_type: str, count_flops: bool, notes: List[str], prec: str) -> _Measured:
     """_measure, and when oneDNN (mkldnn) cannot build a primitive for an op on this CPU and
     PyTorch (LSTM/GRU under PyTorch 2.x: "could not create a primitive descriptor for the LSTM
     forward propagation primitive"), _measure again with oneDNN switched off: PyTorch's native CPU
@@ -313,26 +349,28 @@ def profile(model: Any, sample_batch: Any, loss_fn: Optional[Callable[[Any, Any]
     fixed_saved: Dict[str, Union[int, float]] = {}
     largest_per_sample = 0.0
     flops_per_sample = 0.0
+    recurrent: Optional[Dict[str, Any]] = None
     notes: List[str] = []
     try:
         model.train()
         with torch.random.fork_rng(devices=rng_devices):
             for prec, dtype in wanted:
                 try:
-                    s1, _l1, _f1 = _measure_or_fallback(model, small, loss_fn, exclude, dtype, device.type, False, notes, prec)
-                    s2, l2, f2 = _measure_or_fallback(model, large, loss_fn, exclude, dtype, device.type, prec == "fp32", notes, prec)
+                    m1 = _measure_or_fallback(model, small, loss_fn, exclude, dtype, device.type, False, notes, prec)
+                    m2 = _measure_or_fallback(model, large, loss_fn, exclude, dtype, device.type, prec == "fp32", notes, prec)
                 except (RuntimeError, NotImplementedError) as error:
                     if prec == "fp32":
                         raise _failed(model, device, prec, error) from error
                     # a 16-bit autocast path this CPU build lacks: brim plans that precision from fp32's
                     notes.append("%s: not measured (%s: %s)" % (prec, type(error).__name__, (str(error).strip().splitlines() or [""])[0][:200]))
                     continue
-                slope = (s2 - s1) / float(b2 - b1)
+                slope = (m2.total - m1.total) / float(b2 - b1)
                 per_sample_saved[prec] = _num(max(0.0, slope))
-                fixed_saved[prec] = _num(s1 - slope * b1)
+                fixed_saved[prec] = _num(m1.total - slope * b1)
                 if prec == "fp32":
-                    largest_per_sample = l2 / float(b2)
-                    flops_per_sample = f2 / float(b2)
+                    largest_per_sample = m2.largest / float(b2)
+                    flops_per_sample = m2.flops / float(b2)
+                    recurrent = _recurrent_per_sample(m1, m2, b1, b2)
     finally:
         with torch.no_grad():
             for b, copy in saved_buffers:
@@ -356,6 +394,7 @@ def profile(model: Any, sample_batch: Any, loss_fn: Optional[Callable[[Any, Any]
             "saved_bytes": per_sample_saved,
             "largest_saved_bytes": _num(largest_per_sample),
             "forward_flops": _num(flops_per_sample),
+            **({"recurrent": recurrent} if recurrent else {}),
         },
         "fixed": {"saved_bytes": fixed_saved},
         "measured": {
