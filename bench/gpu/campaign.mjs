@@ -6,10 +6,11 @@ import { campaignPlan } from "./lib/jobs.mjs";
 import { guard } from "./lib/guard.mjs";
 import { overhead } from "./lib/overhead.mjs";
 import { planAccuracy } from "./lib/plan-accuracy.mjs";
+import { snapshots } from "./lib/snapshots.mjs";
 import { tunePart } from "./lib/tune.mjs";
 import { utilization } from "./lib/utilization.mjs";
 
-const RUNNERS = { "plan-accuracy": planAccuracy, guard, tune: tunePart, utilization, overhead };
+const RUNNERS = { "plan-accuracy": planAccuracy, guard, tune: tunePart, utilization, overhead, snapshots };
 
 const opts = parseArgs(process.argv.slice(2));
 const campaign = new Campaign(opts);

@@ -168,6 +168,21 @@ describe("bash bench/gpu/run.sh all --quick (CPU)", () => {
     expect(withQuick.skipped).toEqual({ "no measured tree peak": 2 });
   });
 
+  it("leaves the CUDA memory snapshots out of all; named, it runs them, and on the CPU records why there is nothing to record", () => {
+    expect(existsSync(join(out, "cpu", "snapshots.jsonl"))).toBe(false);
+    const dir = join(tmp, "snapshots");
+    const res = campaign(["snapshots", "--quick", "--budget", "120s"], dir);
+    expect(res.status, res.stderr).toBe(0);
+    const recs = records("snapshots", dir);
+    expect(recs.map((r) => r.key)).toEqual(["quick-nbeats|fp32|4", "quick-nbeats|fp32|16"]);
+    for (const r of recs) {
+      expect(r).toMatchObject({ part: "snapshots", ok: false, error: "no CUDA device: nothing to record", snapshot: { cuda: false } });
+      // the job ran, unchanged, under the wrapper, and stopped at the step budget
+      expect(r.command.join(" ")).toMatch(/ bench\/gpu\/memory_history\.py --summary \S+ -- examples\/nbeats\/train\.py /);
+      expect(r).toMatchObject({ end: { cause: "ok" }, measured: { steps: 3 } });
+    }
+  }, 200_000);
+
   it("rejects an unknown part with the usage", () => {
     const res = campaign(["everything"], join(tmp, "bad"));
     expect(res.status).toBe(2);

@@ -9,10 +9,12 @@ import { fileURLToPath } from "node:url";
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 export const SCHEMA = "brim.gpu-campaign/v1";
 export const PARTS = ["plan-accuracy", "guard", "tune", "utilization", "overhead"];
+/** Parts run only when named, not by `all`. */
+export const EXTRA_PARTS = ["snapshots"];
 export const GiB = 2 ** 30;
 
 const USAGE = `usage: bash bench/gpu/run.sh <part> [options]
-parts: ${PARTS.join(", ")}, all
+parts: ${PARTS.join(", ")}, all; ${EXTRA_PARTS.join(", ")} (only when named: CUDA memory snapshots of the plan's jobs, issue 26)
 options:
   --out <dir>          results folder (default $OUT, else bench/results/local); files go to <dir>/<gpu-slug>/
   --prior <dir>        earlier results to resume from (default bench/results/gpu); read, never written
@@ -36,7 +38,7 @@ export function parseArgs(argv) {
     process.stdout.write(USAGE + "\n");
     process.exit(part === undefined ? 2 : 0);
   }
-  if (part !== "all" && !PARTS.includes(part)) fail(`unknown part '${part}'`);
+  if (part !== "all" && !PARTS.includes(part) && !EXTRA_PARTS.includes(part)) fail(`unknown part '${part}'`);
   const opts = {
     part,
     out: process.env.OUT ? process.env.OUT : join(REPO, "bench", "results", "local"),

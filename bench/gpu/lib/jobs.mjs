@@ -103,6 +103,7 @@ const SETTINGS = {
     guard: { cap: "12GiB", fitShare: 0.6, pressureShare: 1.5, steps: 12, oomAt: 3, limitS: 300, guessS: 90 },
     overhead: { steps: 150, pairs: 2, hz: 10, limitS: 180, guessS: 60 },
     utilization: { targetS: 10, minSteps: 30, maxSteps: 3000, warmup: 3, hz: 10, limitS: 240, guessS: 30 },
+    snapshots: { precisions: ["fp32", "bf16-mixed"], steps: 4, warmup: 1, limitS: 240, guessS: 45 },
   },
   quick: {
     precisions: ["fp32"],
@@ -113,6 +114,7 @@ const SETTINGS = {
     guard: { cap: "4GiB", fitShare: null, pressureShare: null, steps: 4, oomAt: 1, limitS: 120, guessS: 15 },
     overhead: { steps: 4, pairs: 1, hz: 10, limitS: 120, guessS: 20 },
     utilization: { targetS: 1, minSteps: 3, maxSteps: 3, warmup: 1, hz: 10, limitS: 120, guessS: 15 },
+    snapshots: { precisions: ["fp32"], steps: 3, warmup: 1, limitS: 120, guessS: 15 },
   },
 };
 
