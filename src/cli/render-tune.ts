@@ -173,7 +173,7 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
           ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration (not confirmed interleaved)`
           : "speedup unknown (trial 0 measured no throughput)";
     out.push(`winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`);
-  } else if (record.no_winner && confirmed?.verdict === "no_gain") {
+  } else if (record.no_winner && (confirmed?.verdict === "no_gain" || confirmed?.verdict === "slower")) {
     out.push(record.no_winner.reason, `next: ${record.no_winner.next}`);
   } else if (record.no_winner) {
     out.push(`no winner: ${record.no_winner.reason}`, `next: ${record.no_winner.next}`);

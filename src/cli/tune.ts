@@ -247,8 +247,8 @@ Results land in .brim/tunes/<id>/tune.json; write the winner later with: brim ap
       Object.assign(process.env, jobSwitches(options));
       const { tune: result, applied } = await tuneCommand(command, options, out);
       if (result.record.stop_reason === "interrupted") setExitCode(130);
-      // no gain beyond noise is an answer, not a failure: exit 0, with nothing to apply
-      else if (result.record.winner === null && result.record.confirmation?.verdict !== "no_gain") setExitCode(ERROR_CODES.E_NO_TRIAL_FIT);
+      // no gain beyond noise, or yours measured faster, is an answer, not a failure: exit 0, with nothing to apply
+      else if (result.record.winner === null && result.record.confirmation == null) setExitCode(ERROR_CODES.E_NO_TRIAL_FIT);
       if (options.json) {
         out.stdout(`${JSON.stringify(result.record, null, 2)}\n`);
         return;

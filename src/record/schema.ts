@@ -181,12 +181,13 @@ export const tuneSchema = z.looseObject({
   effective_batch_policy: z.looseObject({ kind: z.string(), before: nn, after: nn, text: z.string() }).optional(),
   /**
    * The winner and the baseline measured again, interleaved (A/B/A/B): the speedup (ratio of geometric
-   * means) with its 95 % interval; "no_gain" when the interval holds 1.0 or nothing beat the baseline
-   * (then there is no winner, and nothing to apply).
+   * means) with its 95 % interval; "slower" when the interval lies wholly below 1.0 (your configuration
+   * is faster); "no_gain" when the interval holds 1.0 or nothing beat the baseline (with either, there
+   * is no winner, and nothing to apply).
    */
   confirmation: z
     .looseObject({
-      verdict: z.enum(["confirmed", "no_gain"]),
+      verdict: z.enum(["confirmed", "slower", "no_gain"]),
       speedup: nn,
       low: nn,
       high: nn,

@@ -4,7 +4,8 @@
  * the speedup is the ratio of their geometric means with a 95 % interval. The noise of one trial is
  * pooled from these repeats and every repeat of one configuration in the search (log throughput,
  * residuals from each configuration's mean), never under the within-trial error. An interval that
- * holds 1.0 is no gain beyond noise.
+ * holds 1.0 is no gain beyond noise; an interval wholly below 1.0 is a measured slowdown: your
+ * configuration is faster (never "noise").
  *
  * @example
  * ```ts
@@ -21,10 +22,28 @@ import { NOISE_FLOOR, REPEATS_DF } from "./strategies/noise.ts";
 export const CONFIRM_PAIRS = 2;
 export const CONFIRM_PAIRS_MAX = 3;
 
+/** What the interleaved measurements say of the winner against the baseline. */
+export type ConfirmVerdict = "confirmed" | "slower" | "no_gain";
+
+/**
+ * The verdict of a 95 % interval on winner / baseline: above 1.0 confirmed, wholly below 1.0 slower
+ * (a measured slowdown is not noise), holding 1.0 no gain beyond noise.
+ *
+ * @example
+ * ```ts
+ * intervalVerdict(0.25, 0.41); // "slower"
+ * ```
+ */
+export function intervalVerdict(low: number, high: number): ConfirmVerdict {
+  if (low > 1) return "confirmed";
+  if (high < 1) return "slower";
+  return "no_gain";
+}
+
 /** The confirmed speedup of a winner over the baseline. */
 export interface Confirmation {
-  /** confirmed: the interval lies above 1; no_gain: it holds 1 (or lies under it) */
-  verdict: "confirmed" | "no_gain";
+  /** confirmed: the interval lies above 1; slower: it lies wholly under 1 (yours is faster); no_gain: it holds 1 */
+  verdict: ConfirmVerdict;
   /** winner / baseline, ratio of the geometric means of the interleaved measurements */
   speedup: number;
   low: number;
@@ -105,7 +124,7 @@ export function confirmSpeedup(
   const low = Math.exp(diff - half);
   const high = Math.exp(diff + half);
   return {
-    verdict: low > 1 ? "confirmed" : "no_gain",
+    verdict: intervalVerdict(low, high),
     speedup: Math.exp(diff),
     low,
     high,
@@ -141,7 +160,8 @@ export async function confirmWinner(
   const b: number[] = [];
   let current: Confirmation | null = null;
   for (let pair = 1; pair <= CONFIRM_PAIRS_MAX; pair++) {
-    if (pair > CONFIRM_PAIRS && (current?.verdict === "confirmed" || !moreTime())) break;
+    // a third pair only while the interval holds 1.0: a gain or a slowdown already measured is decided
+    if (pair > CONFIRM_PAIRS && (current?.verdict !== "no_gain" || !moreTime())) break;
     const of = Math.max(pair, CONFIRM_PAIRS);
     const before = await trial(baseline, `confirm ${pair}/${of}: your configuration (A), interleaved with the winner`);
     if (before.end === "interrupted") return current;
@@ -168,7 +188,8 @@ const deltaText = (knobs: Knobs, baseline: Knobs): string =>
 
 /**
  * What the confirmation makes of the search's winner: confirmed (the winner keeps it, with the
- * interleaved speedup), no gain beyond noise (no winner: nothing to apply, not a failure), or not
+ * interleaved speedup), slower (your configuration is faster, with the interval: no winner, nothing
+ * to apply, not a failure), no gain beyond noise (no winner: nothing to apply, not a failure), or not
  * confirmed (its re-measures failed). Null when the search had no winner at all.
  *
  * @example
@@ -243,11 +264,23 @@ export function confirmationOutcome(
     winner_rates: confirmation.winnerRates,
   };
   if (confirmation.verdict === "confirmed") return { winner: { ...winner, speedup: confirmation.speedup }, confirmation: kept, advice: null };
+  const pairs = `interleaved A/B over ${confirmation.winnerRates.length} pair(s)`;
+  if (confirmation.verdict === "slower") {
+    // the search's pick measured slower than yours beyond the noise: a slowdown, said as one
+    return {
+      winner: null,
+      confirmation: kept,
+      advice: {
+        reason: `your configuration is faster: the best configuration the search found (${delta}) measured ${interval(confirmation)} your configuration's samples/s, ${pairs}; the search picked it on noisier trials`,
+        next: "keep your configuration: nothing to apply (the search's trials were noisier than this machine's pairs; longer trials, --window 30s or a quieter machine, decide more surely)",
+      },
+    };
+  }
   return {
     winner: null,
     confirmation: kept,
     advice: {
-      reason: `no gain beyond noise: the best configuration found (${delta}) measured ${interval(confirmation)} your configuration's samples/s, interleaved A/B over ${confirmation.winnerRates.length} pair(s)`,
+      reason: `no gain beyond noise: the best configuration found (${delta}) measured ${interval(confirmation)} your configuration's samples/s, ${pairs}`,
       next,
     },
   };

@@ -225,7 +225,8 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
       expect(trial.end).toBe("ok");
       expect(trial.samples_per_s).toBeGreaterThan(0);
     }
-    // a winner only once it beat the baseline measured interleaved; else an honest "no gain"
-    expect(record.confirmation?.verdict).toBe(record.winner === null ? "no_gain" : "confirmed");
+    // a winner only once it beat the baseline measured interleaved; else an honest "no gain" or "yours is faster"
+    if (record.winner === null) expect(["no_gain", "slower"]).toContain(record.confirmation?.verdict);
+    else expect(record.confirmation?.verdict).toBe("confirmed");
   }, 240_000);
 });
