@@ -4,13 +4,15 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
-// `brim plan -- <command>` through the built CLI, on a bundled example and on an unmodified public
-// script of the corpus (pytorch/examples' word_language_model, in a temporary copy after its prepare step).
+// `brim plan -- <command>` through the built CLI, on bundled examples and on jobs of ours shaped like
+// the scripts users bring (test/jobs/: an argv batch flag on a sequence-first LSTM, a batch size that is
+// a literal default argument, a JAX module), each run in a temporary copy, unmodified.
 const REPO = resolve(import.meta.dirname, "..", "..");
 const BRIM = join(REPO, "bin", "brim.js");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const store = mkdtempSync(join(tmpdir(), "brim-plan-script-"));
-const work = mkdtempSync(join(tmpdir(), "brim-plan-wlm-"));
+const work = mkdtempSync(join(tmpdir(), "brim-plan-lstm-"));
+const JOBS = join(REPO, "test", "jobs");
 afterAll(() => {
   rmSync(store, { recursive: true, force: true });
   rmSync(work, { recursive: true, force: true });
@@ -102,11 +104,9 @@ describe("brim plan -- <command>", () => {
     expect(Math.abs((p.gpus[0]?.components["temporaries"] ?? 0) / (fromSpec.memory.components["temporaries"] ?? 1) - 1)).toBeLessThan(0.001);
   }, 240_000);
 
-  it("plans an unmodified public script from its argv knob, in a copy after its prepare step", () => {
-    cpSync(join(REPO, "corpus", "pe-word-language-model"), work, { recursive: true });
-    const prep = spawnSync(PYTHON, ["prepare.py"], { cwd: work, encoding: "utf8" });
-    expect(prep.status, prep.stderr).toBe(0);
-    const r = plan(work, {}, "--json", "--steps", "2", "--", PYTHON, "main.py", "--epochs", "1", "--batch_size", "20", "--emsize", "100", "--nhid", "100");
+  it("plans an unmodified script from its argv knob, in a copy", () => {
+    cpSync(join(JOBS, "word_lm.py"), join(work, "word_lm.py"));
+    const r = plan(work, {}, "--json", "--steps", "2", "--", PYTHON, "word_lm.py", "--epochs", "1", "--batch_size", "20", "--emsize", "100", "--nhid", "100");
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/measuring the job at micro-batch 10 for 2 steps: .* --batch_size 10 /);
     const p = JSON.parse(r.stdout) as Plan;
@@ -127,15 +127,15 @@ describe("brim plan -- <command>", () => {
     }
   }, 240_000);
 
-  it("plans an unmodified script whose batch size is a literal in its code (pytorch/examples regression: no DataLoader, no flag)", () => {
-    const dir = mkdtempSync(join(tmpdir(), "brim-plan-regression-"));
-    cpSync(join(REPO, "corpus", "pe-regression"), dir, { recursive: true });
+  it("plans an unmodified script whose batch size is a literal in its code (a default argument: no DataLoader, no flag)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "brim-plan-literal-"));
+    cpSync(join(JOBS, "literal_sgd.py"), join(dir, "main.py"));
     const before = readFileSync(join(dir, "main.py"), "utf8");
     const r = plan(dir, {}, "--json", "--gpu", "t4,a100-80gb,h100-sxm", "--steps", "2", "--", PYTHON, "main.py");
     const after = readFileSync(join(dir, "main.py"), "utf8");
     rmSync(dir, { recursive: true, force: true });
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/batch_size=32 is written in the code at main\.py:33: the measuring runs vary it there, in memory \(the file is not touched\)/);
+    expect(r.stderr).toMatch(/batch_size=32 is written in the code at main\.py:12: the measuring runs vary it there, in memory \(the file is not touched\)/);
     const p = JSON.parse(r.stdout) as Plan;
     // the second run's batch size came from the literal edited in memory: what autograd saved doubled
     expect(p.fit.method).toBe("two-point");
@@ -151,10 +151,8 @@ describe("brim plan -- <command>", () => {
     "says a JAX job cannot be measured this way, in one line, and exits 2",
     () => {
       const dir = mkdtempSync(join(tmpdir(), "brim-plan-jax-"));
-      cpSync(join(REPO, "corpus", "jax-examples"), dir, { recursive: true });
-      const prep = spawnSync(PYTHON, ["prepare.py"], { cwd: dir, encoding: "utf8" });
-      expect(prep.status, prep.stderr).toBe(0);
-      const r = plan(dir, {}, "--steps", "2", "--", PYTHON, "-m", "examples.mnist_classifier_fromscratch");
+      cpSync(join(JOBS, "jax_literal.py"), join(dir, "jax_literal.py"));
+      const r = plan(dir, {}, "--steps", "2", "--", PYTHON, "-m", "jax_literal");
       rmSync(dir, { recursive: true, force: true });
       expect(r.status, r.stderr).toBe(2);
       expect(r.stderr.trim().split("\n").at(-1)).toMatch(

@@ -69,17 +69,16 @@ describe("a batch size written in the job's script (no DataLoader to tell it)", 
     expect(loaderArguments(library, {})).toEqual([]);
   });
 
-  it("finds jax's examples' `batch_size = 128` and pytorch/examples regression's `get_batch(batch_size=32)`, with their file:line", () => {
-    const jax = join(REPO, "corpus", "jax-examples");
-    expect(mainScript(["python", "-m", "examples.mnist_classifier"], jax)).toBe(join(jax, "examples", "mnist_classifier.py"));
-    const [classifier] = scriptLiteral(["python", "-m", "examples.mnist_classifier"], jax);
-    expect([classifier?.where, classifier?.batchSize]).toEqual([`${join(jax, "examples", "mnist_classifier.py")}:57`, 128]);
-    const [hint] = codeValues(scriptLiteral(["python", "-m", "examples.mnist_classifier_fromscratch"], jax), {});
-    expect(hint).toMatch(/^batch_size=128 is decided in the code at examples\/mnist_classifier_fromscratch\.py:62 \(batch_size = 128\)/);
-    const regression = join(REPO, "corpus", "pe-regression");
-    expect(scriptLiteral(["/usr/bin/python3", "main.py"], regression)[0]?.where).toBe(`${join(regression, "main.py")}:33`);
+  it("finds a JAX module's `batch_size = 128` and a default argument's `get_batch(batch_size=32)`, with their file:line", () => {
+    const jobs = join(REPO, "test", "jobs");
+    expect(mainScript(["python", "-m", "jax_literal"], jobs)).toBe(join(jobs, "jax_literal.py"));
+    const [literal] = scriptLiteral(["python", "-m", "jax_literal"], jobs);
+    expect([literal?.where, literal?.batchSize]).toEqual([`${join(jobs, "jax_literal.py")}:39`, 128]);
+    const [hint] = codeValues(scriptLiteral(["python", "-m", "jax_literal"], jobs), {});
+    expect(hint).toMatch(/^batch_size=128 is decided in the code at jobs\/jax_literal\.py:39 \(batch_size = 128\)/);
+    expect(scriptLiteral(["/usr/bin/python3", "literal_sgd.py"], jobs)[0]?.where).toBe(`${join(jobs, "literal_sgd.py")}:12`);
     // a knob on the command line says where it is decided: no hint
-    expect(codeValues(scriptLiteral(["python", "-m", "examples.mnist_classifier"], jax), { batch_size: 128 })).toEqual([]);
+    expect(codeValues(scriptLiteral(["python", "-m", "jax_literal"], jobs), { batch_size: 128 })).toEqual([]);
   });
 
   it("reads code only: a docstring or a string that mentions batch_size=32 is not a second place", () => {
