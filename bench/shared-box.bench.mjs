@@ -12,10 +12,10 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, "..");
 const TESTS = [
-  "test/dashboard/storm.test.ts",
-  "test/dashboard/private.test.ts",
-  "test/guard/escapes.test.ts",
-  "test/job/bytes-passthrough.test.ts",
+  "test/dashboard/storm.e2e.test.ts",
+  "test/dashboard/private.e2e.test.ts",
+  "test/guard/escapes.e2e.test.ts",
+  "test/job/bytes-passthrough.e2e.test.ts",
   "test/reliability/damaged.test.ts",
   "test/reliability/apply-hostile.test.ts",
 ];

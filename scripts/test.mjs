@@ -96,16 +96,12 @@ function pytest(name, py) {
   if (r.status !== 0) failedSteps++;
 }
 
-// Two files at a time, but alone the tests whose verdicts are measured speed (tune trials compared
-// for a winner, the GPU campaign's quick tune among them; samples/s against the job's own; a browser's
-// live refresh): on 2 cores the rest wait on child processes about half the time, and the whole suite
-// took 1,424 s one file at a time.
-const alone = ["tune/argv-e2e", "tune/tune-e2e", "tune/tune-evidence-e2e", "tune/trial-stuck-e2e", "attach/jobs", "bench-gpu/campaign"].map(
-  (f) => `test/${f}.test.ts`,
-);
-alone.push(...readdirSync(join(repo, "test", "dashboard")).flatMap((f) => (f.endsWith("chromium.test.ts") ? [`test/dashboard/${f}`] : [])));
-vitest("vitest", ["--maxWorkers=2", ...alone.flatMap((file) => ["--exclude", file])], { BRIM_TEST_PYTHON: python });
-vitest("vitest-alone", ["--maxWorkers=1", ...alone], { BRIM_TEST_PYTHON: python });
+// The vitest projects of vitest.config.ts, told apart by file name: the unit tests (no process) first,
+// then the end-to-end tests (real processes; on 2 cores they wait on their children about half the
+// time, so two files at a time), then the browser tests, one file at a time.
+vitest("vitest-unit", ["--project", "unit", "--maxWorkers=2"], { BRIM_TEST_PYTHON: python });
+vitest("vitest-e2e", ["--project", "e2e", "--maxWorkers=2"], { BRIM_TEST_PYTHON: python });
+vitest("vitest-browser", ["--project", "browser", "--maxWorkers=1"], { BRIM_TEST_PYTHON: python });
 pytest("pytest", python);
 
 // The oldest supported PyTorch, in a smaller job: the SDK's tests and the attach tests.
@@ -114,7 +110,7 @@ if (old?.torch !== undefined) {
   console.log(`test: oldest supported PyTorch, ${legacy}: ${describe(old)}`);
   pytest("pytest-legacy", legacy);
   // a few attach tests: a plain loop, loader workers, ranks (the whole file runs on the main Python)
-  vitest("vitest-legacy", ["test/attach/jobs.test.ts", "-t", "plain_loop\\.py|DataLoader workers|torchrun-style ranks"], { BRIM_TEST_PYTHON: legacy });
+  vitest("vitest-legacy", ["test/attach/jobs.e2e.test.ts", "-t", "plain_loop\\.py|DataLoader workers|torchrun-style ranks"], { BRIM_TEST_PYTHON: legacy });
 } else if (legacy !== python) {
   console.log(`test: smoke job on the oldest PyTorch skipped: ${legacy} has no torch (CI installs Debian's python3-torch 1.13)`);
   if (required) failedSteps++;

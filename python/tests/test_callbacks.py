@@ -2,7 +2,7 @@
 the callbacks against stand-in modules that implement only what the callbacks use (a Callback /
 TrainerCallback base class, a trainer with should_stop, HF-style args/control objects). They test
 our logic; the integration with the real frameworks was tested on an H100 host (Lightning 2.6.6,
-transformers 5.17, issue #15) and by test/examples/frameworks.test.ts wherever they are installed."""
+transformers 5.17, issue #15) and by test/examples/frameworks.e2e.test.ts wherever they are installed."""
 
 import importlib
 import importlib.util

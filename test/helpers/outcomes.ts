@@ -7,7 +7,7 @@ import { appendFileSync } from "node:fs";
  *
  * @example
  * ```ts
- * noteOutcome("stream storm", 1500, 0, "npx vitest run test/dashboard/storm.test.ts");
+ * noteOutcome("stream storm", 1500, 0, "npx vitest run test/dashboard/storm.e2e.test.ts");
  * ```
  */
 export function noteOutcome(probe: string, tried: number, failed: number, test: string, detail: Record<string, unknown> = {}): void {

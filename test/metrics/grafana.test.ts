@@ -1,5 +1,5 @@
 // docs/grafana/brim.json asks only for metrics brim exports, by the labels brim sets, and every
-// variable it uses is defined (its PromQL runs against a real Prometheus in prometheus-real.test.ts).
+// variable it uses is defined (its PromQL runs against a real Prometheus in prometheus-real.e2e.test.ts).
 import { describe, expect, it } from "vitest";
 import type { LiveState } from "../../src/guard/live.ts";
 import { clusterLabels, formatPrometheus } from "../../src/metrics/index.ts";

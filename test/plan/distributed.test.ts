@@ -9,8 +9,8 @@ import { parseModelSpec } from "../../src/plan/spec.ts";
 import { parseShardings, planStrategies } from "../../src/plan/strategies.ts";
 
 // nodes, HYBRID_SHARD, SHARD_GRAD_OP, CPU offload and communication buffers (issue 27, item 3); the
-// ZeRO figures against DeepSpeed's own estimators are in deepspeed-estimators.test.ts, FSDP's against
-// FSDPMemTracker in fsdp-memtracker.test.ts
+// ZeRO figures against DeepSpeed's own estimators are in deepspeed-estimators.e2e.test.ts, FSDP's against
+// FSDPMemTracker in fsdp-memtracker.e2e.test.ts
 const constants: PlanConstants = { ...DEFAULT_CONSTANTS, cuda_context_bytes: 1000, cublas_workspace_bytes: 100, allocator_slack_fraction: 0.1 };
 const tiny = footprintFromGraph(graphFromSpec(parseModelSpec({ family: "mlp", input: 4, hidden: [8], output: 2 })));
 const P = 8_000_000;

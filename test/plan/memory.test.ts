@@ -21,7 +21,7 @@ const setup: TrainingSetup = { precision: "fp32", optimizer: "adam", checkpointi
 describe("memory components, computed by hand for a 4-8-2 MLP", () => {
   it("fp32 + Adam at micro-batch 10", () => {
     // kept per sample beyond the input batch: ReLU output 8 (Linear2's input, the same tensor), MSE prediction 2 → 10 floats
-    // (the SDK measures exactly this with saved-tensor hooks: test/plan/sdk-profile.test.ts)
+    // (the SDK measures exactly this with saved-tensor hooks: test/plan/sdk-profile.e2e.test.ts)
     expect(tiny.activations.fp32.perSample).toBe(40);
     expect(memoryAt(tiny, setup, 10, constants).components).toEqual({
       weights: 58 * 4,

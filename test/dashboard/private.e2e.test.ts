@@ -143,7 +143,7 @@ describe("the metrics port", () => {
       expect((await get(port, "/metrics")).status).toBe(200);
       expect((await get(port, "/metrics", { Host: `localhost:${port}` })).body).toBe("brim_up 1\n");
       const evil = await get(port, "/metrics", { Host: `rebind.example:${port}` });
-      noteOutcome("metrics request with a foreign Host header (DNS rebinding)", 1, evil.status === 403 ? 0 : 1, "test/dashboard/private.test.ts");
+      noteOutcome("metrics request with a foreign Host header (DNS rebinding)", 1, evil.status === 403 ? 0 : 1, "test/dashboard/private.e2e.test.ts");
       expect(evil.status).toBe(403);
       expect(evil.body).not.toMatch(/brim_up/);
     } finally {
@@ -158,7 +158,7 @@ describe("the metrics port", () => {
       stdout: () => {},
       stderr: (t) => void (stderr += t),
     });
-    noteOutcome("--prometheus 99999", 1, code === 2 && !stderr.includes("\n    at ") ? 0 : 1, "test/dashboard/private.test.ts");
+    noteOutcome("--prometheus 99999", 1, code === 2 && !stderr.includes("\n    at ") ? 0 : 1, "test/dashboard/private.e2e.test.ts");
     expect(code).toBe(2);
     expect(stderr).toBe("brim: --prometheus 99999: give [host:]port, e.g. 9400 (127.0.0.1 only) or 0.0.0.0:9400, a port from 1 to 65535\n");
     expect(existsSync(join(root, "unused"))).toBe(false);
@@ -210,7 +210,7 @@ for (const [name, path] of Object.entries(${JSON.stringify({ token: tokenPath(st
         "another local user (nobody): dashboard requests without the token, reads of the token, run.json and runs/",
         Object.keys(seen).length,
         leaks,
-        "test/dashboard/private.test.ts",
+        "test/dashboard/private.e2e.test.ts",
       );
       expect(seen).toEqual({
         token: "EACCES",

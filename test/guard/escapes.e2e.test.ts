@@ -65,7 +65,7 @@ describe("a job that double-forks a daemon", () => {
       "a job that double-forks a daemon (fork, setsid, fork) holding 120 MiB: daemon still running after the run",
       1,
       running(pid) ? 1 : 0,
-      "test/guard/escapes.test.ts",
+      "test/guard/escapes.e2e.test.ts",
     );
     expect(running(pid)).toBe(false);
     expect(result.meta.end?.cause).toBe("ok");
@@ -89,7 +89,7 @@ describe("a job that double-forks a daemon", () => {
       "a daemon alone past a 100 MiB cap: not stopped by the cap",
       1,
       result.meta.end?.cause === "cap_exceeded" && !running(pid) ? 0 : 1,
-      "test/guard/escapes.test.ts",
+      "test/guard/escapes.e2e.test.ts",
     );
     expect(result.meta.end?.cause).toBe("cap_exceeded");
     expect(result.meta.end?.message).toMatch(/1 process left behind by the job was stopped/);
@@ -143,7 +143,7 @@ describe("brim killed while a job's daemon runs", () => {
     const pid = daemonPid(pidFile);
     brim.kill("SIGKILL");
     const checked = (): void =>
-      noteOutcome("SIGKILL of brim run while the job's daemon runs: daemon left running", 1, running(pid) ? 1 : 0, "test/guard/escapes.test.ts");
+      noteOutcome("SIGKILL of brim run while the job's daemon runs: daemon left running", 1, running(pid) ? 1 : 0, "test/guard/escapes.e2e.test.ts");
     const runJson = join(runDirOf(storeDir) as string, "run.json");
     const ended = (): { end: { cause: string; message: string } | null } =>
       JSON.parse(readFileSync(runJson, "utf8")) as { end: { cause: string; message: string } | null };

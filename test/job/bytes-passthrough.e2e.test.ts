@@ -32,7 +32,7 @@ describe("brim run's output pass-through", () => {
       "bytes through brim run's stdout (all 256 values ×3, invalid UTF-8, a split character): bytes changed",
       want.length,
       differ + Math.abs(r.stdout.length - want.length),
-      "test/job/bytes-passthrough.test.ts",
+      "test/job/bytes-passthrough.e2e.test.ts",
     );
     expect(r.status, r.stderr.toString()).toBe(0);
     expect(Buffer.compare(r.stdout, want)).toBe(0);

@@ -216,7 +216,7 @@ describe("`brim dashboard` under a storm of 1,500 streams opened and dropped", (
       "live-stream connections opened and dropped against a live run (brim dashboard, own process)",
       1500,
       odd + (closed ? 0 : 1) + (grown < 50 * 2 ** 20 ? 0 : 1) + (child.exitCode === null ? 0 : 1),
-      "test/dashboard/storm.test.ts",
+      "test/dashboard/storm.e2e.test.ts",
       {
         rss_before_mb: Math.round(before / 2 ** 20),
         rss_after_mb: Math.round((before + grown) / 2 ** 20),
