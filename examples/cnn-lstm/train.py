@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -108,15 +109,18 @@ def augment(x, cfg, gen=None):
 
 
 class SensorFiles(Dataset):
-    def __init__(self, folder, augment_cfg=None):
+    def __init__(self, folder, augment_cfg=None, latency_s=0.0):
         self.files = sorted(Path(folder).glob("x_*.npy"))
         self.labels = np.load(Path(folder) / "labels.npy")
         self.augment_cfg = augment_cfg
+        self.latency_s = latency_s
 
     def __len__(self):
         return len(self.files)
 
     def __getitem__(self, i):
+        if self.latency_s:
+            time.sleep(self.latency_s)                          # the network mount's wait per file (simulated)
         x = torch.from_numpy(np.load(self.files[i]))            # read from disk every time, like real data
         if self.augment_cfg:
             x = augment(x, self.augment_cfg)                    # CPU augmentation (in the loader workers)
@@ -148,7 +152,8 @@ def main(argv=None):
     cache = Path(cfg["_dir"]) / data.get("cache_dir", ".data")
     folder = generate(cache, int(data["n_files"]), spec["input"], int(spec["seq_len"]), spec["output"],
                       int(data["seed"]))
-    dataset = SensorFiles(folder, None if on_gpu else aug)
+    latency_s = float(data.get("storage_latency_ms", 0)) / 1000
+    dataset = SensorFiles(folder, None if on_gpu else aug, latency_s)
     dl = cfg["data_loader"]
     loader_kw = bt.loader_kwargs(num_workers=int(dl.get("num_workers", 0)),
                                  pin_memory=bool(dl.get("pin_memory", False)),
