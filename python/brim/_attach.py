@@ -7,9 +7,15 @@ else: torch is never imported by brim. When the job imports torch, brim wraps:
 - `Optimizer.step` of every optimizer class (the outermost call only: a subclass calling
   super().step(), an LR scheduler's or accelerate's wrapper count once): one step each;
 - `Tensor.backward`, only while the job has created no optimizer (hand-written SGD): one step each;
-- the DataLoader iterator's `__next__`: the data wait (see _timing) and samples per batch;
-- `DataLoader.__init__`: one "loader" event per place in the job's code that builds one (file:line,
-  its real batch size, workers, pinning, and the samples the data set and this rank's sampler hold);
+- the DataLoader iterator's `__next__`: the data wait (see _timing) and samples per batch; a batch
+  fetched with gradients off (a validation or test loop: Lightning's sanity check, `torch.no_grad()`)
+  is held apart and never counts as training samples, unless an optimizer step follows it with no
+  other batch in between;
+- `DataLoader.__init__`: one "loader" event per loader told apart by its object (the place in the
+  job's code that builds it and the data set it reads: Lightning builds its training and validation
+  loaders at one line), with its real batch size, workers, pinning, and the samples the data set and
+  this rank's sampler hold; then one "loader_use" event per loader once its use is seen: "train"
+  (its batches end in an optimizer step) or "eval" (fetched with gradients off, not followed by one);
 - `torch.autocast.__enter__`: the precision in force;
 - `torch.cuda._lazy_init` when a GPU cap is set: the allocator limit before the first allocation.
 
@@ -24,7 +30,7 @@ import os
 import sys
 import time
 from types import FrameType
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import _env, _loader_args, _loss, _state, _tracking
 from ._import_hook import OnImport
@@ -57,6 +63,57 @@ def enabled() -> bool:
     return _env.channel_path() is not None and os.environ.get(ENV_ATTACH, "1").strip().lower() not in _OFF
 
 
+_MAX_LOADERS = 64
+# torch.is_grad_enabled once torch is imported (a fetch with gradients off is validation or test)
+_grad_enabled: List[Callable[[], bool]] = [lambda: True]
+
+
+class _LoaderUses:
+    """The loaders told apart (by object: where the job built it and the data set it reads) and what
+    each was seen to feed: "train" (its batches ended in an optimizer step) or "eval" (fetched with
+    gradients off and not trained on). One event per loader and use."""
+
+    def __init__(self) -> None:
+        self.keys: Dict[Tuple[Optional[str], int], int] = {}
+        self.train: Set[int] = set()
+        self.eval: Set[int] = set()
+
+    def ordinal(self, where: Optional[str], dataset: Any) -> Tuple[Optional[int], bool]:
+        """The loader's number, and whether it is new (a loader built again over the same data at the
+        same place, each epoch say, keeps its number). None past _MAX_LOADERS loaders."""
+        key = (where, id(dataset))
+        known = self.keys.get(key)
+        if known is not None:
+            return known, False
+        if len(self.keys) >= _MAX_LOADERS:
+            return None, False
+        self.keys[key] = len(self.keys)
+        return self.keys[key], True
+
+    def seen(self, loader: Optional[int], use: str) -> None:
+        if loader is None:
+            return
+        uses = self.train if use == "train" else self.eval
+        if loader in uses:
+            return
+        uses.add(loader)
+        message = ("its batches feed the training steps" if use == "train"
+                   else "its batches were fetched with gradients off (validation or test): not training samples")
+        try:
+            _state.event("loader_use", message="DataLoader %d: %s" % (loader, message), loader=loader, use=use)
+        except Exception:
+            pass
+
+
+_uses = _LoaderUses()
+
+
+def _loader_of(it: Any) -> Optional[int]:
+    """The number of the loader an iterator reads (set when the loader made it), else None."""
+    n = getattr(it, "_brim_loader", None)
+    return n if isinstance(n, int) else None
+
+
 class _Attach:
     """What the hooks have seen since the last counted step."""
 
@@ -79,6 +136,9 @@ class _Attach:
         self.precision: Optional[str] = None
         self.backward_s = 0.0  # host time inside backward() since the last step (DDP's all-reduce waits there)
         self.exiting = False
+        self.fed: Set[int] = set()  # the loaders whose batches count in this step
+        # batches fetched with gradients off since the last step: (loader, samples, wait)
+        self.held: List[Tuple[Optional[int], Optional[int], Wait]] = []
 
     # -- points where the job's own code runs through brim ------------------------------------
     def hook_point(self) -> None:
@@ -125,7 +185,7 @@ class _Attach:
     def fetch_end(self, it: Any, token: Any, batch: Any) -> None:
         if token is None or self.yielded:
             return
-        self.waits.append(_tracking.clock.fetch_end(token))
+        wait = _tracking.clock.fetch_end(token)
         dim = getattr(it, "_brim_dim", None)
         if dim is None:
             sampler = getattr(it, "_index_sampler", None)
@@ -136,10 +196,21 @@ class _Attach:
                 pass
         n = dim(batch)
         self.loader_seen = True
+        self.window_opt = None
+        loader = _loader_of(it)
+        if not _grad_enabled[0]() and loader not in _uses.train:
+            # validation or test (gradients off): held apart until a step says whether it trained
+            self.held.append((loader, n, wait))
+            return
+        self.count_batch(loader, n, wait)
+
+    def count_batch(self, loader: Optional[int], n: Optional[int], wait: Wait) -> None:
+        self.waits.append(wait)
         self.batches += 1
         self.micro_batch = n
         self.samples = None if n is None or self.samples is None else self.samples + n
-        self.window_opt = None
+        if loader is not None:
+            self.fed.add(loader)
 
     def step_begin(self) -> None:
         self.hook_point()
@@ -154,6 +225,17 @@ class _Attach:
             if self.window_opt is not None and self.window_opt != id(optimizer):
                 return
             self.window_opt = id(optimizer)
+        if self.batches == 0 and self.held:
+            # batches fetched with gradients off and then trained on (no other batch between): training
+            for loader, n, held_wait in self.held:
+                self.count_batch(loader, n, held_wait)
+        else:
+            for loader, _, _ in self.held:
+                _uses.seen(loader, "eval")
+        self.held = []
+        for loader in self.fed:
+            _uses.seen(loader, "train")
+        self.fed = set()
         now = time.perf_counter()
         interval = now - self.t_last if self.t_last is not None else None
         self.t_last = now
@@ -272,10 +354,32 @@ def _patch_loader(torch: Any) -> None:
         return next_with_brim
 
     wrap_once(torch.utils.data.dataloader._BaseDataLoaderIter, "__next__", wrap_next)
+    _grad_enabled[0] = torch.is_grad_enabled
+
+    def wrap_iterator(original: Any) -> Any:
+        def iterator_with_brim(self: Any) -> Any:
+            it = original(self)
+            try:
+                it._brim_loader = getattr(self, "_brim_loader", None)
+            except Exception:
+                pass
+            return it
+
+        return iterator_with_brim
+
+    wrap_once(torch.utils.data.DataLoader, "_get_iterator", wrap_iterator)
 
 
-_LOADERS_SEEN = set()  # type: set
 _SKIP_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),)
+
+
+def _passes_through(frame: FrameType, name: str) -> bool:
+    """A library frame that only passes a DataLoader's construction on: Lightning's `__init__`
+    wrapper (every loader a LightningModule or DataModule builds goes through it)."""
+    return frame.f_code.co_name == "wrapper" and name.replace(os.sep, "/").endswith(_PASS_THROUGH)
+
+
+_PASS_THROUGH = ("lightning/fabric/utilities/data.py", "lightning_fabric/utilities/data.py")
 
 
 def _caller_site(torch: Any) -> Optional[str]:
@@ -284,7 +388,7 @@ def _caller_site(torch: Any) -> Optional[str]:
     frame: Optional[FrameType] = sys._getframe(2)
     while frame is not None:
         name = os.path.abspath(frame.f_code.co_filename)
-        if not name.startswith(skip) and not name.startswith("<"):
+        if not name.startswith(skip) and not name.startswith("<") and not _passes_through(frame, name):
             return "%s:%d" % (name, frame.f_lineno)
         frame = frame.f_back
     return None
@@ -327,13 +431,16 @@ def _patch_loader_init(torch: Any) -> None:
                 given = None
             original(self, *args, **kwargs)
             try:
-                if where in _LOADERS_SEEN:
+                loader, new = _uses.ordinal(where, getattr(self, "dataset", None))
+                # past Lightning's and DataLoader's own __setattr__ (Lightning would copy it onto a
+                # loader it builds again from this one)
+                object.__setattr__(self, "_brim_loader", loader)
+                if not new:
                     return
-                _LOADERS_SEEN.add(where)
                 details = _loader_details(self)
                 if given:
                     details["brim_args"] = given
-                _state.event("loader", message="a DataLoader was built", where=where, **details)
+                _state.event("loader", message="a DataLoader was built", where=where, loader=loader, **details)
             except Exception:
                 pass
 

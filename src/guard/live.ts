@@ -115,6 +115,8 @@ export class LiveTracker {
   /** rank → its process now (a launcher's restart gives a rank a new one), and each process's steps */
   #rankPids = new Map<number, { pid: number; localRank: number | null; node: number | null; launchId: string | null }>();
   #stepsByPid = new Map<number, number>();
+  /** a step came from the SDK or the attach (progress-line steps stop counting, as in the summary) */
+  #measured = false;
   #peakGpu: number | null = null;
   #peakRss: number | null = null;
 
@@ -192,6 +194,7 @@ export class LiveTracker {
     const step = stepOf({ ...message, kind: "step" });
     if (step === null) return;
     this.#fold.step(step);
+    if (!this.#countsLikeSummary(step.source)) return;
     this.#stepsByPid.set(step.pid, (this.#stepsByPid.get(step.pid) ?? 0) + 1);
     let recent = this.#recent.get(step.pid);
     if (recent === undefined) {
@@ -224,6 +227,27 @@ export class LiveTracker {
     }
     if (state.totalSteps !== null && totals.busy > 0 && recent.length > 0)
       state.etaS = Math.max(0, state.totalSteps - state.steps) * (totals.busy / recent.length);
+  }
+
+  /**
+   * Whether a step counts in the live view as in the summary: steps read from progress lines (a
+   * validation or sanity-check bar among them) only while the SDK and the attach have reported none;
+   * once they report, what the progress lines added is dropped, as the timeline model drops it.
+   */
+  #countsLikeSummary(source: StepSource): boolean {
+    if (source === "progress") return !this.#measured;
+    if (!this.#measured) {
+      this.#measured = true;
+      if (this.#state.steps > 0) {
+        this.#state.steps = 0;
+        this.#state.samplesPerS = null;
+        this.#state.waitShare = null;
+        this.#state.etaS = null;
+        this.#recent.clear();
+        this.#stepsByPid.clear();
+      }
+    }
+    return true;
   }
 
   #liveRanks(): RankLive[] {

@@ -1,6 +1,6 @@
 /**
- * The DataLoaders a trial built, as the attach saw them (one "loader" event per place in the job's
- * code): the real batch size, workers and pinning, the data they see (per rank under a sharding
+ * The DataLoaders a trial built, as the attach saw them (one "loader" event per loader, told apart by
+ * object, and a "loader_use" event once its use is seen: training or validation): the real batch size, workers and pinning, the data they see (per rank under a sharding
  * sampler) and where in the code they are built. Used to cap the micro-batch at the data, to name a
  * trial that asked for a batch larger than the data, and to tell the user the file:line of a value
  * written in the code that brim cannot vary. Pure but for reading one source line.
@@ -31,6 +31,8 @@ export interface LoaderSeen {
   datasetLen: number | null;
   /** samples this rank's sampler yields (the data set's size without sharding) */
   samplesPerRank: number | null;
+  /** what the attach saw it feed: "train" (optimizer steps) or "eval" (batches with gradients off); null when unseen (older events, never iterated) */
+  use?: "train" | "eval" | null;
 }
 
 const num = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) ? value : null);
@@ -45,7 +47,15 @@ const bool = (value: unknown): boolean | null => (typeof value === "boolean" ? v
  * ```
  */
 export function loadersOf(events: readonly { event: string; details: Record<string, unknown> }[]): LoaderSeen[] {
-  return events
+  // each loader's use, by its number (a loader told apart by object, not by line: "loader_use" events)
+  const uses = new Map<number, "train" | "eval">();
+  for (const { event, details } of events) {
+    const loader = num(details.loader);
+    if (event !== "loader_use" || loader === null || (details.use !== "train" && details.use !== "eval")) continue;
+    if (uses.get(loader) !== "train") uses.set(loader, details.use);
+  }
+  const rank = (loader: LoaderSeen): number => (loader.use === "train" ? 0 : loader.use === "eval" ? 2 : 1);
+  const seen = events
     .filter((entry) => entry.event === "loader")
     .map(({ details }) => ({
       where: typeof details.where === "string" ? details.where : null,
@@ -57,12 +67,19 @@ export function loadersOf(events: readonly { event: string; details: Record<stri
       dropLast: bool(details.drop_last),
       datasetLen: num(details.dataset_len),
       samplesPerRank: num(details.samples_per_rank) ?? num(details.dataset_len),
+      use: uses.get(num(details.loader) ?? -1) ?? null,
     }));
+  // the training loaders first (the one the tune's ceilings and hints are about), validation last
+  return seen
+    .map((loader, i) => ({ loader, i }))
+    .sort((a, b) => rank(a.loader) - rank(b.loader) || a.i - b.i)
+    .map(({ loader }) => loader);
 }
 
 /**
- * The data the training loader sees: the loader whose batch size is the micro-batch (the first one
- * otherwise), its samples per rank. Null when no loader says.
+ * The data the training loader sees: among the loaders seen training (else those not seen only in
+ * validation), the one whose batch size is the micro-batch (the first one otherwise), its samples
+ * per rank. Null when no loader says.
  *
  * @example
  * ```ts
@@ -70,7 +87,9 @@ export function loadersOf(events: readonly { event: string; details: Record<stri
  * ```
  */
 export function dataLimit(loaders: readonly LoaderSeen[], micro: number | null): { samples: number; where: string | null; sharded: boolean } | null {
-  const loader = loaders.find((l) => micro !== null && l.batchSize === micro) ?? loaders[0];
+  // a validation loader never bounds the training micro-batch; a loader seen training is the one
+  const candidates = loaders.some((l) => l.use === "train") ? loaders.filter((l) => l.use === "train") : loaders.filter((l) => l.use !== "eval");
+  const loader = candidates.find((l) => micro !== null && l.batchSize === micro) ?? candidates[0];
   if (loader === undefined || loader.samplesPerRank === null || loader.samplesPerRank <= 0) return null;
   return { samples: loader.samplesPerRank, where: loader.where, sharded: loader.datasetLen !== null && loader.samplesPerRank < loader.datasetLen };
 }
