@@ -10,7 +10,8 @@ else: torch is never imported by brim. When the job imports torch, brim wraps:
 - the DataLoader iterator's `__next__`: the data wait (see _timing) and samples per batch; a batch
   fetched with gradients off (a validation or test loop: Lightning's sanity check, `torch.no_grad()`)
   is held apart and never counts as training samples, unless an optimizer step follows it with no
-  other batch in between;
+  other batch in between; a step that ran more such batches than its own (a validation pass) is not
+  a steady step (flagged warm-up);
 - `DataLoader.__init__`: one "loader" event per loader told apart by its object (the place in the
   job's code that builds it and the data set it reads: Lightning builds its training and validation
   loaders at one line), with its real batch size, workers, pinning, and the samples the data set and
@@ -225,6 +226,9 @@ class _Attach:
             if self.window_opt is not None and self.window_opt != id(optimizer):
                 return
             self.window_opt = id(optimizer)
+        # a validation pass inside this step (more of its batches than the step's own) makes its time no
+        # training step's: not a steady step (as the tune once judged it by its batch count)
+        evaluated = self.batches > 0 and len(self.held) > self.batches
         if self.batches == 0 and self.held:
             # batches fetched with gradients off and then trained on (no other batch between): training
             for loader, n, held_wait in self.held:
@@ -260,8 +264,8 @@ class _Attach:
             "loss": _loss.take(),
             "fields": fields,
         }
-        if compiled:
-            # a step that compiled is not a steady step, wherever it falls
+        if compiled or evaluated:
+            # a step that compiled, or ran a validation pass, is not a steady step, wherever it falls
             self.deferred["warmup"] = True
         self.waits = []
         self.batches = 0

@@ -98,3 +98,20 @@ for epoch in range(3):
     assert out.returncode == 0, out.stderr
     assert [b["dataset_len"] for b in events(srv, "loader")] == [48, 16, 16]
     assert len(srv.messages("step")) == 6
+
+
+def test_a_step_that_ran_a_validation_pass_is_not_a_steady_step(srv):
+    out = run(PRELUDE + """
+for i, (x,) in enumerate(train):
+    train_on(x)
+    if i == 2:                       # a validation pass between two optimizer steps
+        with torch.no_grad():
+            for (v,) in val:
+                model(v)
+""", srv)
+    assert out.returncode == 0, out.stderr
+    steps = srv.messages("step")
+    assert [s["samples"] for s in steps] == [8] * 6
+    # the step whose time holds the two validation batches (step 3) is left out of the steady steps
+    flagged = [s["step"] for s in steps if s.get("warmup")]
+    assert 3 in flagged and 4 not in flagged and 2 not in flagged
