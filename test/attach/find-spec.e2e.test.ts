@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 // transformers, datasets and accelerate ask `importlib.util.find_spec("torch")` (and "jax") before they
 // import it: the attach must still wrap the framework when it really loads (it was blind to the HF
@@ -19,7 +20,7 @@ function run(name: string, script: string): { steps: number | null; source: stri
   const store = join(root, `store-${name}`);
   const r = spawnSync(process.execPath, [join(REPO, "bin", "brim.js"), "run", "--quiet", "--store", store, "--steps", "6", "--", PYTHON, file], {
     encoding: "utf8",
-    timeout: 120_000,
+    timeout: scaled(120_000),
     env: { ...process.env, NO_COLOR: "1" },
   });
   const [id = "?"] = readdirSync(join(store, "runs"));
@@ -46,7 +47,7 @@ for (x,) in torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.ran
       );
       expect([r.steps, r.source], r.stderr).toEqual([6, "attach"]);
     },
-    150_000,
+    scaled(150_000),
   );
 
   it.skipIf(!has("jax"))(
@@ -75,6 +76,6 @@ for i in range(0, 4096, 8):
       );
       expect([r.steps, r.source], r.stderr).toEqual([6, "attach"]);
     },
-    150_000,
+    scaled(150_000),
   );
 });

@@ -11,6 +11,7 @@ function mainProcessSteps(entries: readonly TimelineEntry[]): StepEntry[] {
   return timeline.steps.filter((step) => step.pid === timeline.mainPid);
 }
 import type { RunMeta, RunSummary, TimelineEntry } from "../../src/record/types.ts";
+import { scaled } from "../helpers/time.ts";
 
 // Unmodified training scripts (test/jobs/) under the built CLI, as a user runs them: brim attaches,
 // stops each at its step budget with exit 0, and measures what the script measures itself.
@@ -55,7 +56,7 @@ function brimRun(name: string, script: string, jobArgs: string[], brimArgs: stri
     {
       encoding: "utf8",
       env: { ...process.env, ...env },
-      timeout: 120_000,
+      timeout: scaled(120_000),
     },
   );
   const meta = JSON.parse(result.stdout) as Run["meta"];
@@ -185,48 +186,52 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
     expect(last).toBeLessThan(STEPS + 15);
   });
 
-  it("brim tune on an unmodified script: every trial measured by the attach, a confirmed verdict", () => {
-    const store = join(root, "tune");
-    const result = spawnSync(
-      process.execPath,
-      [
-        BRIM,
-        "tune",
-        "--json",
-        "--quiet",
-        "--store",
-        store,
-        "--max-trials",
-        "3",
-        "--warmup",
-        "2",
-        "--steps",
-        "6",
-        "--knob",
-        "batch_size=32,64",
-        "--",
-        PYTHON,
-        join(REPO, "test", "jobs", "plain_loop.py"),
-        "--batch-size",
-        "{batch_size}",
-        "--max-steps",
-        "1000",
-      ],
-      { encoding: "utf8", timeout: 300_000 },
-    );
-    expect(result.status, result.stderr).toBe(0);
-    const record = JSON.parse(result.stdout) as {
-      trials: { end: string; samples_per_s: number | null; run_id: string | null }[];
-      winner: unknown;
-      confirmation?: { verdict: string } | null;
-    };
-    expect(record.trials.length).toBeGreaterThanOrEqual(2);
-    for (const trial of record.trials) {
-      expect(trial.end).toBe("ok");
-      expect(trial.samples_per_s).toBeGreaterThan(0);
-    }
-    // a winner only once it beat the baseline measured interleaved; else an honest "no gain" or "yours is faster"
-    if (record.winner === null) expect(["no_gain", "slower"]).toContain(record.confirmation?.verdict);
-    else expect(record.confirmation?.verdict).toBe("confirmed");
-  }, 240_000);
+  it(
+    "brim tune on an unmodified script: every trial measured by the attach, a confirmed verdict",
+    () => {
+      const store = join(root, "tune");
+      const result = spawnSync(
+        process.execPath,
+        [
+          BRIM,
+          "tune",
+          "--json",
+          "--quiet",
+          "--store",
+          store,
+          "--max-trials",
+          "3",
+          "--warmup",
+          "2",
+          "--steps",
+          "6",
+          "--knob",
+          "batch_size=32,64",
+          "--",
+          PYTHON,
+          join(REPO, "test", "jobs", "plain_loop.py"),
+          "--batch-size",
+          "{batch_size}",
+          "--max-steps",
+          "1000",
+        ],
+        { encoding: "utf8", timeout: scaled(300_000) },
+      );
+      expect(result.status, result.stderr).toBe(0);
+      const record = JSON.parse(result.stdout) as {
+        trials: { end: string; samples_per_s: number | null; run_id: string | null }[];
+        winner: unknown;
+        confirmation?: { verdict: string } | null;
+      };
+      expect(record.trials.length).toBeGreaterThanOrEqual(2);
+      for (const trial of record.trials) {
+        expect(trial.end).toBe("ok");
+        expect(trial.samples_per_s).toBeGreaterThan(0);
+      }
+      // a winner only once it beat the baseline measured interleaved; else an honest "no gain" or "yours is faster"
+      if (record.winner === null) expect(["no_gain", "slower"]).toContain(record.confirmation?.verdict);
+      else expect(record.confirmation?.verdict).toBe("confirmed");
+    },
+    scaled(240_000),
+  );
 });

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readTimeline } from "../../src/record/timeline/index.ts";
 import type { RunMeta, TimelineEntry } from "../../src/record/types.ts";
+import { scaled } from "../helpers/time.ts";
 
 // The loss of an unmodified script, under the built CLI as a user runs it: brim keeps the tensor that
 // goes backward and reads it once the step is done (python/brim/_loss.py).
@@ -18,7 +19,7 @@ describe("brim run records the loss of an unmodified plain loop", () => {
     const store = join(root, "store");
     const script = join(REPO, "test", "jobs", "plain_loop.py");
     const args = ["run", "--json", "--store", store, "--steps", "20", "--", PYTHON, script, "--max-steps", "1000", "--log-every", "5", "--hidden", "64"];
-    const result = spawnSync(process.execPath, [join(REPO, "bin", "brim.js"), ...args], { encoding: "utf8", timeout: 120_000 });
+    const result = spawnSync(process.execPath, [join(REPO, "bin", "brim.js"), ...args], { encoding: "utf8", timeout: scaled(120_000) });
     expect(result.status, result.stderr).toBe(0);
     const meta = JSON.parse(result.stdout) as RunMeta;
     const dir = join(store, "runs", meta.id);

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readTimeline } from "../../src/record/timeline/index.ts";
 import type { RunMeta, TimelineEntry } from "../../src/record/types.ts";
+import { scaled } from "../helpers/time.ts";
 
 // The job's own logged scalars with no code change (python/brim/_metrics.py): Lightning's self.log in
 // training and the HF Trainer's log, through the built CLI, on the real frameworks of BRIM_TEST_PYTHON.
@@ -19,7 +20,11 @@ const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
 
 function run(name: string, args: string[]): { meta: RunMeta; dir: string; steps: ReturnType<typeof readTimeline>["steps"] } {
   const store = join(root, name);
-  const result = spawnSync(process.execPath, [BRIM, "run", "--json", "--quiet", "--store", store, ...args], { cwd: REPO, encoding: "utf8", timeout: 300_000 });
+  const result = spawnSync(process.execPath, [BRIM, "run", "--json", "--quiet", "--store", store, ...args], {
+    cwd: REPO,
+    encoding: "utf8",
+    timeout: scaled(300_000),
+  });
   expect(result.status, result.stderr).toBe(0);
   const meta = JSON.parse(result.stdout) as RunMeta;
   const dir = join(store, "runs", meta.id);
@@ -48,7 +53,7 @@ describe("the job's own logged scalars, with no code change", () => {
       expect(existsSync(join(out, "charts", "metric-loss.svg"))).toBe(true);
       expect(readFileSync(join(out, "report.md"), "utf8")).toContain("loss (logged by the job)");
     },
-    300_000,
+    scaled(300_000),
   );
 
   it.skipIf(!required && !has("transformers"))(
@@ -64,6 +69,6 @@ describe("the job's own logged scalars, with no code change", () => {
       }
       expect(steps.some((step) => step.metrics?.train_runtime !== undefined)).toBe(false);
     },
-    300_000,
+    scaled(300_000),
   );
 });

@@ -5,6 +5,7 @@ import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, re
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const tmp = mkdtempSync(join(tmpdir(), "brim-bundle-test-"));
@@ -54,7 +55,7 @@ beforeAll(() => {
   const nodeBin = join(clean, "node");
   writeFileSync(nodeBin, execFileSync("xz", ["-dc", join(clean, ".device", "node.xz")], { maxBuffer: 512 * MiB }));
   chmodSync(nodeBin, 0o755);
-}, 240_000);
+}, scaled(240_000));
 
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

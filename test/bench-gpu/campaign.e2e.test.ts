@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const python = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
@@ -22,7 +23,7 @@ function campaign(args: string[], outDir: string): { status: number | null; stdo
     cwd: root,
     env,
     encoding: "utf8",
-    timeout: 280_000,
+    timeout: scaled(280_000),
   });
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }
@@ -55,7 +56,7 @@ beforeAll(() => {
   if (!existsSync(join(root, "dist", "cli", "main.js")))
     execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], { cwd: root });
   first = campaign(["all", "--quick", "--budget", "600s"], out);
-}, 300_000);
+}, scaled(300_000));
 
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -141,21 +142,25 @@ describe("bash bench/gpu/run.sh all --quick (CPU)", () => {
     expect((over!.runs as { mode: string }[]).map((r) => r.mode)).toEqual(["bare", "brim"]);
   });
 
-  it("resumes: a second call with the first one's results as prior measures nothing again and carries every record", () => {
-    const again = join(tmp, "again");
-    const env: NodeJS.ProcessEnv = { ...process.env, BRIM_BIN: join(root, "bin", "brim.js"), PYTHON: python };
-    delete env.OUT;
-    const res = spawnSync("bash", [join(root, "bench/gpu/run.sh"), "all", "--quick", "--out", again, "--prior", out, "--work", join(tmp, "work")], {
-      cwd: root,
-      env,
-      encoding: "utf8",
-      timeout: 120_000,
-    });
-    expect(res.status).toBe(0);
-    expect(res.stdout).toContain("plan-accuracy: 0 pairs to measure");
-    expect(res.stdout).not.toMatch(/: ok$/m);
-    for (const part of ["plan-accuracy", "guard", "tune", "utilization", "overhead"]) expect(records(part, again).length).toBe(records(part).length);
-  }, 120_000);
+  it(
+    "resumes: a second call with the first one's results as prior measures nothing again and carries every record",
+    () => {
+      const again = join(tmp, "again");
+      const env: NodeJS.ProcessEnv = { ...process.env, BRIM_BIN: join(root, "bin", "brim.js"), PYTHON: python };
+      delete env.OUT;
+      const res = spawnSync("bash", [join(root, "bench/gpu/run.sh"), "all", "--quick", "--out", again, "--prior", out, "--work", join(tmp, "work")], {
+        cwd: root,
+        env,
+        encoding: "utf8",
+        timeout: scaled(120_000),
+      });
+      expect(res.status).toBe(0);
+      expect(res.stdout).toContain("plan-accuracy: 0 pairs to measure");
+      expect(res.stdout).not.toMatch(/: ok$/m);
+      for (const part of ["plan-accuracy", "guard", "tune", "utilization", "overhead"]) expect(records(part, again).length).toBe(records(part).length);
+    },
+    scaled(120_000),
+  );
 
   it("the fit script reads the pairs and leaves out the CPU smoke records", () => {
     const res = spawnSync(process.execPath, [join(root, "bench/gpu/fit-constants.mjs"), out, "--json"], { encoding: "utf8" });
@@ -168,20 +173,24 @@ describe("bash bench/gpu/run.sh all --quick (CPU)", () => {
     expect(withQuick.skipped).toEqual({ "no measured tree peak": 2 });
   });
 
-  it("leaves the CUDA memory snapshots out of all; named, it runs them, and on the CPU records why there is nothing to record", () => {
-    expect(existsSync(join(out, "cpu", "snapshots.jsonl"))).toBe(false);
-    const dir = join(tmp, "snapshots");
-    const res = campaign(["snapshots", "--quick", "--budget", "120s"], dir);
-    expect(res.status, res.stderr).toBe(0);
-    const recs = records("snapshots", dir);
-    expect(recs.map((r) => r.key)).toEqual(["quick-nbeats|fp32|4", "quick-nbeats|fp32|16"]);
-    for (const r of recs) {
-      expect(r).toMatchObject({ part: "snapshots", ok: false, error: "no CUDA device: nothing to record", snapshot: { cuda: false } });
-      // the job ran, unchanged, under the wrapper, and stopped at the step budget
-      expect(r.command.join(" ")).toMatch(/ bench\/gpu\/memory_history\.py --summary \S+ -- examples\/nbeats\/train\.py /);
-      expect(r).toMatchObject({ end: { cause: "ok" }, measured: { steps: 3 } });
-    }
-  }, 200_000);
+  it(
+    "leaves the CUDA memory snapshots out of all; named, it runs them, and on the CPU records why there is nothing to record",
+    () => {
+      expect(existsSync(join(out, "cpu", "snapshots.jsonl"))).toBe(false);
+      const dir = join(tmp, "snapshots");
+      const res = campaign(["snapshots", "--quick", "--budget", "120s"], dir);
+      expect(res.status, res.stderr).toBe(0);
+      const recs = records("snapshots", dir);
+      expect(recs.map((r) => r.key)).toEqual(["quick-nbeats|fp32|4", "quick-nbeats|fp32|16"]);
+      for (const r of recs) {
+        expect(r).toMatchObject({ part: "snapshots", ok: false, error: "no CUDA device: nothing to record", snapshot: { cuda: false } });
+        // the job ran, unchanged, under the wrapper, and stopped at the step budget
+        expect(r.command.join(" ")).toMatch(/ bench\/gpu\/memory_history\.py --summary \S+ -- examples\/nbeats\/train\.py /);
+        expect(r).toMatchObject({ end: { cause: "ok" }, measured: { steps: 3 } });
+      }
+    },
+    scaled(200_000),
+  );
 
   it("rejects an unknown part with the usage", () => {
     const res = campaign(["everything"], join(tmp, "bad"));

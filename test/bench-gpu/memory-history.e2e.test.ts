@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
@@ -87,32 +88,36 @@ describe("bench/gpu/memory_history.py", () => {
     expect(JSON.parse(r.stdout)).toEqual(["cudnn", "optimizer", "cublas", "other: train.py"]);
   });
 
-  it("wraps an unmodified script under brim run --steps N, and on a host with no CUDA says there was nothing to record", () => {
-    const summary = join(dir, "summary.json");
-    const r = spawnSync(
-      process.execPath,
-      [
-        join(REPO, "bin/brim.js"),
-        "run",
-        "--quiet",
-        "--steps",
-        "3",
-        "--store",
-        join(dir, "store"),
-        "--",
-        PYTHON,
-        "bench/gpu/memory_history.py",
-        "--summary",
-        summary,
-        "--",
-        "examples/nbeats/train.py",
-        "--config",
-        "bench/gpu/quick/config.yaml",
-      ],
-      { cwd: REPO, encoding: "utf8", timeout: 120_000 },
-    );
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/\[nbeats\] done steps=3 /);
-    expect(JSON.parse(readFileSync(summary, "utf8"))).toMatchObject({ cuda: false, why: "no CUDA device: nothing to record" });
-  }, 120_000);
+  it(
+    "wraps an unmodified script under brim run --steps N, and on a host with no CUDA says there was nothing to record",
+    () => {
+      const summary = join(dir, "summary.json");
+      const r = spawnSync(
+        process.execPath,
+        [
+          join(REPO, "bin/brim.js"),
+          "run",
+          "--quiet",
+          "--steps",
+          "3",
+          "--store",
+          join(dir, "store"),
+          "--",
+          PYTHON,
+          "bench/gpu/memory_history.py",
+          "--summary",
+          summary,
+          "--",
+          "examples/nbeats/train.py",
+          "--config",
+          "bench/gpu/quick/config.yaml",
+        ],
+        { cwd: REPO, encoding: "utf8", timeout: scaled(120_000) },
+      );
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/\[nbeats\] done steps=3 /);
+      expect(JSON.parse(readFileSync(summary, "utf8"))).toMatchObject({ cuda: false, why: "no CUDA device: nothing to record" });
+    },
+    scaled(120_000),
+  );
 });

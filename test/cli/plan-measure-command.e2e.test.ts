@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 // `brim plan --measure -- <command>` with no model spec, through the built CLI on a real job.
 const REPO = resolve(import.meta.dirname, "..", "..");
@@ -11,7 +12,8 @@ const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const store = mkdtempSync(join(tmpdir(), "brim-plan-measure-"));
 afterAll(() => rmSync(store, { recursive: true, force: true }));
 
-const plan = (...args: string[]) => spawnSync(process.execPath, [BRIM, "plan", "--measure", "--store", store, ...args], { encoding: "utf8", timeout: 180_000 });
+const plan = (...args: string[]) =>
+  spawnSync(process.execPath, [BRIM, "plan", "--measure", "--store", store, ...args], { encoding: "utf8", timeout: scaled(180_000) });
 
 describe("brim plan --measure -- <command>", () => {
   it("needs no spec: fills {batch_size}, measures the job's peak at it and plans against this machine's memory", () => {

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { RunMeta, RunSummary } from "../../src/record/types.ts";
+import { scaled } from "../helpers/time.ts";
 
 // These tests run the built CLI (npm test builds dist/ first) as a real process, as a user would.
 const REPO = resolve(import.meta.dirname, "..", "..");
@@ -18,7 +19,7 @@ function brim(args: string[], options: { cwd?: string } = {}): { status: number 
     cwd: options.cwd ?? root,
     encoding: "utf8",
     env: { ...process.env, NO_COLOR: "1" },
-    timeout: 120_000,
+    timeout: scaled(120_000),
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -104,7 +105,7 @@ describe("brim run (the built CLI as a real process)", () => {
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + scaled(20_000);
     while (!/child \d+/.test(stdout) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const pid = Number(/child (\d+)/.exec(stdout)?.[1]);
     child.kill("SIGINT");
@@ -134,7 +135,7 @@ describe("brim run (the built CLI as a real process)", () => {
       { cwd: root },
     );
     let body = "";
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + scaled(20_000);
     while (!body.includes("brim_samples_per_second") && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 200));
       body = await new Promise<string>((done) => {

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { applyConfigEdits, editConfigText, parseConfig } from "../../src/configs/index.ts";
+import { scaled } from "../helpers/time.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const fixture = join(root, "test/configs/fixtures/apply-loop.ts");
@@ -38,32 +39,36 @@ function runAndKill(file: string, delayMs: number): Promise<void> {
 }
 
 describe("crash safety", () => {
-  it("leaves the old or the new file, whole, whenever the writer is killed", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "brim-crash-"));
-    const file = join(dir, "big.yaml");
-    const textA = bigConfig(200);
-    const textB = editConfigText(parseConfig(textA, "yaml", file), [{ key: KEY, value: "beta" }]).text;
-    expect(textB).not.toBe(textA);
-    writeFileSync(file, textA);
-    let sawTemp = 0;
-    for (let round = 0; round < 6; round++) {
-      await runAndKill(file, Math.floor(Math.random() * 600));
-      const now = readFileSync(file, "utf8");
-      expect(now === textA || now === textB, `round ${round}: the file is torn`).toBe(true);
-      expect(parseConfig(now, "yaml", file).get(KEY)).toMatch(/^(alpha|beta)$/);
-      const names = readdirSync(dir);
-      const temps = names.filter((n) => n.startsWith(".big.yaml.brim-tmp-"));
-      expect(temps.length, `round ${round}: ${temps.join(", ")}`).toBeLessThanOrEqual(1);
-      sawTemp += temps.length;
-      for (const backup of names.filter((n) => n.startsWith("big.yaml.brim-backup"))) {
-        const content = readFileSync(join(dir, backup), "utf8");
-        expect(content === textA || content === textB, `round ${round}: backup ${backup} is torn`).toBe(true);
+  it(
+    "leaves the old or the new file, whole, whenever the writer is killed",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "brim-crash-"));
+      const file = join(dir, "big.yaml");
+      const textA = bigConfig(200);
+      const textB = editConfigText(parseConfig(textA, "yaml", file), [{ key: KEY, value: "beta" }]).text;
+      expect(textB).not.toBe(textA);
+      writeFileSync(file, textA);
+      let sawTemp = 0;
+      for (let round = 0; round < 6; round++) {
+        await runAndKill(file, Math.floor(Math.random() * 600));
+        const now = readFileSync(file, "utf8");
+        expect(now === textA || now === textB, `round ${round}: the file is torn`).toBe(true);
+        expect(parseConfig(now, "yaml", file).get(KEY)).toMatch(/^(alpha|beta)$/);
+        const names = readdirSync(dir);
+        const temps = names.filter((n) => n.startsWith(".big.yaml.brim-tmp-"));
+        expect(temps.length, `round ${round}: ${temps.join(", ")}`).toBeLessThanOrEqual(1);
+        sawTemp += temps.length;
+        for (const backup of names.filter((n) => n.startsWith("big.yaml.brim-backup"))) {
+          const content = readFileSync(join(dir, backup), "utf8");
+          expect(content === textA || content === textB, `round ${round}: backup ${backup} is torn`).toBe(true);
+        }
+        expect(names.every((n) => n === "big.yaml" || n.startsWith("big.yaml.brim-backup") || n.startsWith(".big.yaml.brim-tmp-"))).toBe(true);
       }
-      expect(names.every((n) => n === "big.yaml" || n.startsWith("big.yaml.brim-backup") || n.startsWith(".big.yaml.brim-tmp-"))).toBe(true);
-    }
-    const now = readFileSync(file, "utf8");
-    await applyConfigEdits(file, [{ key: KEY, value: now === textA ? "beta" : "alpha" }], { backup: false });
-    expect(readdirSync(dir).filter((n) => n.startsWith(".big.yaml.brim-tmp-"))).toEqual([]);
-    expect(sawTemp).toBeGreaterThanOrEqual(0);
-  }, 120_000);
+      const now = readFileSync(file, "utf8");
+      await applyConfigEdits(file, [{ key: KEY, value: now === textA ? "beta" : "alpha" }], { backup: false });
+      expect(readdirSync(dir).filter((n) => n.startsWith(".big.yaml.brim-tmp-"))).toEqual([]);
+      expect(sawTemp).toBeGreaterThanOrEqual(0);
+    },
+    scaled(120_000),
+  );
 });

@@ -13,6 +13,7 @@ import { startDashboard, type Dashboard } from "../../src/dashboard/server.ts";
 import { RunStore } from "../../src/record/store.ts";
 import { CHROMIUM_ARGS } from "../helpers/chromium.ts";
 import { TUNE_ID, writeSyntheticRun, writeSyntheticTune } from "../analyze/synthetic.ts";
+import { scaled } from "../helpers/time.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -77,7 +78,7 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
 
     // auto-refresh: a run recorded after the page loaded appears without a reload
     const added = (await writeSyntheticRun(store, { steps: 5, warmup: 1 }, new Date())).id;
-    await expect.poll(async () => page.locator(`tr[data-run-id="${added}"]`).count(), { timeout: 12_000, interval: 200 }).toBe(1);
+    await expect.poll(async () => page.locator(`tr[data-run-id="${added}"]`).count(), { timeout: scaled(12_000), interval: 200 }).toBe(1);
     expect(Number(await page.locator("main").getAttribute("data-refreshes"))).toBeGreaterThanOrEqual(1);
     expect(errors).toEqual([]);
     await page.close();
@@ -161,7 +162,7 @@ describe.skipIf(!HAVE_CHROMIUM)("dashboard home and run pages in headless Chromi
     await expect(page.locator("[data-live-badge]").count()).resolves.toBe(1);
     await expect(page.locator("[data-live-note]").count()).resolves.toBe(1);
     await live.writer.finish({ cause: "ok", exit_code: 0, signal: null, message: "finished normally" }, null);
-    await expect.poll(async () => page.locator("[data-status]").textContent(), { timeout: 30_000, interval: 100 }).toMatch(/^ended: ok/);
+    await expect.poll(async () => page.locator("[data-status]").textContent(), { timeout: scaled(30_000), interval: 100 }).toMatch(/^ended: ok/);
     await expect(page.locator("[data-live-badge]").count()).resolves.toBe(0);
     await expect(page.locator("[data-live-note]").count()).resolves.toBe(0);
     await expect(page.locator(".live-badge").count()).resolves.toBe(0);

@@ -14,6 +14,7 @@ import { RunStore } from "../../src/record/store.ts";
 import type { RunWriter } from "../../src/record/writer.ts";
 import { CHROMIUM_ARGS } from "../helpers/chromium.ts";
 import { GIB, TUNE_ID, writeSyntheticRun, writeSyntheticTune } from "../analyze/synthetic.ts";
+import { scaled } from "../helpers/time.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -112,22 +113,22 @@ describe.skipIf(!HAVE_CHROMIUM)("brim dashboard in headless Chromium", () => {
     }, 120);
     // Polling through locators: the page's CSP (rightly) forbids the string evaluation waitForFunction uses.
     await expect
-      .poll(async () => Number((await page.locator("main").getAttribute("data-updates")) ?? 0), { timeout: 15000, interval: 100 })
+      .poll(async () => Number((await page.locator("main").getAttribute("data-updates")) ?? 0), { timeout: scaled(15000), interval: 100 })
       .toBeGreaterThanOrEqual(3);
     // updates also count steps and charts: the samples may trail them by a poll
     await expect
-      .poll(async () => Number((await page.locator("main").getAttribute("data-samples")) ?? 0), { timeout: 15000, interval: 100 })
+      .poll(async () => Number((await page.locator("main").getAttribute("data-samples")) ?? 0), { timeout: scaled(15000), interval: 100 })
       .toBeGreaterThanOrEqual(3);
     const after = await utilValues(page);
     expect(after.length).toBeGreaterThan(before.length);
     const newest = after.slice(before.length);
     expect(newest).toEqual(appended.slice(0, newest.length).map((a) => a.util));
     await expect
-      .poll(async () => Number(await page.locator('[data-tile="step"] .value').textContent()), { timeout: 10000, interval: 100 })
+      .poll(async () => Number(await page.locator('[data-tile="step"] .value').textContent()), { timeout: scaled(10000), interval: 100 })
       .toBeGreaterThanOrEqual(appended[2]?.step ?? 0);
     clearInterval(timer);
     await writer.finish({ cause: "ok", exit_code: 0, signal: null, message: "finished normally" }, null);
-    await expect.poll(async () => page.locator("[data-status]").textContent(), { timeout: 10000, interval: 100 }).toMatch(/^ended: ok/);
+    await expect.poll(async () => page.locator("[data-status]").textContent(), { timeout: scaled(10000), interval: 100 }).toMatch(/^ended: ok/);
     const final = await utilValues(page);
     expect(final.slice(before.length)).toEqual(appended.map((a) => a.util));
     expect(errors).toEqual([]);

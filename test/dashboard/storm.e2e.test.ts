@@ -12,6 +12,7 @@ import type { RunWriter } from "../../src/record/writer.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
 import { noteOutcome } from "../helpers/outcomes.ts";
 import { REPO, sleep, until } from "../reliability/faults.ts";
+import { scaled } from "../helpers/time.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-storm-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -188,7 +189,7 @@ describe("`brim dashboard` under a storm of 1,500 streams opened and dropped", (
     base = (/brim dashboard: (http:\S+)/.exec(out)?.[1] ?? "").replace(/\/(\?.*)?$/, "");
     const query = /\?(.*)$/.exec(/brim dashboard: (http:\S+)/.exec(out)?.[1] ?? "")?.[1];
     base = `${base}/api/runs/${writer.id}/events?from=0${query !== undefined ? `&${query}` : ""}`;
-  }, 30_000);
+  }, scaled(30_000));
 
   afterAll(async () => {
     clearInterval(grow);
@@ -196,46 +197,50 @@ describe("`brim dashboard` under a storm of 1,500 streams opened and dropped", (
     await writer?.finish({ cause: "ok", exit_code: 0, signal: null, message: "" }, null);
   });
 
-  it("stays up, its memory within 50 MB of before, every stream ended, the run's stream still live", async () => {
-    // Warm: the feed built once and left, so that "before" counts what a served stream costs.
-    expect(await firstEntries(base, 10_000)).not.toBeNull();
-    await sleep(500);
-    const pid = child.pid as number;
-    const before = rssBytes(pid);
-    const socketsBefore = openSockets(pid);
-    const statuses = new Map<number, number>();
-    for (let round = 0; round < 15; round++) {
-      const got = await Promise.all(Array.from({ length: 100 }, (_, i) => touch(base, i % 4 === 0 ? 0 : 5 + (i % 50))));
-      for (const s of got) statuses.set(s, (statuses.get(s) ?? 0) + 1);
-    }
-    const odd = [...statuses].filter(([s]) => s !== 200 && s !== 503 && s !== 429 && s !== 0).reduce((n, [, c]) => n + c, 0);
-    const closed = await until(() => openSockets(pid) <= socketsBefore, 10_000);
-    await sleep(1000);
-    const grown = rssBytes(pid) - before;
-    noteOutcome(
-      "live-stream connections opened and dropped against a live run (brim dashboard, own process)",
-      1500,
-      odd + (closed ? 0 : 1) + (grown < 50 * 2 ** 20 ? 0 : 1) + (child.exitCode === null ? 0 : 1),
-      "test/dashboard/storm.e2e.test.ts",
-      {
-        rss_before_mb: Math.round(before / 2 ** 20),
-        rss_after_mb: Math.round((before + grown) / 2 ** 20),
-      },
-    );
-    expect(child.exitCode).toBeNull();
-    // Every answer was a stream (200) or a clear refusal (503/429); none an error or a dropped server.
-    expect(
-      [...statuses.keys()].every((s) => s === 200 || s === 503 || s === 429 || s === 0),
-      JSON.stringify([...statuses]),
-    ).toBe(true);
-    expect(statuses.get(200) ?? 0).toBeGreaterThan(0);
-    expect(await until(() => openSockets(pid) <= socketsBefore, 10_000)).toBe(true);
-    await sleep(1000);
-    const after = rssBytes(pid);
-    console.log(`dashboard RSS ${(before / 2 ** 20).toFixed(0)} MB → ${(after / 2 ** 20).toFixed(0)} MB; answers ${JSON.stringify([...statuses])}`);
-    expect(after - before).toBeLessThan(50 * 2 ** 20);
-    const live = await firstEntries(base.replace(/from=0/, `from=${Number.MAX_SAFE_INTEGER}`), 10_000);
-    expect(live).not.toBeNull();
-    expect(live?.[0]?.kind).toBe("step");
-  }, 120_000);
+  it(
+    "stays up, its memory within 50 MB of before, every stream ended, the run's stream still live",
+    async () => {
+      // Warm: the feed built once and left, so that "before" counts what a served stream costs.
+      expect(await firstEntries(base, 10_000)).not.toBeNull();
+      await sleep(500);
+      const pid = child.pid as number;
+      const before = rssBytes(pid);
+      const socketsBefore = openSockets(pid);
+      const statuses = new Map<number, number>();
+      for (let round = 0; round < 15; round++) {
+        const got = await Promise.all(Array.from({ length: 100 }, (_, i) => touch(base, i % 4 === 0 ? 0 : 5 + (i % 50))));
+        for (const s of got) statuses.set(s, (statuses.get(s) ?? 0) + 1);
+      }
+      const odd = [...statuses].filter(([s]) => s !== 200 && s !== 503 && s !== 429 && s !== 0).reduce((n, [, c]) => n + c, 0);
+      const closed = await until(() => openSockets(pid) <= socketsBefore, 10_000);
+      await sleep(1000);
+      const grown = rssBytes(pid) - before;
+      noteOutcome(
+        "live-stream connections opened and dropped against a live run (brim dashboard, own process)",
+        1500,
+        odd + (closed ? 0 : 1) + (grown < 50 * 2 ** 20 ? 0 : 1) + (child.exitCode === null ? 0 : 1),
+        "test/dashboard/storm.e2e.test.ts",
+        {
+          rss_before_mb: Math.round(before / 2 ** 20),
+          rss_after_mb: Math.round((before + grown) / 2 ** 20),
+        },
+      );
+      expect(child.exitCode).toBeNull();
+      // Every answer was a stream (200) or a clear refusal (503/429); none an error or a dropped server.
+      expect(
+        [...statuses.keys()].every((s) => s === 200 || s === 503 || s === 429 || s === 0),
+        JSON.stringify([...statuses]),
+      ).toBe(true);
+      expect(statuses.get(200) ?? 0).toBeGreaterThan(0);
+      expect(await until(() => openSockets(pid) <= socketsBefore, 10_000)).toBe(true);
+      await sleep(1000);
+      const after = rssBytes(pid);
+      console.log(`dashboard RSS ${(before / 2 ** 20).toFixed(0)} MB → ${(after / 2 ** 20).toFixed(0)} MB; answers ${JSON.stringify([...statuses])}`);
+      expect(after - before).toBeLessThan(50 * 2 ** 20);
+      const live = await firstEntries(base.replace(/from=0/, `from=${Number.MAX_SAFE_INTEGER}`), 10_000);
+      expect(live).not.toBeNull();
+      expect(live?.[0]?.kind).toBe("step");
+    },
+    scaled(120_000),
+  );
 });

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
@@ -42,9 +43,9 @@ describe.each(JOBS)("examples/$folder", ({ folder, module, tag }) => {
   });
 
   it.skipIf(!has)(`trains a few steps under brim run and reports them (needs ${module})`, () => {
-    const run = spawnSync(process.execPath, [join(REPO, "bin", "brim.js"), "run", "--quiet", "--steps", "8", "--store", join(root, `store-${folder}`), "--", PYTHON, train, "--config", config], { encoding: "utf8", timeout: 300_000, env: { ...process.env, NO_COLOR: "1" } });
+    const run = spawnSync(process.execPath, [join(REPO, "bin", "brim.js"), "run", "--quiet", "--steps", "8", "--store", join(root, `store-${folder}`), "--", PYTHON, train, "--config", config], { encoding: "utf8", timeout: scaled(300_000), env: { ...process.env, NO_COLOR: "1" } });
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toMatch(new RegExp(`^\\${tag} done steps=8 `, "m"));
     expect(run.stderr).toMatch(/· 8 steps/);
-  }, 300_000);
+  }, scaled(300_000));
 });

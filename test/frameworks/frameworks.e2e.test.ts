@@ -4,6 +4,7 @@ import { cpus, platform, release, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { descendants, frameworkPython, type FrameworkPython } from "./venv.ts";
+import { scaled } from "../helpers/time.ts";
 
 // The real frameworks users train with (Lightning, the Hugging Face Trainer, accelerate,
 // torch.compile, torchrun, JAX + optax), each running an unmodified job of test/jobs/fw_*.py under
@@ -172,7 +173,7 @@ function budgetRun(c: Case, tag: string): BudgetRun {
     [BRIM, "run", "--json", "--store", store, "--steps", String(c.steps ?? STEPS), "--warmup", String(WARMUP), "--", ...command(c, [])],
     {
       encoding: "utf8",
-      timeout: 300_000,
+      timeout: scaled(300_000),
     },
   );
   const meta = JSON.parse(r.stdout) as BudgetRun["meta"];
@@ -210,7 +211,7 @@ async function ctrlC(c: Case, tag: string): Promise<{ code: number | null; left:
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
   const closed = new Promise<number | null>((done) => child.on("close", (code) => done(code)));
   const ready = (): boolean => (c.framework === "jax" ? /step \d+\/\d+/.test(out) : readdirSync(pidDir).length >= (c.ranks ?? 1));
-  const deadline = Date.now() + 240_000;
+  const deadline = Date.now() + scaled(240_000);
   while (!ready() && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
   expect(ready(), `the job never reached its first step:\n${out.slice(-2000)}`).toBe(true);
   const tree = descendants(child.pid as number);
@@ -235,101 +236,109 @@ async function ctrlC(c: Case, tag: string): Promise<{ code: number | null; left:
 
 describe.skipIf(!py.available)(`real frameworks (${py.available ? py.summary : "skipped"})`, () => {
   for (const c of CASES) {
-    it(`${c.name}: step budget, samples per step, samples/s against the job's own, precision`, () => {
-      const run = budgetRun(c, c.script.replace(/\W/g, "-") + c.args.join("-"));
-      const { summary } = run.meta;
-      const why = `${run.stderr}\n${run.output.slice(-3000)}`;
-      expect(run.status, why).toBe(0);
-      expect(run.meta.end?.cause).toBe("ok");
+    it(
+      `${c.name}: step budget, samples per step, samples/s against the job's own, precision`,
+      () => {
+        const run = budgetRun(c, c.script.replace(/\W/g, "-") + c.args.join("-"));
+        const { summary } = run.meta;
+        const why = `${run.stderr}\n${run.output.slice(-3000)}`;
+        expect(run.status, why).toBe(0);
+        expect(run.meta.end?.cause).toBe("ok");
 
-      // the step budget: optimizer steps, once per job whatever the number of ranks
-      const budget = c.steps ?? STEPS;
-      if (c.framework === "jax") {
-        // the attach counts the jitted function that takes a gradient (python/brim/_jax_attach.py): an exact stop
-        const printed = Math.max(...[...run.output.matchAll(/step (\d+)\/\d+/g)].map((m) => Number(m[1])));
-        note(c, "step_budget", summary.steps === budget, `--steps ${budget}: brim counted ${summary.steps} (the job printed up to step ${printed})`);
-        expect(summary.steps).toBe(budget);
-        expect(printed).toBeLessThanOrEqual(budget);
-      } else {
+        // the step budget: optimizer steps, once per job whatever the number of ranks
+        const budget = c.steps ?? STEPS;
+        if (c.framework === "jax") {
+          // the attach counts the jitted function that takes a gradient (python/brim/_jax_attach.py): an exact stop
+          const printed = Math.max(...[...run.output.matchAll(/step (\d+)\/\d+/g)].map((m) => Number(m[1])));
+          note(c, "step_budget", summary.steps === budget, `--steps ${budget}: brim counted ${summary.steps} (the job printed up to step ${printed})`);
+          expect(summary.steps).toBe(budget);
+          expect(printed).toBeLessThanOrEqual(budget);
+        } else {
+          note(
+            c,
+            "step_budget",
+            summary.steps === budget,
+            `${summary.steps} steps for --steps ${budget}${c.ranks ? ` (${c.ranks} ranks, each ${run.meta.ranks?.map((r) => r.steps).join("/")})` : ""}`,
+          );
+          expect(summary.steps).toBe(budget);
+          if (c.ranks) expect(run.meta.ranks?.map((r) => r.steps)).toEqual(Array<number>(c.ranks).fill(budget));
+        }
+
+        // samples per step: micro-batch × accumulation, as the job configured them
+        if (c.samplesPerStep === null) {
+          note(c, "samples_per_step", null, "not measurable: a JAX job's progress lines print no batch size");
+        } else {
+          const perStep = summary.steady_samples / summary.steady_steps / (c.ranks ?? 1);
+          const ok = summary.micro_batch === c.microBatch && summary.accumulation === c.accumulation && perStep === c.samplesPerStep;
+          note(
+            c,
+            "samples_per_step",
+            ok,
+            `${summary.micro_batch} × ${summary.accumulation} = ${perStep} per step${c.ranks ? " per rank" : ""} (job: ${c.samplesPerStep})`,
+          );
+          expect([summary.micro_batch, summary.accumulation, perStep]).toEqual([c.microBatch, c.accumulation, c.samplesPerStep]);
+        }
+
+        // throughput against the job's own figure over the same steps
+        if (c.framework === "jax") {
+          const printed = [...run.output.matchAll(/step (\d+)\/\d+ loss \S+ ([\d.]+) it\/s/g)].filter((m) => Number(m[1]) > WARMUP).map((m) => Number(m[2]));
+          // the job's own rate over the steps brim measured (its windows of 5 after the warm-up): steps ÷ their time
+          const job = printed.length / printed.reduce((a, r) => a + 1 / r, 0);
+          // steps/s from brim's samples/s over its steady steps: JAX dispatches ahead, so single step times
+          // bunch up where the job waits for its loss every 5 steps, while their sum holds
+          const brim = (summary.samples_per_s as number) / (c.microBatch as number);
+          note(
+            c,
+            "samples_per_s",
+            within(brim, job),
+            `steps/s ${brim.toFixed(1)} (samples/s ÷ ${c.microBatch}) vs the job's ${job.toFixed(1)} it/s over the same steps (${pct(brim, job)})`,
+          );
+          expect(within(brim, job)).toBe(true);
+        } else {
+          const rates = jobRates(run.output);
+          const job = [...rates.values()].reduce((a, b) => a + b, 0);
+          const brim = summary.samples_per_s as number;
+          const perRank = c.ranks
+            ? `; per rank ${run.meta.ranks?.map((r) => `${r.samples_per_s?.toFixed(0)} vs ${rates.get(` rank ${r.rank}`)?.toFixed(0)}`).join(", ")}`
+            : "";
+          note(
+            c,
+            "samples_per_s",
+            within(brim, job),
+            `${brim.toFixed(0)} vs the job's ${job.toFixed(0)} samples/s (${pct(brim, job)})${c.ranks ? ", summed over ranks" : ""}${perRank}`,
+          );
+          expect(rates.size, why).toBe(c.ranks ?? 1);
+          expect(brim / job).toBeGreaterThan(1 - RATE_TOLERANCE);
+          expect(brim / job).toBeLessThan(1 + RATE_TOLERANCE);
+          for (const r of run.meta.ranks ?? []) expect(within(r.samples_per_s as number, rates.get(` rank ${r.rank}`) as number)).toBe(true);
+        }
+
+        // the precision brim reports (brim doctor, through the CLI)
+        const doctor = spawnSync(process.execPath, [BRIM, "doctor", "--json", "--store", run.store, run.meta.id], { encoding: "utf8" });
+        const report = JSON.parse(doctor.stdout) as { measures: { precision: string | null }; findings: { id: string }[] };
+        if (c.precision === null) note(c, "precision", null, "not measurable: JAX reports no precision to brim");
+        else note(c, "precision", report.measures.precision === c.precision, `${report.measures.precision ?? "?"} (job: ${c.precision})`);
+        expect(report.measures.precision).toBe(c.precision);
+        if (c.script === "fw_compile.py") expect(report.findings.map((f) => f.id)).toContain("slow_steps");
+      },
+      scaled(360_000),
+    );
+
+    it(
+      `${c.name}: Ctrl-C ends brim with exit 130 and leaves no process behind`,
+      async () => {
+        const { code, left, tree } = await ctrlC(c, `${c.script.replace(/\W/g, "-")}${c.args.join("-")}-int`);
         note(
           c,
-          "step_budget",
-          summary.steps === budget,
-          `${summary.steps} steps for --steps ${budget}${c.ranks ? ` (${c.ranks} ranks, each ${run.meta.ranks?.map((r) => r.steps).join("/")})` : ""}`,
+          "ctrl_c",
+          code === 130 && left.length === 0,
+          `exit ${code}; ${tree.length} processes, ${left.length} left${left.length > 0 ? `: ${left.join("; ")}` : ""}`,
         );
-        expect(summary.steps).toBe(budget);
-        if (c.ranks) expect(run.meta.ranks?.map((r) => r.steps)).toEqual(Array<number>(c.ranks).fill(budget));
-      }
-
-      // samples per step: micro-batch × accumulation, as the job configured them
-      if (c.samplesPerStep === null) {
-        note(c, "samples_per_step", null, "not measurable: a JAX job's progress lines print no batch size");
-      } else {
-        const perStep = summary.steady_samples / summary.steady_steps / (c.ranks ?? 1);
-        const ok = summary.micro_batch === c.microBatch && summary.accumulation === c.accumulation && perStep === c.samplesPerStep;
-        note(
-          c,
-          "samples_per_step",
-          ok,
-          `${summary.micro_batch} × ${summary.accumulation} = ${perStep} per step${c.ranks ? " per rank" : ""} (job: ${c.samplesPerStep})`,
-        );
-        expect([summary.micro_batch, summary.accumulation, perStep]).toEqual([c.microBatch, c.accumulation, c.samplesPerStep]);
-      }
-
-      // throughput against the job's own figure over the same steps
-      if (c.framework === "jax") {
-        const printed = [...run.output.matchAll(/step (\d+)\/\d+ loss \S+ ([\d.]+) it\/s/g)].filter((m) => Number(m[1]) > WARMUP).map((m) => Number(m[2]));
-        // the job's own rate over the steps brim measured (its windows of 5 after the warm-up): steps ÷ their time
-        const job = printed.length / printed.reduce((a, r) => a + 1 / r, 0);
-        // steps/s from brim's samples/s over its steady steps: JAX dispatches ahead, so single step times
-        // bunch up where the job waits for its loss every 5 steps, while their sum holds
-        const brim = (summary.samples_per_s as number) / (c.microBatch as number);
-        note(
-          c,
-          "samples_per_s",
-          within(brim, job),
-          `steps/s ${brim.toFixed(1)} (samples/s ÷ ${c.microBatch}) vs the job's ${job.toFixed(1)} it/s over the same steps (${pct(brim, job)})`,
-        );
-        expect(within(brim, job)).toBe(true);
-      } else {
-        const rates = jobRates(run.output);
-        const job = [...rates.values()].reduce((a, b) => a + b, 0);
-        const brim = summary.samples_per_s as number;
-        const perRank = c.ranks
-          ? `; per rank ${run.meta.ranks?.map((r) => `${r.samples_per_s?.toFixed(0)} vs ${rates.get(` rank ${r.rank}`)?.toFixed(0)}`).join(", ")}`
-          : "";
-        note(
-          c,
-          "samples_per_s",
-          within(brim, job),
-          `${brim.toFixed(0)} vs the job's ${job.toFixed(0)} samples/s (${pct(brim, job)})${c.ranks ? ", summed over ranks" : ""}${perRank}`,
-        );
-        expect(rates.size, why).toBe(c.ranks ?? 1);
-        expect(brim / job).toBeGreaterThan(1 - RATE_TOLERANCE);
-        expect(brim / job).toBeLessThan(1 + RATE_TOLERANCE);
-        for (const r of run.meta.ranks ?? []) expect(within(r.samples_per_s as number, rates.get(` rank ${r.rank}`) as number)).toBe(true);
-      }
-
-      // the precision brim reports (brim doctor, through the CLI)
-      const doctor = spawnSync(process.execPath, [BRIM, "doctor", "--json", "--store", run.store, run.meta.id], { encoding: "utf8" });
-      const report = JSON.parse(doctor.stdout) as { measures: { precision: string | null }; findings: { id: string }[] };
-      if (c.precision === null) note(c, "precision", null, "not measurable: JAX reports no precision to brim");
-      else note(c, "precision", report.measures.precision === c.precision, `${report.measures.precision ?? "?"} (job: ${c.precision})`);
-      expect(report.measures.precision).toBe(c.precision);
-      if (c.script === "fw_compile.py") expect(report.findings.map((f) => f.id)).toContain("slow_steps");
-    }, 360_000);
-
-    it(`${c.name}: Ctrl-C ends brim with exit 130 and leaves no process behind`, async () => {
-      const { code, left, tree } = await ctrlC(c, `${c.script.replace(/\W/g, "-")}${c.args.join("-")}-int`);
-      note(
-        c,
-        "ctrl_c",
-        code === 130 && left.length === 0,
-        `exit ${code}; ${tree.length} processes, ${left.length} left${left.length > 0 ? `: ${left.join("; ")}` : ""}`,
-      );
-      expect(code).toBe(130);
-      expect(left).toEqual([]);
-    }, 360_000);
+        expect(code).toBe(130);
+        expect(left).toEqual([]);
+      },
+      scaled(360_000),
+    );
   }
 });
 

@@ -2,6 +2,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { scaled } from "../helpers/time.ts";
 
 export const FRAMEWORKS = ["torch", "lightning", "transformers", "accelerate", "jax", "optax"] as const;
 
@@ -32,7 +33,7 @@ for name in ${JSON.stringify(FRAMEWORKS)}:
     except m.PackageNotFoundError:
         out[name] = None
 print(json.dumps(out))`;
-  const r = spawnSync(path, ["-c", script], { encoding: "utf8", timeout: 60_000 });
+  const r = spawnSync(path, ["-c", script], { encoding: "utf8", timeout: scaled(60_000) });
   if (r.status !== 0) return { ...none, available: false, reason: `${path} does not run: ${r.stderr.trim().split("\n").pop() ?? ""}` };
   const found = JSON.parse(r.stdout) as Record<string, string | null>;
   const missing = FRAMEWORKS.filter((name) => found[name] == null);

@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { LiveTracker } from "../../src/guard/live.ts";
 import { formatPrometheus, parseListen, serveMetrics } from "../../src/metrics/prometheus.ts";
+import { scaled } from "../helpers/time.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
@@ -80,24 +81,39 @@ describe("Prometheus for clusters", () => {
     }
   });
 
-  it("brim run --prometheus 0.0.0.0:<port> --prometheus-token: a scrape with the token reads the running job", async () => {
-    const port = await freePort();
-    const script = "import time, brim\nfor _ in brim.track(range(400), samples=4):\n    time.sleep(0.01)";
-    const args = ["run", "--store", join(root, "store"), "--quiet", "--prometheus", `0.0.0.0:${port}`, "--prometheus-token", TOKEN, "--prometheus-grace", "0"];
-    const child = spawn(process.execPath, [join(REPO, "bin", "brim.js"), ...args, "--", PYTHON, "-c", script], { cwd: root });
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
-    let body = "";
-    const deadline = Date.now() + 30_000;
-    while (!/brim_steps_total\{[^}]*\} [1-9]/.test(body) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      body = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
-        .then((r) => r.text())
-        .catch(() => "");
-    }
-    expect(body, stderr).toMatch(new RegExp(`brim_start_time_seconds\\{run_id="[^"]+",Hostname="${hostname()}"\\} \\d+`));
-    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
-    expect(await exited).toBe(0);
-  }, 60_000);
+  it(
+    "brim run --prometheus 0.0.0.0:<port> --prometheus-token: a scrape with the token reads the running job",
+    async () => {
+      const port = await freePort();
+      const script = "import time, brim\nfor _ in brim.track(range(400), samples=4):\n    time.sleep(0.01)";
+      const args = [
+        "run",
+        "--store",
+        join(root, "store"),
+        "--quiet",
+        "--prometheus",
+        `0.0.0.0:${port}`,
+        "--prometheus-token",
+        TOKEN,
+        "--prometheus-grace",
+        "0",
+      ];
+      const child = spawn(process.execPath, [join(REPO, "bin", "brim.js"), ...args, "--", PYTHON, "-c", script], { cwd: root });
+      let stderr = "";
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+      let body = "";
+      const deadline = Date.now() + scaled(30_000);
+      while (!/brim_steps_total\{[^}]*\} [1-9]/.test(body) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+        body = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
+          .then((r) => r.text())
+          .catch(() => "");
+      }
+      expect(body, stderr).toMatch(new RegExp(`brim_start_time_seconds\\{run_id="[^"]+",Hostname="${hostname()}"\\} \\d+`));
+      expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
+      expect(await exited).toBe(0);
+    },
+    scaled(60_000),
+  );
 });

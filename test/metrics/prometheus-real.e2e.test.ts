@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { dashboardExprs, withVariables } from "./grafana-exprs.ts";
+import { scaled } from "../helpers/time.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
@@ -130,7 +131,7 @@ describe("a real Prometheus scrapes brim", () => {
       // each brim's samples/s, once the job idles after its steps (then it holds still)
       const own: number[] = [];
       for (const [node, port] of ports.entries()) {
-        const deadline = Date.now() + 40_000;
+        const deadline = Date.now() + scaled(40_000);
         let last: number | null = null;
         for (;;) {
           const steps = await served(port, "brim_steps_total");
@@ -147,7 +148,7 @@ describe("a real Prometheus scrapes brim", () => {
       const selector = `brim_samples_per_second{job="${JOB}"}`;
       let series: PromSample[] = [];
       let at = 0;
-      const deadline = Date.now() + 30_000;
+      const deadline = Date.now() + scaled(30_000);
       while (Date.now() < deadline) {
         at = Date.now() / 1000;
         series = await query(promPort, selector, at);
@@ -182,7 +183,7 @@ describe("a real Prometheus scrapes brim", () => {
       }
       prometheus.kill("SIGTERM");
     },
-    120_000,
+    scaled(120_000),
   );
 
   it("has a Prometheus to test with in CI (BRIM_REQUIRE_FRAMEWORKS=1), else the test above says why it skips", () => {

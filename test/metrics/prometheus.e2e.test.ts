@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { LiveState } from "../../src/guard/live.ts";
 import { formatPrometheus } from "../../src/metrics/prometheus.ts";
+import { scaled } from "../helpers/time.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
@@ -123,7 +124,7 @@ describe("Prometheus exposition", () => {
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + scaled(30_000);
     while (!/ended: ok/.test(stderr) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const endedAt = Date.now();
     const body = await scrape(port);

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const BRIM = join(REPO, "bin", "brim.js");
@@ -63,7 +64,7 @@ function brim(tag: string, args: string[], command: string[]): { status: number 
   const r = spawnSync(process.execPath, [BRIM, "run", "--json", "--store", store, ...args, "--", ...command], {
     cwd: JOBS,
     encoding: "utf8",
-    timeout: 180_000,
+    timeout: scaled(180_000),
   });
   expect(r.stdout, r.stderr.slice(-3000)).toMatch(/^\{/);
   return { status: r.status, meta: JSON.parse(r.stdout) as Meta, store, stderr: r.stderr };
@@ -189,7 +190,7 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
         };
         const served: { value: number; labels: string }[] = [];
         for (const { port } of nodes) {
-          const deadline = Date.now() + 120_000;
+          const deadline = Date.now() + scaled(120_000);
           for (;;) {
             const body = await fetch(`http://127.0.0.1:${port}/metrics`)
               .then((r) => r.text())
@@ -275,7 +276,7 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
       const r = spawnSync(process.execPath, [BRIM, "run", "--json", "--store", store, "--knob", "batch_size=32", "--", ...command], {
         cwd: JOBS,
         encoding: "utf8",
-        timeout: 180_000,
+        timeout: scaled(180_000),
         // gloo cannot re-connect its ranks through the agent's shared store after a restart (docs/attach.md)
         env: { ...process.env, TORCH_DISABLE_SHARE_RDZV_TCP_STORE: "1" },
       });
@@ -301,50 +302,54 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
     SLOW,
   );
 
-  it("brim tune -- torchrun …: every trial runs through the launcher with both ranks, the knob in argv reaches each, one decision for all", () => {
-    const store = join(root, "tune-ddp");
-    const r = spawnSync(
-      process.execPath,
-      [
-        BRIM,
-        "tune",
-        "--store",
-        store,
-        "--max-trials",
-        "3",
-        "--steps",
-        "6",
-        "--fix",
-        "num_workers",
-        "--",
-        ...TORCHRUN,
-        "ddp_loop.py",
-        "--batch-size",
-        "16",
-        "--max-steps",
-        "100000",
-      ],
-      { cwd: JOBS, encoding: "utf8", timeout: 400_000, env: { ...process.env, NO_COLOR: "1" } },
-    );
-    expect(r.status, r.stderr.slice(-3000)).toBe(0);
-    expect(r.stderr).toContain("knobs found: batch_size (command line: --batch-size 16)");
-    const [id] = readdirSync(join(store, "tunes"));
-    const record = JSON.parse(readFileSync(join(store, "tunes", id as string, "tune.json"), "utf8")) as {
-      trials: { knobs: Record<string, unknown>; end: string; run_id: string | null; samples_per_step?: number | null }[];
-    };
-    const ok = record.trials.filter((t) => t.end === "ok" && t.run_id !== null);
-    expect(new Set(ok.map((t) => t.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
-    for (const t of ok) {
-      // both ranks attached in every trial, and each stepped on the trial's batch (a rank's samples per step)
-      const hellos = readFileSync(join(store, "runs", t.run_id as string, "timeline.ndjson"), "utf8")
-        .split("\n")
-        .filter((l) => l.includes('"kind":"hello"'))
-        .map((l) => JSON.parse(l) as { rank: number | null });
-      expect(hellos.map((h) => h.rank).sort()).toEqual([0, 1]);
-      const output = readFileSync(join(store, "runs", t.run_id as string, "output.log"), "utf8");
-      expect(output).toMatch(/rank 0 step \d+/);
-      expect(output).toMatch(/rank 1 step \d+/);
-      expect(t.samples_per_step).toBe(t.knobs.batch_size);
-    }
-  }, 400_000);
+  it(
+    "brim tune -- torchrun …: every trial runs through the launcher with both ranks, the knob in argv reaches each, one decision for all",
+    () => {
+      const store = join(root, "tune-ddp");
+      const r = spawnSync(
+        process.execPath,
+        [
+          BRIM,
+          "tune",
+          "--store",
+          store,
+          "--max-trials",
+          "3",
+          "--steps",
+          "6",
+          "--fix",
+          "num_workers",
+          "--",
+          ...TORCHRUN,
+          "ddp_loop.py",
+          "--batch-size",
+          "16",
+          "--max-steps",
+          "100000",
+        ],
+        { cwd: JOBS, encoding: "utf8", timeout: scaled(400_000), env: { ...process.env, NO_COLOR: "1" } },
+      );
+      expect(r.status, r.stderr.slice(-3000)).toBe(0);
+      expect(r.stderr).toContain("knobs found: batch_size (command line: --batch-size 16)");
+      const [id] = readdirSync(join(store, "tunes"));
+      const record = JSON.parse(readFileSync(join(store, "tunes", id as string, "tune.json"), "utf8")) as {
+        trials: { knobs: Record<string, unknown>; end: string; run_id: string | null; samples_per_step?: number | null }[];
+      };
+      const ok = record.trials.filter((t) => t.end === "ok" && t.run_id !== null);
+      expect(new Set(ok.map((t) => t.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
+      for (const t of ok) {
+        // both ranks attached in every trial, and each stepped on the trial's batch (a rank's samples per step)
+        const hellos = readFileSync(join(store, "runs", t.run_id as string, "timeline.ndjson"), "utf8")
+          .split("\n")
+          .filter((l) => l.includes('"kind":"hello"'))
+          .map((l) => JSON.parse(l) as { rank: number | null });
+        expect(hellos.map((h) => h.rank).sort()).toEqual([0, 1]);
+        const output = readFileSync(join(store, "runs", t.run_id as string, "output.log"), "utf8");
+        expect(output).toMatch(/rank 0 step \d+/);
+        expect(output).toMatch(/rank 1 step \d+/);
+        expect(t.samples_per_step).toBe(t.knobs.batch_size);
+      }
+    },
+    scaled(400_000),
+  );
 });

@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { name: string; version: string; bin: Record<string, string> };
@@ -21,7 +22,7 @@ beforeAll(() => {
   writeFileSync(join(tmp, "package.json"), JSON.stringify({ name: "brim-pack-test", version: "1.0.0", private: true }));
   const installed = npm(["install", "--prefer-offline", "--no-audit", "--no-fund", `./${pkg.name}-${pkg.version}.tgz`], tmp);
   expect(installed.status, installed.stderr).toBe(0);
-}, 120_000);
+}, scaled(120_000));
 
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -36,17 +37,21 @@ describe("npm pack", () => {
     expect(files.filter((f) => /^python\/tests\/|__pycache__|\.pyc$|\.map$|egg-info|\.brim-trial-/.test(f))).toEqual([]);
   });
 
-  it("installs globally as the README says (npm install -g ./brim-gpu-<version>.tgz): `brim --help` runs from the prefix's bin", () => {
-    const prefix = join(tmp, "global");
-    const installed = npm(["install", "-g", "--prefix", prefix, "--prefer-offline", "--no-audit", "--no-fund", `./${pkg.name}-${pkg.version}.tgz`], tmp);
-    expect(installed.status, installed.stderr).toBe(0);
-    const help = spawnSync(join(prefix, "bin", "brim"), ["--help"], { encoding: "utf8" });
-    expect(help.status, help.stderr).toBe(0);
-    expect(help.stdout).toMatch(/^Usage: brim /);
-    const readme = readFileSync(join(root, "README.md"), "utf8");
-    expect(readme).toContain(`npm install -g ./${pkg.name}-${pkg.version}.tgz`); // the README names this very file
-    expect(readme).not.toMatch(/^npm install -g brim-gpu\b|^npx brim-gpu\b/m); // not published: no command that 404s
-  }, 120_000);
+  it(
+    "installs globally as the README says (npm install -g ./brim-gpu-<version>.tgz): `brim --help` runs from the prefix's bin",
+    () => {
+      const prefix = join(tmp, "global");
+      const installed = npm(["install", "-g", "--prefix", prefix, "--prefer-offline", "--no-audit", "--no-fund", `./${pkg.name}-${pkg.version}.tgz`], tmp);
+      expect(installed.status, installed.stderr).toBe(0);
+      const help = spawnSync(join(prefix, "bin", "brim"), ["--help"], { encoding: "utf8" });
+      expect(help.status, help.stderr).toBe(0);
+      expect(help.stdout).toMatch(/^Usage: brim /);
+      const readme = readFileSync(join(root, "README.md"), "utf8");
+      expect(readme).toContain(`npm install -g ./${pkg.name}-${pkg.version}.tgz`); // the README names this very file
+      expect(readme).not.toMatch(/^npm install -g brim-gpu\b|^npx brim-gpu\b/m); // not published: no command that 404s
+    },
+    scaled(120_000),
+  );
 
   it("installs into an empty project; npx brim and npx brim-gpu run offline", () => {
     const offline = ["--offline", "--yes"];

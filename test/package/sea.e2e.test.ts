@@ -5,6 +5,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdir
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version;
@@ -38,7 +39,7 @@ beforeAll(() => {
   for (const tool of ["sh", "xz", "tar", "tail", "head", "mktemp", "mkdir", "mv", "rm", "chmod"]) symlinkSync(which(tool), join(bin, tool));
   copyFileSync(file, join(bin, "brim"));
   execFileSync("chmod", ["755", join(bin, "brim")]);
-}, 240_000);
+}, scaled(240_000));
 
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { planJson } from "./plan-json.ts";
+import { scaled } from "../helpers/time.ts";
 
 // `brim plan --sharding zero2|zero3 [--offload optimizer|params]` against DeepSpeed's own estimators
 // (issue 27): per-rank model states (parameters, gradients, optimizer state) and, with CPU offload,
@@ -67,7 +68,7 @@ if (!available) console.warn(`skipped: ${PYTHON} has no deepspeed (bash .ci/venv
 describe.skipIf(!available)("brim plan's ZeRO model states against DeepSpeed's estimators", () => {
   it(
     "GPT-2 (a real model) and a 7B Llama (on the meta device): GPU per rank and host RAM per node within 1 %, ZeRO-2 and ZeRO-3, with and without CPU offload, 1, 8 and 2 × 8 ranks",
-    { timeout: 300_000 },
+    { timeout: scaled(300_000) },
     () => {
       const models = [
         ["gpt2", join(REPO, "test/fixtures/hf/gpt2.json"), false],
@@ -76,7 +77,7 @@ describe.skipIf(!available)("brim plan's ZeRO model states against DeepSpeed's e
       const estimated = spawnSync(PYTHON, ["-c", ESTIMATE, JSON.stringify(models)], {
         encoding: "utf8",
         env: { ...process.env, DS_ACCELERATOR: "cpu", TRANSFORMERS_OFFLINE: "1", HF_HUB_OFFLINE: "1" },
-        timeout: 240_000,
+        timeout: scaled(240_000),
       });
       expect(estimated.status, estimated.stderr).toBe(0);
       const ds = JSON.parse(estimated.stdout.trim().split("\n").pop() as string) as {

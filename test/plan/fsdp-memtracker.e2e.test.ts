@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { planJson } from "./plan-json.ts";
+import { scaled } from "../helpers/time.ts";
 
 // `brim plan --sharding fsdp|hybrid` against PyTorch's own FSDPMemTracker (issue 27): FSDP2 (fully_shard on
 // every transformer block and the root) on a fake process group of 8 and 16 ranks, and HSDP (HYBRID_SHARD:
@@ -70,7 +71,7 @@ if (!available) console.warn(`skipped: ${PYTHON} lacks torch ≥ 2.6 with FSDP2'
 describe.skipIf(!available)("brim plan's FSDP model states against PyTorch's FSDPMemTracker", () => {
   it(
     "GPT-2 and a 7B Llama, 8 and 16 ranks and 2 nodes × 8 (hybrid), fp32 and bf16-mixed: parameters, gradients and optimizer state per rank within 1 %",
-    { timeout: 300_000 },
+    { timeout: scaled(300_000) },
     () => {
       const models = [
         ["gpt2", join(REPO, "test/fixtures/hf/gpt2.json")],
@@ -91,7 +92,7 @@ describe.skipIf(!available)("brim plan's FSDP model states against PyTorch's FSD
         {
           encoding: "utf8",
           env: { ...process.env, TRANSFORMERS_OFFLINE: "1", HF_HUB_OFFLINE: "1" },
-          timeout: 280_000,
+          timeout: scaled(280_000),
         },
       );
       expect(tracked.status, tracked.stderr.slice(-3000)).toBe(0);

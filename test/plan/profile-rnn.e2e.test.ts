@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.ts";
 import type { PlanReport } from "../../src/plan/planner.ts";
+import { scaled } from "../helpers/time.ts";
 
 const PYTHON = process.env["BRIM_TEST_PYTHON"] ?? "/usr/bin/python3";
 const root = new URL("../../", import.meta.url).pathname;
@@ -54,34 +55,38 @@ describe("brim.torch.profile on LSTM/GRU (real PyTorch, CPU)", () => {
     }
   });
 
-  it("the SDK records each LSTM call, and brim plan counts it as cuDNN keeps it: the example's LSTM plans as its spec does", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "brim-profile-lstm-"));
-    const path = join(dir, "lstm.json");
-    execFileSync(PYTHON, [join(root, "test/torch/profile_lstm_example.py"), path], { encoding: "utf8" });
-    const profile = JSON.parse(readFileSync(path, "utf8")) as {
-      per_sample: { saved_bytes: { fp32: number }; recurrent?: { calls: { mode: string; tokens: number; saved_bytes: number }[] } };
-    };
-    // per sample: one LSTM call over 128 tokens, and nearly all the CPU's saved bytes inside it
-    expect(profile.per_sample.recurrent?.calls).toMatchObject([{ mode: "LSTM", tokens: 128, layers: 2, hidden_size: 256 }]);
-    expect(profile.per_sample.recurrent!.calls[0]!.saved_bytes / profile.per_sample.saved_bytes.fp32).toBeGreaterThan(0.99);
-    const planOf = async (...args: string[]): Promise<PlanReport> => {
-      let stdout = "";
-      const code = await main(["plan", ...args, "--gpu", "h100-sxm", "--batch", "16", "--precision", "fp32", "--optimizer", "adamw", "--json"], {
-        stdout: (t) => void (stdout += t),
-        stderr: () => {},
-      });
-      expect(code).toBe(0);
-      return JSON.parse(stdout) as PlanReport;
-    };
-    const fromProfile = await planOf(path);
-    const fromSpec = await planOf(join(root, "examples/lstm-transformer/lstm.yaml"));
-    rmSync(dir, { recursive: true, force: true });
-    // the CPU kernels saved 2.5× what cuDNN keeps; the plan counts cuDNN's reserve space, its backward and workspace
-    expect(fromProfile.memory.components.activations * 2.5).toBeLessThan(profile.per_sample.saved_bytes.fp32 * 16);
-    expect(Math.abs(fromProfile.memory.components.activations / fromSpec.memory.components.activations - 1)).toBeLessThan(0.001);
-    expect(Math.abs(fromProfile.memory.components.temporaries / fromSpec.memory.components.temporaries - 1)).toBeLessThan(0.001);
-    expect(Math.abs(fromProfile.memory.peak_bytes / fromSpec.memory.peak_bytes - 1)).toBeLessThan(0.001);
-  }, 120_000);
+  it(
+    "the SDK records each LSTM call, and brim plan counts it as cuDNN keeps it: the example's LSTM plans as its spec does",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "brim-profile-lstm-"));
+      const path = join(dir, "lstm.json");
+      execFileSync(PYTHON, [join(root, "test/torch/profile_lstm_example.py"), path], { encoding: "utf8" });
+      const profile = JSON.parse(readFileSync(path, "utf8")) as {
+        per_sample: { saved_bytes: { fp32: number }; recurrent?: { calls: { mode: string; tokens: number; saved_bytes: number }[] } };
+      };
+      // per sample: one LSTM call over 128 tokens, and nearly all the CPU's saved bytes inside it
+      expect(profile.per_sample.recurrent?.calls).toMatchObject([{ mode: "LSTM", tokens: 128, layers: 2, hidden_size: 256 }]);
+      expect(profile.per_sample.recurrent!.calls[0]!.saved_bytes / profile.per_sample.saved_bytes.fp32).toBeGreaterThan(0.99);
+      const planOf = async (...args: string[]): Promise<PlanReport> => {
+        let stdout = "";
+        const code = await main(["plan", ...args, "--gpu", "h100-sxm", "--batch", "16", "--precision", "fp32", "--optimizer", "adamw", "--json"], {
+          stdout: (t) => void (stdout += t),
+          stderr: () => {},
+        });
+        expect(code).toBe(0);
+        return JSON.parse(stdout) as PlanReport;
+      };
+      const fromProfile = await planOf(path);
+      const fromSpec = await planOf(join(root, "examples/lstm-transformer/lstm.yaml"));
+      rmSync(dir, { recursive: true, force: true });
+      // the CPU kernels saved 2.5× what cuDNN keeps; the plan counts cuDNN's reserve space, its backward and workspace
+      expect(fromProfile.memory.components.activations * 2.5).toBeLessThan(profile.per_sample.saved_bytes.fp32 * 16);
+      expect(Math.abs(fromProfile.memory.components.activations / fromSpec.memory.components.activations - 1)).toBeLessThan(0.001);
+      expect(Math.abs(fromProfile.memory.components.temporaries / fromSpec.memory.components.temporaries - 1)).toBeLessThan(0.001);
+      expect(Math.abs(fromProfile.memory.peak_bytes / fromSpec.memory.peak_bytes - 1)).toBeLessThan(0.001);
+    },
+    scaled(120_000),
+  );
 
   it("a profile that cannot be measured says why and what to do", () => {
     const broken = run("broken");

@@ -3,6 +3,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { scaled } from "../helpers/time.ts";
 
 export const REPO = resolve(import.meta.dirname, "..", "..");
 export const BRIM = join(REPO, "bin", "brim.js");
@@ -129,7 +130,7 @@ async function startQuietRun(
     const m = /pid (\d+)/.exec(stderr);
     if (m) jobPid = Number(m[1]);
     return jobPid > 0 && groupMembers(jobPid).length >= 2;
-  }, 15_000);
+  }, scaled(15_000));
   if (jobPid === 0) throw new Error(`brim did not start the job: ${stderr}`);
   return { brim: child, jobPid, stderr: () => stderr, exited };
 }
@@ -207,7 +208,7 @@ export async function hangUpBrim(dir: string): Promise<FaultOutcome> {
 export function canMountTmpfs(): boolean {
   const probe = spawnSync("unshare", ["-rm", "sh", "-c", 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs "$d" && umount "$d"; s=$?; rmdir "$d"; exit $s'], {
     encoding: "utf8",
-    timeout: 10_000,
+    timeout: scaled(10_000),
   });
   return probe.status === 0;
 }
@@ -229,7 +230,7 @@ export function fullDisk(dir: string, size: string, lines: number, readOnly = fa
   ].join("\n");
   spawnSync("unshare", ["-rm", "sh", "-c", script], {
     cwd: dir,
-    timeout: 60_000,
+    timeout: scaled(60_000),
     env: { ...process.env, PATH: `${resolve(process.execPath, "..")}:${process.env.PATH ?? ""}` },
   });
   const stderr = readFileSync(join(dir, "stderr"), "utf8");

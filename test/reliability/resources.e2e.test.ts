@@ -19,6 +19,7 @@ import { ChannelServer, MAX_BUFFERED_BYTES, removeStaleSockets, type ChannelMess
 import { RunStore } from "../../src/record/store.ts";
 import { realStoreIo, type StoreIo } from "../../src/record/writer.ts";
 import { groupMembers, sleep, tornIn, until } from "./faults.ts";
+import { scaled } from "../helpers/time.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-resources-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -273,7 +274,8 @@ describe("fuzzed configs", () => {
         expect((error as Error).message.includes("\n")).toBe(false);
         expect((error as BrimError).code).not.toBe("E_INTERNAL");
       }
-      expect(Date.now() - started).toBeLessThan(8000);
+      // a hang detector, not a speed verdict: its limit grows with the machine's load
+      expect(Date.now() - started).toBeLessThan(scaled(8000));
     }
   });
 });

@@ -7,6 +7,7 @@ import type { TuneRecord } from "../../src/record/types.ts";
 import { candidateValues, codeKnobEnv, configFilesInCommand, detectKnobKeys, fillTemplate, parseBinding, templateKnobs } from "../../src/tune/knobs.ts";
 import { loaderBound, stillLimits } from "../../src/tune/evidence.ts";
 import { buildSpace, resolveBindings } from "../../src/tune/tune.ts";
+import { scaled } from "../helpers/time.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
@@ -208,7 +209,7 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
         script,
         "{batch_size}",
       ],
-      { cwd: root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: 300_000 },
+      { cwd: root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: scaled(300_000) },
     );
     expect(result.status, result.stderr).toBe(0);
     const [id] = readdirSync(join(store, "tunes"));
@@ -250,7 +251,7 @@ describe("brim tune with a {batch_size} template (the built CLI, real trials)", 
     );
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + scaled(60_000);
     while (!readdirSync(dir).some((file) => file.includes("brim-trial")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 1500));
     child.kill(signal);

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { Knobs } from "../../src/tune/search.ts";
 import { dataWaitSeconds, DEFAULT_ORACLE, peakBytes, stepSeconds, throughput } from "./oracle.ts";
+import { scaled } from "../helpers/time.ts";
 
 const python = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const job = "test/jobs/oracle_job.py";
@@ -11,7 +12,7 @@ function runJob(knobs: Knobs, args: string[], env: Record<string, string> = {}):
   const r = spawnSync(python, [job, ...args], {
     env: { ...process.env, PYTHONPATH: "python", BRIM_KNOBS: JSON.stringify(knobs), BRIM_CHANNEL: "", ...env },
     encoding: "utf8",
-    timeout: 30_000,
+    timeout: scaled(30_000),
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }

@@ -4,6 +4,7 @@ import { searchKnobs, type Knobs, type TuneSpace } from "../../src/tune/search.t
 import { ranAsGiven } from "../../src/tune/strategies/ledger.ts";
 import { compareThroughput } from "../../src/tune/strategies/noise.ts";
 import { DEFAULT_ORACLE, FakeClock, SimulatedRunner, type OracleSpec } from "./oracle.ts";
+import { scaled } from "../helpers/time.ts";
 
 const MiB = 2 ** 20;
 
@@ -53,59 +54,67 @@ function setUp(j: Job): { spec: OracleSpec; cap: number; space: TuneSpace } {
 }
 
 describe("searchKnobs, for any job", () => {
-  it("never starts a trial it predicted over the cap; with linear memory, none runs over it once one ran", async () => {
-    await fc.assert(
-      fc.asyncProperty(job, async (j) => {
-        const { spec, cap, space } = setUp(j);
-        const clock = new FakeClock();
-        const runner = new SimulatedRunner(spec, { capBytes: cap, clock, seed: j.seed, stepNoise: j.stepNoise, trialNoise: j.trialNoise });
-        const outcome = await searchKnobs(space, runner, { capBytes: cap, maxTrials: j.maxTrials, maxTimeS: 1e6, now: clock.now });
-        expect(outcome.trials.length).toBeLessThanOrEqual(j.maxTrials);
-        for (const t of outcome.trials) {
-          if (t.predictedPeakBytes !== null && t.predictedPeakBytes !== undefined) expect(t.predictedPeakBytes).toBeLessThanOrEqual(cap);
-        }
-        const firstOk = runner.calls.findIndex((c) => c.result.end === "ok");
-        if (firstOk >= 0) {
-          const over = runner.calls.slice(firstOk).filter((c) => c.truePeak > cap && c.knobs.precision === runner.calls[firstOk]?.knobs.precision);
-          expect(over.map((c) => c.purpose)).toEqual([]);
-        }
-      }),
-      { numRuns: 150 },
-    );
-    // 150 simulated tunes: seconds on a loaded 2-core box, past vitest's 5 s default
-  }, 120_000);
+  it(
+    "never starts a trial it predicted over the cap; with linear memory, none runs over it once one ran",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(job, async (j) => {
+          const { spec, cap, space } = setUp(j);
+          const clock = new FakeClock();
+          const runner = new SimulatedRunner(spec, { capBytes: cap, clock, seed: j.seed, stepNoise: j.stepNoise, trialNoise: j.trialNoise });
+          const outcome = await searchKnobs(space, runner, { capBytes: cap, maxTrials: j.maxTrials, maxTimeS: 1e6, now: clock.now });
+          expect(outcome.trials.length).toBeLessThanOrEqual(j.maxTrials);
+          for (const t of outcome.trials) {
+            if (t.predictedPeakBytes !== null && t.predictedPeakBytes !== undefined) expect(t.predictedPeakBytes).toBeLessThanOrEqual(cap);
+          }
+          const firstOk = runner.calls.findIndex((c) => c.result.end === "ok");
+          if (firstOk >= 0) {
+            const over = runner.calls.slice(firstOk).filter((c) => c.truePeak > cap && c.knobs.precision === runner.calls[firstOk]?.knobs.precision);
+            expect(over.map((c) => c.purpose)).toEqual([]);
+          }
+        }),
+        { numRuns: 150 },
+      );
+      // 150 simulated tunes: seconds on a loaded 2-core box, past vitest's 5 s default
+    },
+    scaled(120_000),
+  );
 
-  it("the winner ran as given, and no other configuration measured clearly faster", async () => {
-    await fc.assert(
-      fc.asyncProperty(job, async (j) => {
-        const { spec, cap, space } = setUp(j);
-        const clock = new FakeClock();
-        const runner = new SimulatedRunner(spec, { capBytes: cap, clock, seed: j.seed, stepNoise: j.stepNoise, trialNoise: j.trialNoise });
-        const outcome = await searchKnobs(space, runner, { capBytes: cap, maxTrials: j.maxTrials, maxTimeS: 1e6, now: clock.now });
-        const okTrials = outcome.trials.filter((t) => ranAsGiven(t.result) && t.result.samplesPerSecond !== null && (t.result.peakBytes ?? 0) <= 0.98 * cap);
-        if (outcome.bestIndex === null) {
-          expect(outcome.best).toBeNull();
-          expect(okTrials).toEqual([]);
-          return;
-        }
-        const winner = outcome.trials[outcome.bestIndex];
-        expect(winner).toBeDefined();
-        if (winner === undefined) throw new Error("bestIndex out of range");
-        expect(ranAsGiven(winner.result)).toBe(true);
-        expect(outcome.best?.knobs).toEqual(winner?.knobs);
-        const byConfig = new Map<string, number[]>();
-        for (const t of okTrials) {
-          const key = JSON.stringify(Object.entries(t.knobs).sort());
-          byConfig.set(key, [...(byConfig.get(key) ?? []), t.result.samplesPerSecond ?? 0]);
-        }
-        const best = { mean: outcome.best?.samplesPerSecond ?? 0, count: outcome.best?.measurements ?? 1 };
-        for (const values of byConfig.values()) {
-          const other = { mean: values.reduce((a, b) => a + b, 0) / values.length, count: values.length };
-          expect(compareThroughput(other, best, outcome.noise)).not.toBe("better");
-        }
-      }),
-      { numRuns: 150 },
-    );
-    // 150 simulated tunes: seconds on a loaded 2-core box, past vitest's 5 s default
-  }, 120_000);
+  it(
+    "the winner ran as given, and no other configuration measured clearly faster",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(job, async (j) => {
+          const { spec, cap, space } = setUp(j);
+          const clock = new FakeClock();
+          const runner = new SimulatedRunner(spec, { capBytes: cap, clock, seed: j.seed, stepNoise: j.stepNoise, trialNoise: j.trialNoise });
+          const outcome = await searchKnobs(space, runner, { capBytes: cap, maxTrials: j.maxTrials, maxTimeS: 1e6, now: clock.now });
+          const okTrials = outcome.trials.filter((t) => ranAsGiven(t.result) && t.result.samplesPerSecond !== null && (t.result.peakBytes ?? 0) <= 0.98 * cap);
+          if (outcome.bestIndex === null) {
+            expect(outcome.best).toBeNull();
+            expect(okTrials).toEqual([]);
+            return;
+          }
+          const winner = outcome.trials[outcome.bestIndex];
+          expect(winner).toBeDefined();
+          if (winner === undefined) throw new Error("bestIndex out of range");
+          expect(ranAsGiven(winner.result)).toBe(true);
+          expect(outcome.best?.knobs).toEqual(winner?.knobs);
+          const byConfig = new Map<string, number[]>();
+          for (const t of okTrials) {
+            const key = JSON.stringify(Object.entries(t.knobs).sort());
+            byConfig.set(key, [...(byConfig.get(key) ?? []), t.result.samplesPerSecond ?? 0]);
+          }
+          const best = { mean: outcome.best?.samplesPerSecond ?? 0, count: outcome.best?.measurements ?? 1 };
+          for (const values of byConfig.values()) {
+            const other = { mean: values.reduce((a, b) => a + b, 0) / values.length, count: values.length };
+            expect(compareThroughput(other, best, outcome.noise)).not.toBe("better");
+          }
+        }),
+        { numRuns: 150 },
+      );
+      // 150 simulated tunes: seconds on a loaded 2-core box, past vitest's 5 s default
+    },
+    scaled(120_000),
+  );
 });

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The README's two commands as a newcomer meets them: a fresh clone of the repository (its committed
+# HEAD, or --ref), the commands read from the README's first ```sh block of that clone (so this stays
+# true when the README changes), each run as written, in the clone's root, with no stdin, with CI and
+# every BRIM_* variable unset and a new, empty home folder (no npm, pip or torch extensions cache: a
+# fresh machine has none), while one core is kept busy by another process beside them. Reports each
+# command's exit code and wall time, and the closing "N passed, N failed" line of the one that prints it.
+#
+#   scripts/fresh-machine.sh [--repo PATH] [--ref REF] [--first-only] [--dry-run] [--keep] [--warm-home] [--no-busy]
+#
+#   --repo PATH    the repository to clone (default: the one this script is in)
+#   --ref REF      what to check out (default: its HEAD)
+#   --first-only   run the first command only
+#   --dry-run      clone and print what would run, run nothing
+#   --keep         keep the clone (default: removed at the end; the logs are always kept)
+#   --warm-home    run with this user's home folder and its caches instead of an empty one
+#   --no-busy      no busy process beside the commands
+#
+# Exit status: 0 when every command that ran exited 0, 1 otherwise, 2 for bad arguments.
+# System packages (apt) are the machine's: a set-up that installs them does so once for every run.
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+ref=HEAD
+first_only=0
+dry_run=0
+keep=0
+warm_home=0
+busy=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --repo) repo="${2:?--repo needs a path}"; shift 2 ;;
+    --ref) ref="${2:?--ref needs a ref}"; shift 2 ;;
+    --first-only) first_only=1; shift ;;
+    --dry-run) dry_run=1; shift ;;
+    --keep) keep=1; shift ;;
+    --warm-home) warm_home=1; shift ;;
+    --no-busy) busy=0; shift ;;
+    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "fresh-machine: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/brim-fresh-XXXXXX")"
+clone="$work/brim"
+logs="$work/logs"
+home="$work/home"
+mkdir -p "$logs" "$home"
+git clone --quiet --no-hardlinks "$repo" "$clone"
+git -C "$clone" checkout --quiet --detach "$ref"
+echo "fresh-machine: $repo at $(git -C "$clone" rev-parse --short HEAD) cloned into $clone"
+
+# the README's first ```sh block: one command a line (blank lines and comments left out)
+mapfile -t commands < <(awk '/^```sh[[:space:]]*$/ && !seen { inside = 1; seen = 1; next } inside && /^```/ { exit } inside && NF && $1 !~ /^#/ { print }' "$clone/README.md")
+if [ "${#commands[@]}" -eq 0 ]; then
+  echo "fresh-machine: no command in the first \`\`\`sh block of README.md" >&2
+  exit 1
+fi
+[ "$first_only" -eq 1 ] && commands=("${commands[0]}")
+
+if [ "$warm_home" -eq 1 ]; then home="$HOME"; fi
+# a clean environment, as a new login shell has it: no CI, no BRIM_*, no virtualenv of the caller
+run_env=(env -i "HOME=$home" "PATH=$PATH" "LANG=${LANG:-C.UTF-8}" "USER=${USER:-$(id -un)}" "SHELL=/bin/bash" "TERM=dumb" "TMPDIR=${TMPDIR:-/tmp}")
+
+busy_pid=""
+cleanup() {
+  if [ -n "$busy_pid" ]; then kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; fi
+  if [ "$keep" -eq 0 ]; then rm -rf "$clone"; [ "$warm_home" -eq 0 ] && rm -rf "$home"; fi
+  return 0
+}
+trap cleanup EXIT
+
+if [ "$dry_run" -eq 1 ]; then
+  for i in "${!commands[@]}"; do echo "fresh-machine: would run command $((i + 1)) in $clone: ${commands[$i]}"; done
+  echo "fresh-machine: home $home, busy core $([ "$busy" -eq 1 ] && echo yes || echo no)"
+  exit 0
+fi
+
+if [ "$busy" -eq 1 ]; then
+  # another process keeps one core busy beside the commands, as a browser or a call would
+  yes >/dev/null &
+  busy_pid=$!
+  echo "fresh-machine: one core kept busy beside the commands (pid $busy_pid)"
+fi
+
+status=0
+summary=()
+for i in "${!commands[@]}"; do
+  n=$((i + 1))
+  log="$logs/command-$n.log"
+  echo "fresh-machine: command $n: ${commands[$i]}"
+  start=$(date +%s%N)
+  set +e
+  (cd "$clone" && "${run_env[@]}" bash -c "${commands[$i]}" </dev/null 2>&1) | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  wall=$((($(date +%s%N) - start) / 1000000000))
+  closing=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)
+  summary+=("command $n: exit $rc in $wall s${closing:+, closing line: $closing} (log $log)")
+  [ "$rc" -eq 0 ] || status=1
+done
+
+echo "fresh-machine: $(nproc) cores, $([ "$busy" -eq 1 ] && echo "one kept busy" || echo "none kept busy"), home $([ "$warm_home" -eq 1 ] && echo "$HOME (warm)" || echo "empty")"
+for line in "${summary[@]}"; do echo "fresh-machine: $line"; done
+exit "$status"
