@@ -1,16 +1,17 @@
-// `brim plan -- <command>` on unmodified scripts: every bundled example (examples/) and corpus entries
-// (corpus/, each in a temporary copy after its prepare step, as bench/tune-corpus.bench.mjs runs them).
+// `brim plan -- <command>` on unmodified scripts: every bundled example (examples/) and every corpus entry
+// (corpus/corpus.json: installed entry points, each in a temporary copy after its generator, in its venv,
+// as bench/tune-corpus.bench.mjs runs them).
 // Per script: exit status, wall time, the GPUs planned, the two measured points and the fit, and per GPU
 // the largest micro-batch per precision and your config's share. Needs `npm run build` first.
 //
 //   node bench/plan-script.bench.mjs [--only nbeats,pe-mnist] [--out bench/results/plan-script.json]
 //
-// Pythons: BRIM_BENCH_PYTHON (default the repository's .venv), BRIM_BENCH_EXTRA_PYTHON,
-// BRIM_BENCH_VISION_PYTHON for the corpus entries that need them.
+// Pythons: BRIM_BENCH_PYTHON (default the repository's .venv) for the examples; for the corpus, each venv
+// of corpus.json at its path or BRIM_BENCH_<NAME>_PYTHON.
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 
 const repo = resolve(import.meta.dirname, "..");
 const args = process.argv.slice(2);
@@ -33,10 +34,12 @@ const option = (name, fallback) => {
   return at >= 0 && args[at + 1] !== undefined ? args[at + 1] : fallback;
 };
 const out = resolve(option("out", join(repo, "bench", "results", "plan-script.json")));
+const corpus = JSON.parse(readFileSync(join(repo, "corpus", "corpus.json"), "utf8"));
 const PYTHONS = {
+  ...Object.fromEntries(
+    Object.entries(corpus.venvs).map(([name, v]) => [name, process.env[`BRIM_BENCH_${name.toUpperCase()}_PYTHON`] ?? join(repo, v.path, "bin", "python")]),
+  ),
   main: process.env.BRIM_BENCH_PYTHON ?? join(repo, ".venv", "bin", "python"),
-  extra: process.env.BRIM_BENCH_EXTRA_PYTHON ?? join(repo, ".venv-corpus", "bin", "python"),
-  vision: process.env.BRIM_BENCH_VISION_PYTHON ?? join(repo, ".venv-vision", "bin", "python"),
 };
 const BRIM = join(repo, "bin", "brim.js");
 const git = (a) => spawnSync("git", a, { cwd: repo, encoding: "utf8" }).stdout?.trim() ?? "";
@@ -58,8 +61,7 @@ const EXAMPLES = [
   // a plan per curriculum stage: the stage as a knob (the embedder reads brim.knob("stage"))
   ["embedder-stages", ["examples/embedder/train.py", "--config", "examples/embedder/config.yaml"], ["--knob", "stage=short,long"]],
 ];
-const corpus = JSON.parse(readFileSync(join(repo, "corpus", "corpus.json"), "utf8"));
-// every entry of the tune corpus, in its order
+// every entry of the corpus, in its order
 const CORPUS = corpus.entries.map((e) => e.name);
 const only = option("only", null)?.split(",");
 
@@ -70,7 +72,7 @@ function plan(name, python, command, cwd, env = {}, extra = []) {
   const wall = Math.round((Date.now() - t0) / 100) / 10;
   const row = {
     name,
-    command: ["brim", "plan", ...extra, "--", "python", ...command],
+    command: ["brim", "plan", ...extra, "--", /python[\d.]*$/.test(python) ? "python" : basename(python), ...command],
     cwd: cwd === repo ? "." : "(temporary copy)",
     exit: r.status,
     wall_s: wall,
@@ -126,7 +128,7 @@ for (const [name, command, extra] of EXAMPLES) {
 for (const name of CORPUS) {
   if (only && !only.includes(name)) continue;
   const entry = corpus.entries.find((e) => e.name === name);
-  const python = PYTHONS[entry.python ?? "main"];
+  const python = PYTHONS[entry.venv];
   if (!existsSync(python)) {
     rows.push({ name: `corpus:${name}`, skipped: `no python at ${python}` });
     continue;
@@ -142,9 +144,10 @@ for (const name of CORPUS) {
         continue;
       }
     }
-    // slow storage (pe-dcgan-remote) changes the loader's speed, not the step's memory: the data is linked in place
-    if (entry.storage) symlinkSync(join(work, entry.storage.source), join(work, entry.storage.mount));
-    const row = plan(`corpus:${name}`, python, entry.command, entry.cwd ? join(work, entry.cwd) : work, env);
+    // a console script (litgpt, trl) is the one beside the venv's python
+    const row = entry.executable
+      ? plan(`corpus:${name}`, join(dirname(python), entry.executable), entry.command, work, env)
+      : plan(`corpus:${name}`, python, entry.command, work, env);
     console.log(`${row.name}: exit ${row.exit}, ${row.wall_s} s${row.gpus ? `, ${row.gpus.length} GPUs` : `: ${row.stderr_tail?.at(-1)}`}`);
     rows.push(row);
   } finally {

@@ -1,25 +1,20 @@
 #!/usr/bin/env node
-// `brim tune -- <the script's own command line>` on each real public training script of corpus/ (issue 22),
-// plus `brim run --steps N` on each as a sanity column. Every entry runs in a temporary copy of its folder
-// (the pinned files stay untouched), after its prepare step; per script it records the knobs brim found
-// and where, the trials, the winner and its confirmed speedup (as tune.json in the run store has them),
-// or the "no gain" / "no winner" / failure with its reason, and the wall time.
+// `brim run --steps N` and `brim tune` on every entry of the corpus (corpus/corpus.json, schema brim.corpus/v2:
+// training entry points installed from PyPI, run as their users type them, with our configs and generated
+// data). Each entry runs in a temporary copy of its folder after its generator (`prepare`), in the venv
+// corpus.json names for it; per entry it records the exact commands, whether the run stopped at exactly N
+// steps, what brim measured, and the tune's knobs, trials and verdict (as tune.json in the run store has it).
 // Usage (after `npm run build`):
-//   node bench/tune-corpus.bench.mjs [--only a,b] [--fast] [--tune-time 150] [--run-timeout 150] [--run-only] [--merge] [--out bench/results/tune-corpus.json] [--help]
+//   node bench/tune-corpus.bench.mjs [--only a,b] [--fast] [--tune-time 120] [--max-trials 3] [--run-timeout 240] [--run-only] [--merge] [--out bench/results/tune-corpus.json] [--help]
 // --merge keeps the entries of an existing record that this call does not run (each entry says which
 // call measured it: its `measured_by`, an index into `calls`).
-// Pythons: BRIM_BENCH_PYTHON (default the repository's .venv/bin/python, made by bash .ci/venv) for entries on the base packages;
-// BRIM_BENCH_EXTRA_PYTHON (default .venv-corpus/bin/python) for entries that need more, BRIM_BENCH_VISION_PYTHON
-// (default .venv-vision/bin/python: torch 2.14.1 + torchvision 0.29.1) for those that need torchvision (docs/corpus.md;
-// accelerate-mnist also needs accelerate and scikit-learn there).
-// An entry whose python or packages are missing is recorded as skipped, with the reason.
-// An entry with `storage` reads its data through bench/io/latencyfs.py (a FUSE mount whose every file open
-// waits `latency_ms`, as on a network file system or an object-store mount): BRIM_BENCH_FUSE_PYTHON (default
-// the entry's python) needs fusepy, the host /dev/fuse and libfuse2; without them the entry is skipped.
-import { spawn, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// Pythons: each venv of corpus.json at its path (.venv, .venv-corpus, .venv-corpus-llm, made from the
+// requirements file it names; docs/corpus.md), or BRIM_BENCH_<NAME>_PYTHON (BRIM_BENCH_MAIN_PYTHON, …).
+// An entry whose venv is missing or lacks its pinned packages is recorded as skipped, with the reason.
+import { spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 const repo = resolve(import.meta.dirname, "..");
 const args = process.argv.slice(2);
@@ -40,13 +35,12 @@ if (flag("help") || args.includes("-h")) {
 }
 const corpus = JSON.parse(readFileSync(join(repo, "corpus", "corpus.json"), "utf8"));
 const out = resolve(option("out", join(repo, "bench", "results", "tune-corpus.json")));
-const tuneTime = Number(option("tune-time", "150"));
-const runTimeout = Number(option("run-timeout", "150"));
-const PYTHONS = {
-  main: process.env.BRIM_BENCH_PYTHON ?? join(repo, ".venv", "bin", "python"),
-  extra: process.env.BRIM_BENCH_EXTRA_PYTHON ?? join(repo, ".venv-corpus", "bin", "python"),
-  vision: process.env.BRIM_BENCH_VISION_PYTHON ?? join(repo, ".venv-vision", "bin", "python"),
-};
+const tuneTime = Number(option("tune-time", "120"));
+const maxTrials = Number(option("max-trials", "3"));
+const runTimeout = Number(option("run-timeout", "240"));
+const PYTHONS = Object.fromEntries(
+  Object.entries(corpus.venvs).map(([name, v]) => [name, process.env[`BRIM_BENCH_${name.toUpperCase()}_PYTHON`] ?? join(repo, v.path, "bin", "python")]),
+);
 const MiB = 2 ** 20;
 
 const only = option("only", null)?.split(",");
@@ -63,16 +57,31 @@ const lastLines = (text, n = 12) =>
     .filter((l) => l !== "")
     .slice(-n);
 
-/** What an entry's python lacks, or null when it has what the entry needs. */
+/** What an entry's python lacks of its pinned packages, or null when it has them all. */
 function missing(python, entry) {
   if (!existsSync(python)) return `no python at ${python}`;
-  const mods = ["torch", ...(entry.requires ?? [])];
-  const r = spawnSync(python, ["-c", `import importlib.util as u, sys; m=[x for x in sys.argv[1:] if u.find_spec(x) is None]; print(",".join(m))`, ...mods], {
-    encoding: "utf8",
-  });
-  const lacks = r.stdout.trim();
-  return lacks ? `${python} lacks ${lacks}` : null;
+  const r = spawnSync(
+    python,
+    [
+      "-c",
+      "import importlib.metadata as m, sys\nfor n in sys.argv[1:]:\n  try: print(n, m.version(n))\n  except Exception: print(n, '-')",
+      ...Object.keys(entry.packages),
+    ],
+    { encoding: "utf8" },
+  );
+  const wrong = r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => l.split(" "))
+    .filter(([n, v]) => entry.packages[n] !== v)
+    .map(([n, v]) => `${n} ${v === "-" ? "missing" : `${v} (pinned ${entry.packages[n]})`}`);
+  return wrong.length ? `${python}: ${wrong.join(", ")}` : null;
 }
+
+/** The job's command line: the venv's python, or the entry point's console script beside it. */
+const program = (entry, python) => [entry.executable ? join(dirname(python), entry.executable) : python, ...entry.command];
+/** As a user types it (no venv path). */
+const typed = (entry) => [entry.executable ?? "python", ...entry.command].join(" ");
 
 function brim(argv, cwd, env, timeoutS) {
   const started = Date.now();
@@ -96,48 +105,27 @@ const readJson = (file) => {
 };
 const newest = (dir) => (existsSync(dir) ? readdirSync(dir).sort().at(-1) : undefined);
 
-/** The job's own printed step time (median of its lines), where the script prints one. */
-function ownFigure(entry, text) {
-  if (!entry.own_figure) return null;
-  const re = new RegExp(entry.own_figure.pattern, "g");
-  const xs = [...text.matchAll(re)].map((m) => Number(m[1]) * (entry.own_figure.scale ?? 1)).filter(Number.isFinite); // in ms
-  if (xs.length === 0) return { unit: entry.own_figure.unit, all: [], median: null };
-  const rest = xs.length > 1 ? xs.slice(1) : xs; // the first line holds start-up
-  const s = [...rest].sort((a, b) => a - b);
-  return { unit: entry.own_figure.unit, all: xs, median: s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2 };
-}
-
 function sanity(entry, work, python, env) {
   const store = join(work, ".brim-bench-store");
-  const r = brim(
-    ["run", "--quiet", "--store", store, "--steps", String(entry.run_steps), "--", python, ...entry.command],
-    join(work, entry.cwd ?? "."),
-    env,
-    runTimeout,
-  );
+  const r = brim(["run", "--quiet", "--store", store, "--steps", String(entry.run_steps), "--", ...program(entry, python)], work, env, runTimeout);
   const id = newest(join(store, "runs"));
   const meta = id ? readJson(join(store, "runs", id, "run.json")) : null;
   const s = meta?.summary ?? null;
-  const own = ownFigure(entry, r.output);
-  const expected = entry.expect_steps ?? entry.run_steps;
   return {
-    command: `brim run --steps ${entry.run_steps} -- python ${entry.command.join(" ")}`,
+    command: `brim run --steps ${entry.run_steps} -- ${typed(entry)}`,
     exit: r.status,
     killed: r.signal,
     wall_s: r.wall_s,
     steps: s?.steps ?? null,
-    steps_expected: expected,
-    exact_stop: s ? s.steps === expected : false,
+    steps_expected: entry.run_steps,
+    exact_stop: s ? s.steps === entry.run_steps : false,
     samples_per_s: s?.samples_per_s ?? null,
     step_time_s: s?.step_time_s ?? null,
     throughput_source: s?.throughput_source ?? null,
     micro_batch: s?.micro_batch ?? null,
     accumulation: s?.accumulation ?? null,
     data_wait_share: s?.data_wait_share ?? null,
-    own_step_ms: own?.median ?? null,
-    own_step_ms_lines: own?.all ?? [],
-    brim_over_own_step_time: own?.median && s?.step_time_s ? Number(((s.step_time_s * 1000) / own.median).toFixed(3)) : null,
-    last_lines: s ? undefined : lastLines(r.output),
+    last_lines: s?.steps === entry.run_steps ? undefined : lastLines(r.output),
   };
 }
 
@@ -160,10 +148,10 @@ const KNOWN = new Set([
 function tune(entry, work, python, env) {
   const store = join(work, ".brim-bench-store");
   const r = brim(
-    ["tune", "--quiet", "--store", store, "--max-time", `${tuneTime}s`, "--", python, ...entry.command],
-    join(work, entry.cwd ?? "."),
+    ["tune", "--quiet", "--store", store, "--max-time", `${tuneTime}s`, "--max-trials", String(maxTrials), "--", ...program(entry, python)],
+    work,
     env,
-    tuneTime + 150,
+    tuneTime + 240,
   );
   const id = newest(join(store, "tunes"));
   const rec = id ? readJson(join(store, "tunes", id, "tune.json")) : null;
@@ -187,7 +175,7 @@ function tune(entry, work, python, env) {
                 ? "ended without a winner, exit 0"
                 : `exit ${r.status}`;
   return {
-    command: `brim tune --max-time ${tuneTime}s -- python ${entry.command.join(" ")}`,
+    command: `brim tune --max-time ${tuneTime}s --max-trials ${maxTrials} -- ${typed(entry)}`,
     exit: r.status,
     killed: r.signal,
     wall_s: r.wall_s,
@@ -213,57 +201,21 @@ function tune(entry, work, python, env) {
   };
 }
 
-const mounted = (dir) =>
-  readFileSync("/proc/mounts", "utf8")
-    .split("\n")
-    .some((line) => line.split(" ")[1] === dir);
-
-/** What keeps an entry's slow storage from being mounted here, or null. */
-function storageLacks(entry, python) {
-  if (!entry.storage) return null;
-  if (!existsSync("/dev/fuse")) return "no /dev/fuse on this host (the entry reads its data through a FUSE latency mount)";
-  const fusePython = process.env.BRIM_BENCH_FUSE_PYTHON ?? python;
-  const r = spawnSync(fusePython, ["-c", "import fuse"], { encoding: "utf8" });
-  return r.status === 0 ? null : `${fusePython} cannot import fuse (pip install fusepy; Debian: libfuse2), needed for the latency mount`;
-}
-
-/** Mounts the entry's data folder behind bench/io/latencyfs.py; returns how to unmount it. */
-async function mountStorage(entry, work, python) {
-  const { source, mount, latency_ms: latency } = entry.storage;
-  const at = join(work, mount);
-  mkdirSync(at, { recursive: true });
-  const fuse = spawn(
-    process.env.BRIM_BENCH_FUSE_PYTHON ?? python,
-    [join(repo, "bench", "io", "latencyfs.py"), join(work, source), at, "--latency-ms", String(latency)],
-    {
-      stdio: "ignore",
-    },
-  );
-  for (let i = 0; i < 100 && !mounted(at); i++) await new Promise((r) => setTimeout(r, 100));
-  if (!mounted(at)) throw new Error(`${entry.name}: the latency mount at ${at} did not come up`);
-  return () => {
-    spawnSync("fusermount", ["-uz", at]); // lazy: a job process still holding a file does not keep the mount (and the copy) alive
-    fuse.kill();
-  };
-}
-
 async function runEntry(entry) {
-  const python = PYTHONS[entry.python ?? "main"];
-  const lacks = missing(python, entry) ?? storageLacks(entry, python);
+  const python = PYTHONS[entry.venv];
+  const lacks = missing(python, entry);
   if (lacks) return { name: entry.name, skipped: lacks };
   const work = mkdtempSync(join(tmpdir(), `brim-corpus-${entry.name}-`));
-  let unmount = () => {};
   try {
     cpSync(join(repo, "corpus", entry.dir), work, { recursive: true });
     const env = { ...(entry.env ?? {}) };
     let prepare = null;
     if (entry.prepare) {
       const p = spawnSync("nice", ["-n", "5", python, ...entry.prepare], { cwd: work, encoding: "utf8", env: { ...process.env, ...env } });
-      prepare = { exit: p.status, last_lines: lastLines(`${p.stdout}\n${p.stderr}`, 4) };
+      prepare = { command: `python ${entry.prepare.join(" ")}`, exit: p.status, last_lines: lastLines(`${p.stdout}\n${p.stderr}`, 4) };
       if (p.status !== 0) return { name: entry.name, prepare, error: "prepare failed" };
     }
-    if (entry.storage) unmount = await mountStorage(entry, work, python);
-    const result = { name: entry.name, dir: entry.dir, cases: entry.cases, knobs_expected: entry.knobs, prepare, storage: entry.storage };
+    const result = { name: entry.name, dir: entry.dir, venv: entry.venv, packages: entry.packages, cases: entry.cases, prepare };
     result.run = sanity(entry, work, python, env);
     console.log(
       `${entry.name}: run ${result.run.steps}/${result.run.steps_expected} steps, ${result.run.samples_per_s ?? "—"} samples/s (${result.run.wall_s} s)`,
@@ -277,7 +229,6 @@ async function runEntry(entry) {
     }
     return result;
   } finally {
-    unmount();
     rmSync(work, { recursive: true, force: true });
   }
 }
@@ -292,11 +243,21 @@ const report = {
   date: new Date().toISOString(),
   machine: { cpu: cpus()[0]?.model, cores: cpus().length, mem_gib: Math.round(totalmem() / 2 ** 30), node: process.version, gpu: "none (CPU mode)" },
   pythons: Object.fromEntries(Object.entries(PYTHONS).map(([k, p]) => [k, { path: p, version: pyVersion(p) }])),
+  schema: "brim.bench-tune-corpus/v2",
+  corpus_schema: corpus.schema,
   tune_time_s: tuneTime,
+  max_trials: maxTrials,
   entries: [],
 };
 const previous = flag("merge") && existsSync(out) ? readJson(out) : null;
-const call = { command: report.command, commit: report.commit, date: report.date, tune_time_s: tuneTime, entries: entries.map((e) => e.name) };
+const call = {
+  command: report.command,
+  commit: report.commit,
+  date: report.date,
+  tune_time_s: tuneTime,
+  max_trials: maxTrials,
+  entries: entries.map((e) => e.name),
+};
 report.calls = [
   ...(previous?.calls ??
     (previous

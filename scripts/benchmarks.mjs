@@ -67,8 +67,8 @@ const SOURCES = {
     "test/jobs/manual_sgd.py",
     "bench/overhead-parts.bench.py",
   ],
-  // brim's own code: the corpus is the fixed test data, so a change to src or the SDK is what makes the record stale
-  "tune-corpus.json": ["src", "python/brim", "bin"],
+  // brim's own code, and the corpus itself (its entries, configs and pinned packages) with its bench
+  "tune-corpus.json": ["src", "python/brim", "bin", "corpus", "bench/tune-corpus.bench.mjs"],
   "loss-read.json": ["python/brim/_loss.py", "python/brim/_attach.py", "python/brim/_tracking.py", "bench/loss-read.bench.py"],
   // the prediction side: the H100 peaks it is compared with are fixed records
   "plan-script-h100.json": [
@@ -887,7 +887,7 @@ function planScriptH100Figures(r) {
   ];
 }
 
-/** bench/tune-corpus.bench.mjs: `brim tune` and `brim run --steps N` on each real public script of corpus/. */
+/** bench/tune-corpus.bench.mjs: `brim run --steps N` and `brim tune` on each installed entry point of corpus/. */
 function corpusFigures(r) {
   const es = r.entries;
   const tuned = es.filter((e) => e.tune);
@@ -910,36 +910,42 @@ function corpusFigures(r) {
     if (t.outcome === "winner") return "—";
     if (t.outcome.startsWith("winner is trial 0"))
       return t.knobs_varied.length === 0 ? "varied no knob, yet named trial 0 the winner" : "no configuration beat trial 0";
-    const nw = t.more?.no_winner?.reason ?? t.closing_lines?.find((l) => /^no winner|^no gain/.test(l));
-    return nw ? String(nw).replace(/\|/g, "/").slice(0, 140) : (t.closing_lines?.at(-1) ?? "").replace(/\|/g, "/").slice(0, 140);
+    const nw = t.more?.no_winner?.reason ?? t.closing_lines?.find((l) => /^no winner|^no gain|nothing to tune|no knob/.test(l));
+    return nw ? String(nw).replace(/\|/g, "/").slice(0, 160) : (t.closing_lines?.at(-1) ?? "").replace(/\|/g, "/").slice(0, 160);
   };
   const run = (e) => {
     const x = e.run;
     if (!x) return "—";
-    // records before own_step_ms_lines took the median over every printed line, the first (start-up) included
-    const own = x.own_step_ms
-      ? `, script's own ${fmt(x.own_step_ms, 0)} ms/step${x.own_step_ms_lines ? "" : " (its first, start-up line included)"} (brim ÷ own ${fmt(x.brim_over_own_step_time, 2)})`
-      : "";
-    return `${x.steps ?? "—"} of ${x.steps_expected}${x.exact_stop ? " (exact)" : " (**not exact**)"}, ${x.samples_per_s === null ? "no samples/s" : `${fmt(x.samples_per_s, 1)} samples/s`}, step ${x.step_time_s === null ? "—" : `${fmt(x.step_time_s * 1000, 0)} ms`}${own}`;
+    const rate = x.samples_per_s === null ? "no samples/s" : `${fmt(x.samples_per_s, 1)} samples/s`;
+    return `${x.steps ?? "—"} of ${x.steps_expected}${x.exact_stop ? " (exact)" : " (**not exact**)"}, ${rate}, step ${x.step_time_s === null ? "—" : `${fmt(x.step_time_s * 1000, 0)} ms`} (${x.throughput_source ?? "—"})`;
   };
+  const packages = (e) =>
+    e.packages
+      ? Object.entries(e.packages)
+          .slice(0, 2)
+          .map(([n, v]) => `${n} ${v}`)
+          .join(", ")
+      : "—";
+  const old = r.schema !== "brim.bench-tune-corpus/v2";
   return [
-    `${es.length} entries (${es.filter((e) => e.skipped).length} skipped), \`brim tune --max-time ${r.tune_time_s}s -- <the script's own command line>\` on each; Pythons: ${Object.entries(
+    `${es.length} entries (${es.filter((e) => e.skipped).length} skipped)${old ? " of the corpus before issue 36 (copied public scripts, since removed)" : ", training entry points installed from PyPI (corpus/corpus.json)"}; \`brim tune --max-time ${r.tune_time_s}s${r.max_trials ? ` --max-trials ${r.max_trials}` : ""} -- <the entry's own command line>\` on each; Pythons: ${Object.entries(
       r.pythons ?? {},
     )
       .map(([k, p]) => `${k} ${code(p?.version ?? "none")}`)
       .join(
         ", ",
-      )}. Of ${tuned.length} tuned: ${count((e) => e.tune.outcome === "winner")} with a winner, ${count((e) => e.tune.outcome.startsWith("ended without a winner"))} with no gain beyond noise (exit 0), ${count((e) => e.tune.outcome === "no winner")} with no winner, ${count((e) => e.tune.outcome.startsWith("winner is trial 0"))} whose winner is trial 0, ${count((e) => e.tune.knobs_varied.length === 0)} that varied no knob. Target (issue 22): a confirmed winner or an honest "no gain" with every applicable knob tried on ≥ 11 of 12, a false "no winner" on none, the I/O-bound loader ≥ ×3 on a 2-core host.`,
+      )}. Exact stops: ${es.filter((e) => e.run?.exact_stop).length} of ${es.filter((e) => e.run).length}. Of ${tuned.length} tuned: ${count((e) => e.tune.outcome === "winner")} with a winner, ${count((e) => e.tune.outcome.startsWith("ended without a winner"))} ended without one (exit 0), ${count((e) => e.tune.outcome === "no winner")} with no winner, ${count((e) => e.tune.outcome.startsWith("winner is trial 0"))} whose winner is trial 0, ${count((e) => e.tune.knobs_varied.length === 0)} that varied no knob.`,
     "",
     table(
-      ["script", "brim run --steps N", "tune: outcome", "knobs found → varied", "trials", "winner", "speed-up", "why not", "wall s"],
+      ["entry", "packages", "brim run --steps N", "tune: outcome", "knobs found → varied", "trials", "winner", "speed-up", "why not", "wall s"],
       es.map((e) =>
         e.skipped
-          ? [e.name, `skipped: ${e.skipped}`, "—", "—", "—", "—", "—", "—", "—"]
+          ? [e.name, packages(e), `skipped: ${e.skipped}`, "—", "—", "—", "—", "—", "—", "—"]
           : e.error
-            ? [e.name, e.error, "—", "—", "—", "—", "—", "—", "—"]
+            ? [e.name, packages(e), e.error, "—", "—", "—", "—", "—", "—", "—"]
             : [
                 e.name,
+                packages(e),
                 run(e),
                 e.tune?.outcome ?? "not tuned",
                 e.tune
