@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -176,12 +175,19 @@ describe("writeFileAtomic", () => {
   });
 });
 
+/** A process id no process has now (above pid_max, or free below it). */
+function gonePid(): number {
+  let pid = 4_194_000;
+  while (existsSync(`/proc/${pid}`)) pid--;
+  return pid;
+}
+
 describe("removeStaleTemps", () => {
   it("removes temp files of processes that are gone, and only those", async () => {
     const dir = mkdtempSync(join(tmpdir(), "brim-stale-"));
     const target = join(dir, "conf.yaml");
     writeFileSync(target, "a: 1\n");
-    const dead = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout;
+    const dead = gonePid();
     const names = [
       `.conf.yaml.brim-tmp-${dead}-0a1b2c`,
       `.conf.yaml.brim-tmp-${process.pid}-0a1b2c`,
@@ -197,7 +203,7 @@ describe("removeStaleTemps", () => {
     const dir = mkdtempSync(join(tmpdir(), "brim-stale-"));
     const target = join(dir, "conf.yaml");
     writeFileSync(target, "a: 1\n");
-    const dead = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout;
+    const dead = gonePid();
     writeFileSync(join(dir, `.conf.yaml.brim-tmp-${dead}-ffee`), "a: 2\n");
     await applyConfigEdits(target, [{ key: "a", value: 3 }], { backup: false });
     expect(readdirSync(dir)).toEqual(["conf.yaml"]);
