@@ -68,6 +68,7 @@ const out = mkdtempSync(join(tmpdir(), "brim-test-"));
 /** Runs vitest with its JSON report and adds its counts. */
 function vitest(name, args, env) {
   const json = join(out, `${name}.json`);
+  const started = Date.now();
   const r = run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${json}`, ...args], { env: { ...process.env, ...env } });
   if (existsSync(json)) {
     const report = JSON.parse(readFileSync(json, "utf8"));
@@ -77,6 +78,7 @@ function vitest(name, args, env) {
     failed += failedTests > 0 ? failedTests : (report.numFailedTestSuites ?? 0);
   } else failedSteps++;
   if (r.status !== 0) failedSteps++;
+  console.log(`test: ${name} took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 /** Runs the SDK's pytest suite on a Python and adds its counts. */
