@@ -237,6 +237,7 @@ async function measure(
         timeLimitS: options.timeLimitS ?? 900,
         killGraceS: 10,
         forwardSignals: true,
+        removeOnLoss: copies,
       },
       { devices, store },
     );

@@ -57,6 +57,8 @@ export interface GuardOptions {
   leaveDaemons?: boolean;
   /** Start the watchdog that stops the job when brim is lost (default true). */
   watchdog?: boolean;
+  /** Files the caller removes after the run (config copies with a trial's values): the watchdog removes them when brim is lost. */
+  removeOnLoss?: readonly string[];
   onOutput?: (stream: 1 | 2, line: string) => void;
   /** The job's output as it comes (see JobOptions.onChunk). */
   onChunk?: (stream: 1 | 2, chunk: string) => void;
@@ -201,6 +203,7 @@ export async function guardRun(options: GuardOptions, deps: GuardDeps): Promise<
   });
   const dog =
     options.watchdog === false ? null : Watchdog.start({ runDir: writer.dir, graceS: options.killGraceS ?? 10, keep: options.keepOnSupervisorLoss === true });
+  for (const file of options.removeOnLoss ?? []) dog?.removeOnLoss(file);
   const state: GuardState = {
     mainHello: undefined,
     peaks: { gpu: null, rss: null, pss: null },

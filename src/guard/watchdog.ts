@@ -37,6 +37,7 @@ const pollMs = Math.max(50, Number(pollArg) * 1000);
 const keep = keepArg === "1";
 for (const s of ["SIGINT", "SIGHUP", "SIGTERM", "SIGPIPE"]) process.on(s, () => {});
 let pgid = null, done = false, input = "";
+const removals = [];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 function groupAlive(g) {
   try { process.kill(-g, 0); } catch (e) { if (e.code !== "EPERM") return false; }
@@ -120,6 +121,7 @@ function appendLine(entry) {
 }
 function cleanup() {
   if (socketPath) try { fs.rmSync(socketPath, { force: true }); } catch {}
+  for (const file of removals) try { fs.rmSync(file, { force: true }); } catch {}
   try { fs.rmSync(path.join(runDir, ".brim-reserve"), { force: true }); } catch {}
 }
 async function lost() {
@@ -166,6 +168,7 @@ process.stdin.on("data", (chunk) => {
     const line = input.slice(0, i); input = input.slice(i + 1);
     if (line.startsWith("arm ")) pgid = Number(line.slice(4));
     else if (line.startsWith("socket ")) socketPath = line.slice(7);
+    else if (line.startsWith("remove ")) removals.push(line.slice(7));
     else if (line === "done") done = true;
   }
 });
@@ -177,12 +180,15 @@ process.stdin.on("close", () => { if (done) process.exit(0); lost().then(() => p
 // shell does the stopping, and the next look at the record shows it unfinished.
 const WATCHDOG_SH = String.raw`
 trap '' HUP INT TERM PIPE
-pgid=""; done=""; sock="$4"
+pgid=""; done=""; sock="$4"; removals=""
+nl='
+'
 while IFS= read -r line; do
-  case "$line" in "arm "*) pgid="${"${"}line#arm }";; "socket "*) sock="${"${"}line#socket }";; done) done=1;; esac
+  case "$line" in "arm "*) pgid="${"${"}line#arm }";; "socket "*) sock="${"${"}line#socket }";; "remove "*) removals="$removals${"${"}line#remove }$nl";; done) done=1;; esac
 done
 [ -n "$done" ] && exit 0
 [ -n "$sock" ] && rm -f "$sock"
+printf '%s' "$removals" | while IFS= read -r f; do rm -f "$f"; done
 [ -z "$pgid" ] && exit 0
 [ "$3" = 1 ] && exit 0
 kill -TERM -"$pgid" 2>/dev/null || exit 0
@@ -247,6 +253,14 @@ export class Watchdog {
   arm(pgid: number, socketPath?: string): void {
     if (socketPath !== undefined && !socketPath.includes("\n")) this.#send(`socket ${socketPath}\n`);
     this.#send(`arm ${pgid}\n`);
+  }
+
+  /**
+   * A file brim would remove at the run's end (a config copy that carries a trial's values): the
+   * watchdog removes it when brim is lost, so a killed brim leaves no copy behind.
+   */
+  removeOnLoss(path: string): void {
+    if (!path.includes("\n")) this.#send(`remove ${path}\n`);
   }
 
   /** brim finished the run itself: the watchdog exits without touching the job or the record. */
