@@ -161,7 +161,7 @@ function tune(entry, work, python, env) {
   const tried = new Set();
   for (const t of trials) for (const [k, v] of Object.entries(t.knobs ?? {})) if (JSON.stringify(v) !== JSON.stringify(base?.knobs?.[k])) tried.add(k);
   const outcome =
-    r.signal || r.status === null
+    r.signal || r.status === null || (r.status === 130 && r.wall_s >= tuneTime + 240)
       ? "killed at the bench's time limit"
       : !rec
         ? "failed before a tune record"

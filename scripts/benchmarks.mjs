@@ -947,11 +947,20 @@ function corpusFigures(r) {
                 e.name,
                 packages(e),
                 run(e),
-                e.tune?.outcome ?? "not tuned",
+                e.tune?.exit === 130 && !e.tune.winner ? "interrupted at the bench's time limit (exit 130)" : (e.tune?.outcome ?? "not tuned"),
                 e.tune
                   ? `${(e.tune.bindings ?? []).map((b) => `${b.knob} (${b.via}${b.file ? ` ${b.file}` : ""}${b.key ? `:${b.key}` : ""})`).join(", ") || "none"} → ${e.tune.knobs_varied.join(", ") || "none"}`
                   : "—",
-                String(e.tune?.trials.length ?? "—"),
+                e.tune
+                  ? `${e.tune.trials.length}${
+                      e.tune.trials.some((t) => t.end === "crashed")
+                        ? ` (${e.tune.trials.filter((t) => t.end === "crashed").length} crashed: ${e.tune.trials
+                            .filter((t) => t.end === "crashed")
+                            .map((t) => knobs(t.knobs))
+                            .join("; ")})`
+                        : ""
+                    }`
+                  : "—",
                 knobs(e.tune?.winner?.knobs),
                 e.tune ? speedup(e.tune) : "—",
                 e.tune ? reason(e.tune) : "—",
