@@ -46,7 +46,11 @@ if [ -z "$python" ]; then
   else
     base=$(command -v python3 || command -v python || true)
     [ -n "$base" ] || die "no python3 on PATH: install Python 3.9+ (or set BRIM_PYTHON to a Python with PyTorch)"
-    say "no Python with PyTorch found: making .venv-user with torch==2.13.0 (CPU), numpy, pyyaml"
+    say "no Python with PyTorch found: making .venv-user with torch==2.13.0, numpy, pyyaml"
+    # pip's own settings decide where torch comes from: on Linux the default index serves the CUDA
+    # build (several GB); PIP_INDEX_URL pointed at PyTorch's CPU wheels, or BRIM_PYTHON, avoids it
+    "$base" -m pip config list 2>/dev/null | grep -q 'index-url\|find-links' || [ -n "${PIP_INDEX_URL:-}${PIP_FIND_LINKS:-}" ] ||
+      say "pip has no index of its own configured: it may fetch PyTorch's CUDA build (several GB); Ctrl-C and set BRIM_PYTHON to a Python with PyTorch to skip this"
     rm -rf .venv-user
     "$base" -m venv .venv-user || die "$base -m venv failed (Debian: apt-get install python3-venv)"
     .venv-user/bin/python -m pip install -q --disable-pip-version-check 'torch==2.13.0' 'numpy==2.4.6' 'PyYAML==6.0.4' ||

@@ -61,6 +61,12 @@ fi
 if [ "$warm_home" -eq 1 ]; then home="$HOME"; fi
 # a clean environment, as a new login shell has it: no CI, no BRIM_*, no virtualenv of the caller
 run_env=(env -i "HOME=$home" "PATH=$PATH" "LANG=${LANG:-C.UTF-8}" "USER=${USER:-$(id -un)}" "SHELL=/bin/bash" "TERM=dumb" "TMPDIR=${TMPDIR:-/tmp}")
+# ... but the machine's own package set-up stays, as a new machine of this kind has it: pip's
+# settings (where it finds packages: PIP_* and the user's pip.conf), not its caches
+while IFS='=' read -r name value; do run_env+=("$name=$value"); done < <(env | grep '^PIP_' || true)
+if [ "$warm_home" -eq 0 ] && [ -f "$HOME/.config/pip/pip.conf" ]; then
+  mkdir -p "$home/.config/pip" && cp "$HOME/.config/pip/pip.conf" "$home/.config/pip/pip.conf"
+fi
 
 busy_pid=""
 cleanup() {
