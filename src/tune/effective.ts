@@ -82,6 +82,12 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
   const most = other.result.samplesPerStepMax;
   if (most != null && Math.abs(most / s0 / expected - 1) <= SAMPLES_TOLERANCE) return null;
   const what = (knobs: Knobs, result: TrialResult): string => `${String(knobs[MICRO])} × ${accumulationOf(knobs, result)}`;
+  // not a count that moved the wrong way: the very same batch, whatever the knob said
+  if (Math.abs(actual - 1) <= SAMPLES_TOLERANCE)
+    return (
+      `samples per step did not follow the effective batch: ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) but the job ran ${s0} → ${s} samples per step, the same batch: ` +
+      `the ${MICRO} knob looks inert (the job reads it and trains on another value: overwritten, or derived from other settings), or the job counts something else than its batch as samples; no winner is picked on these numbers`
+    );
   return (
     `samples per step did not follow the effective batch (micro-batch × accumulation): ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
     "the job counts something else as samples (e.g. a sequence-first batch counting time steps), so samples/s cannot be compared: no winner is picked on these numbers"
