@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # The README's two commands as a newcomer meets them: a fresh clone of the repository (its committed
 # HEAD, or --ref), the commands read from the README's first ```sh block of that clone (so this stays
-# true when the README changes), each run as written, in the clone's root, with no stdin, with CI and
-# every BRIM_* variable unset and a new, empty home folder (no npm, pip or torch extensions cache: a
-# fresh machine has none), while one core is kept busy by another process beside them. Reports each
+# true when the README changes), each run as written, in the clone's root, with no stdin, with CI,
+# every BRIM_* variable and any virtualenv of the caller unset, and every cache a build or a test could
+# find warm pointed at new, empty folders (npm's, pip's, ~/.cache with the torch extensions DeepSpeed
+# builds, TorchInductor's: a fresh machine has none), while one core is kept busy by another process
+# beside them. The machine's own configuration (certificates, proxies, ~/.npmrc) is kept. Reports each
 # command's exit code and wall time, and the closing "N passed, N failed" line of the one that prints it.
 #
-#   scripts/fresh-machine.sh [--repo PATH] [--ref REF] [--first-only] [--dry-run] [--keep] [--warm-home] [--no-busy]
+#   scripts/fresh-machine.sh [--repo PATH] [--ref REF] [--first-only] [--dry-run] [--keep] [--warm-caches] [--no-busy]
 #
 #   --repo PATH    the repository to clone (default: the one this script is in)
 #   --ref REF      what to check out (default: its HEAD)
 #   --first-only   run the first command only
 #   --dry-run      clone and print what would run, run nothing
 #   --keep         keep the clone (default: removed at the end; the logs are always kept)
-#   --warm-home    run with this user's home folder and its caches instead of an empty one
+#   --warm-caches  use this user's caches instead of empty ones
 #   --no-busy      no busy process beside the commands
 #
 # Exit status: 0 when every command that ran exited 0, 1 otherwise, 2 for bad arguments.
@@ -25,7 +27,7 @@ ref=HEAD
 first_only=0
 dry_run=0
 keep=0
-warm_home=0
+warm_caches=0
 busy=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,9 +36,9 @@ while [ $# -gt 0 ]; do
     --first-only) first_only=1; shift ;;
     --dry-run) dry_run=1; shift ;;
     --keep) keep=1; shift ;;
-    --warm-home) warm_home=1; shift ;;
+    --warm-caches) warm_caches=1; shift ;;
     --no-busy) busy=0; shift ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh-machine: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,8 +46,15 @@ done
 work="$(mktemp -d "${TMPDIR:-/tmp}/brim-fresh-XXXXXX")"
 clone="$work/brim"
 logs="$work/logs"
-home="$work/home"
-mkdir -p "$logs" "$home"
+caches="$work/caches"
+mkdir -p "$logs" "$caches"
+busy_pid=""
+cleanup() {
+  if [ -n "$busy_pid" ]; then kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; fi
+  if [ "$keep" -eq 0 ]; then rm -rf "$clone" "$caches"; [ "$dry_run" -eq 1 ] && rm -rf "$work"; fi
+  return 0
+}
+trap cleanup EXIT
 git clone --quiet --no-hardlinks "$repo" "$clone"
 git -C "$clone" checkout --quiet --detach "$ref"
 echo "fresh-machine: $repo at $(git -C "$clone" rev-parse --short HEAD) cloned into $clone"
@@ -58,27 +67,27 @@ if [ "${#commands[@]}" -eq 0 ]; then
 fi
 [ "$first_only" -eq 1 ] && commands=("${commands[0]}")
 
-if [ "$warm_home" -eq 1 ]; then home="$HOME"; fi
-# a clean environment, as a new login shell has it: no CI, no BRIM_*, no virtualenv of the caller
-run_env=(env -i "HOME=$home" "PATH=$PATH" "LANG=${LANG:-C.UTF-8}" "USER=${USER:-$(id -un)}" "SHELL=/bin/bash" "TERM=dumb" "TMPDIR=${TMPDIR:-/tmp}")
-# ... but the machine's own package set-up stays, as a new machine of this kind has it: pip's
-# settings (where it finds packages: PIP_* and the user's pip.conf), not its caches
-while IFS='=' read -r name value; do run_env+=("$name=$value"); done < <(env | grep '^PIP_' || true)
-if [ "$warm_home" -eq 0 ] && [ -f "$HOME/.config/pip/pip.conf" ]; then
-  mkdir -p "$home/.config/pip" && cp "$HOME/.config/pip/pip.conf" "$home/.config/pip/pip.conf"
+# the environment of a newcomer's shell: no CI, no BRIM_*, no virtualenv of the caller (its bin left
+# out of PATH too), and empty caches unless --warm-caches
+run_env=(env -u CI -u VIRTUAL_ENV -u PYTHONPATH -u PYTHONHOME)
+while IFS='=' read -r name _; do
+  case "$name" in BRIM_*) run_env+=(-u "$name") ;; esac
+done < <(env)
+path="$PATH"
+[ -n "${VIRTUAL_ENV:-}" ] && path="$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$VIRTUAL_ENV/bin" | paste -sd: -)"
+[ "$warm_caches" -eq 0 ] && run_env+=(-u TORCH_EXTENSIONS_DIR) # options before the assignments
+run_env+=("PATH=$path")
+if [ "$warm_caches" -eq 0 ]; then
+  mkdir -p "$caches/xdg" "$caches/npm" "$caches/inductor"
+  run_env+=("XDG_CACHE_HOME=$caches/xdg" "PIP_CACHE_DIR=$caches/xdg/pip" "npm_config_cache=$caches/npm" "TORCHINDUCTOR_CACHE_DIR=$caches/inductor")
 fi
-
-busy_pid=""
-cleanup() {
-  if [ -n "$busy_pid" ]; then kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; fi
-  if [ "$keep" -eq 0 ]; then rm -rf "$clone"; [ "$warm_home" -eq 0 ] && rm -rf "$home"; fi
-  return 0
-}
-trap cleanup EXIT
+# the machine's own package set-up stays, as a new machine of this kind has it: the environment and the
+# home folder are the caller's, so PIP_* and pip.conf (where pip finds packages), ~/.npmrc and the
+# certificates are kept; only the caches above start empty
 
 if [ "$dry_run" -eq 1 ]; then
   for i in "${!commands[@]}"; do echo "fresh-machine: would run command $((i + 1)) in $clone: ${commands[$i]}"; done
-  echo "fresh-machine: home $home, busy core $([ "$busy" -eq 1 ] && echo yes || echo no)"
+  echo "fresh-machine: caches $([ "$warm_caches" -eq 1 ] && echo "this user's (warm)" || echo "empty, under $caches"), busy core $([ "$busy" -eq 1 ] && echo yes || echo no)"
   exit 0
 fi
 
@@ -106,6 +115,6 @@ for i in "${!commands[@]}"; do
   [ "$rc" -eq 0 ] || status=1
 done
 
-echo "fresh-machine: $(nproc) cores, $([ "$busy" -eq 1 ] && echo "one kept busy" || echo "none kept busy"), home $([ "$warm_home" -eq 1 ] && echo "$HOME (warm)" || echo "empty")"
+echo "fresh-machine: $(nproc) cores, $([ "$busy" -eq 1 ] && echo "one kept busy" || echo "none kept busy"), caches $([ "$warm_caches" -eq 1 ] && echo "warm" || echo "empty at the start")"
 for line in "${summary[@]}"; do echo "fresh-machine: $line"; done
 exit "$status"

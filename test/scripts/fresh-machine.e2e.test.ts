@@ -29,17 +29,17 @@ const fresh = (repo: string, ...args: string[]) =>
   spawnSync("bash", [SCRIPT, "--repo", repo, ...args], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, CI: "1", BRIM_REQUIRE_FRAMEWORKS: "1" },
+    env: { ...process.env, CI: "1", BRIM_REQUIRE_FRAMEWORKS: "1", BRIM_TEST_PYTHON: "/nonexistent" },
     timeout: scaled(60_000),
   });
 
 describe("scripts/fresh-machine.sh", () => {
-  // the first command checks what a newcomer's shell has: no CI, no BRIM_*, an empty home, no stdin
+  // the first command checks what a newcomer's shell has: no CI, no BRIM_*, empty caches, no stdin
   const readme = [
     "# demo",
     "",
     "```sh",
-    'test -z "${CI:-}" && test -z "${BRIM_REQUIRE_FRAMEWORKS:-}" && test -z "$(ls -A "$HOME")" && ! read -r line && test -f README.md && echo first ran',
+    'test -z "${CI:-}" && test -z "${BRIM_REQUIRE_FRAMEWORKS:-}" && test -z "$(ls -A "$XDG_CACHE_HOME")" && test -z "$(ls -A "$npm_config_cache")" && ! read -r line && test -f README.md && echo first ran',
     "echo '7 passed, 1 failed'; exit 1",
     "```",
     "",
