@@ -199,7 +199,7 @@ export function parseTimelineLine(line: string): TimelineEntry | null {
 /**
  * Whether a step is warm-up, left out of every steady-state number: the one rule, shared with the
  * tuner's trial window (src/tune/window.ts). The reporter flags warm-up steps (the SDK and the
- * attach flag the first `BRIM_WARMUP` steps; progress lines are flagged by the runner).
+ * attach flag the first `BRIM_WARMUP_STEPS` steps; progress lines are flagged by the runner).
  *
  * @example
  * ```ts
