@@ -9,6 +9,7 @@ import time
 import brim
 import schema_check
 from conftest import FakeBrim, flush_channel
+from limits import scaled
 
 
 def test_round_trip_messages_match_schema(server, channel_schema, monkeypatch):
@@ -129,7 +130,7 @@ def test_no_server_warns_once_and_runs_on(monkeypatch, capsys, tmp_path):
     got = list(brim.track(range(50)))
     brim.event("x")
     assert got == list(range(50))
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < scaled(2)  # a hang detector: the limit grows with the machine's load
     err = capsys.readouterr().err
     assert err.count("brim: warning:") == 1 and "nobody-listens.sock" in err
     assert brim.send({"type": "event", "kind": "y"}) is False
@@ -167,7 +168,7 @@ def test_server_that_never_reads_does_not_hang_the_job(monkeypatch, capsys, tmp_
         t0 = time.monotonic()
         for i in range(200):
             brim.event("spam", payload=big)
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < scaled(5)  # a hang detector, scaled
         assert capsys.readouterr().err.count("brim: warning:") == 1
     finally:
         sock.close()
