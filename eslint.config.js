@@ -1,7 +1,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "python/", "examples/", "bench/results/", ".brim/", ".venv/"] },
+  { ignores: ["dist/", "node_modules/", "python/", "examples/", "bench/results/", ".brim/", ".venv*/", ".tools/"] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
