@@ -16,6 +16,7 @@ import brim  # noqa: E402,F401  (imported first, as a job would)
 from brim import _env, _state, _tracking  # noqa: E402
 
 import schema_check  # noqa: E402
+from limits import scaled  # noqa: E402
 
 
 class Connection:
@@ -87,7 +88,7 @@ class FakeBrim:
         return [m for m in out if type_ is None or m["type"] == type_]
 
     def wait_for(self, predicate, timeout=10.0):
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         with self.changed:
             while not predicate():
                 remaining = deadline - time.monotonic()

@@ -14,6 +14,7 @@ import schema_check  # noqa: E402
 from conftest import PYTHON_DIR, FakeBrim  # noqa: E402
 
 from brim._samples import BatchDim, batch_samples  # noqa: E402
+from limits import scaled  # noqa: E402
 
 BOOT = os.path.join(PYTHON_DIR, "_brim_boot")
 
@@ -25,7 +26,7 @@ def run(code, srv=None, env_extra=None, pythonpath=None, timeout=60):
         env["BRIM_CHANNEL"] = srv.path
     env.update(env_extra or {})
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=scaled(timeout))
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ pytest.importorskip("torch")
 
 import schema_check  # noqa: E402
 from conftest import PYTHON_DIR, FakeBrim  # noqa: E402
+from limits import scaled  # noqa: E402
 
 JOB = os.path.join(os.path.dirname(__file__), "jobs", "train_small.py")
 
@@ -20,7 +21,7 @@ def run_job(n_batches, num_workers, env_extra, timeout=60):
     env["PYTHONPATH"] = PYTHON_DIR
     env.update(env_extra)
     return subprocess.run([sys.executable, JOB, str(n_batches), str(num_workers)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=scaled(timeout))
 
 
 @pytest.fixture

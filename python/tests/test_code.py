@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 from brim._code import edit_source, edits_from_env
+from limits import scaled
 
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 
@@ -38,7 +39,7 @@ def _run(tmp: Path, args: list, edits: list) -> "subprocess.CompletedProcess[str
         BRIM_ATTACH="0",
         BRIM_CODE_KNOBS=json.dumps(edits),
     )
-    return subprocess.run([sys.executable, *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=scaled(60))
 
 
 def test_the_main_script_runs_edited_and_ends_as_the_interpreter_would(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from limits import scaled
 
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("torch")
@@ -147,7 +148,7 @@ def runs():
         time.sleep(0.05)
         for item in list(running):
             name, mode, proc, t0 = item
-            if proc.poll() is not None or time.monotonic() - t0 > 120:
+            if proc.poll() is not None or time.monotonic() - t0 > scaled(120):
                 if proc.poll() is None:
                     proc.kill()
                 out = proc.communicate()[0].decode("utf-8", "replace")

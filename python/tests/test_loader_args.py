@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("torch")
 
 from conftest import PYTHON_DIR, FakeBrim  # noqa: E402
+from limits import scaled  # noqa: E402
 
 BOOT = os.path.join(PYTHON_DIR, "_brim_boot")
 
@@ -38,7 +39,7 @@ def run(tmp_path, args, edits):
     env["BRIM_CHANNEL"] = srv.path
     try:
         done = subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=scaled(120))
         assert done.returncode == 0, done.stderr
         assert script.read_text() == SCRIPT
         return done.stdout.split(), [m for m in srv.messages("event") if m.get("kind") == "loader"]

@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("torch")
 
 from conftest import PYTHON_DIR, FakeBrim  # noqa: E402
+from limits import scaled  # noqa: E402
 
 BOOT = os.path.join(PYTHON_DIR, "_brim_boot")
 
@@ -20,7 +21,7 @@ def run(code, srv):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRIM_")}
     env["PYTHONPATH"] = os.pathsep.join([BOOT, PYTHON_DIR])
     env["BRIM_CHANNEL"] = srv.path
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=scaled(120))
 
 
 @pytest.fixture

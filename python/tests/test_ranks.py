@@ -8,6 +8,7 @@ import sys
 
 import schema_check
 from conftest import PYTHON_DIR, FakeBrim
+from limits import scaled
 
 from brim import _ranks
 
@@ -25,7 +26,7 @@ raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 def run(env_extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRIM_")}
     env.update({"PYTHONPATH": PYTHON_DIR, **env_extra})
-    return subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=scaled(60))
 
 
 def test_is_oom_by_name_or_message():
@@ -78,7 +79,7 @@ def test_a_rank_learnt_at_init_process_group_is_told(channel_schema):
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("BRIM_") and k not in ("RANK", "LOCAL_RANK")}
         env.update({"PYTHONPATH": PYTHON_DIR, "BRIM_CHANNEL": srv.path})
-        out = subprocess.run([sys.executable, "-c", GROUP], env=env, capture_output=True, text=True, timeout=60)
+        out = subprocess.run([sys.executable, "-c", GROUP], env=env, capture_output=True, text=True, timeout=scaled(60))
         assert out.returncode == 0, out.stderr
         srv.wait_for(lambda: any(m.get("kind") == "rank_known" for m in srv.messages("event")))
         known = [m for m in srv.messages("event") if m.get("kind") == "rank_known"]
