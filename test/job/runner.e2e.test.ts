@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { ChannelServer, decodeChannelLine, type ChannelMessage } from "../../src/job/channel.ts";
 import { classifyEnd, oomInLine } from "../../src/job/classify.ts";
 import { Job, jobEnvironment } from "../../src/job/runner.ts";
+import { scaled } from "../helpers/time.ts";
 
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 
@@ -32,7 +33,7 @@ function groupAlive(pgid: number): boolean {
 }
 
 async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (!check()) {
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await new Promise((resolve) => setTimeout(resolve, 20));

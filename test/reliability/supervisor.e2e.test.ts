@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { BRIM, canMountTmpfs, fullDisk, groupMembers, hangUpBrim, killBrimKeepJob, killBrimQuietJob, stepsLostOn, until, type FaultOutcome } from "./faults.ts";
+import { scaled } from "../helpers/time.ts";
 
 const REPEAT = Math.max(1, Number(process.env.BRIM_FAULT_REPEAT ?? 1));
 const root = mkdtempSync(join(tmpdir(), "brim-faults-"));
@@ -98,7 +99,7 @@ describe("a child that left the job's process group", () => {
     child.stdout?.setEncoding("utf8").on("data", (c: string) => (out += c));
     child.stderr?.resume();
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-    const done = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 8000))]);
+    const done = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), scaled(8000)))]);
     const escaped = Number(/escaped (\d+)/.exec(out)?.[1] ?? 0);
     if (escaped > 0) for (const pid of groupMembers(escaped)) process.kill(pid, "SIGKILL");
     if (!done) child.kill("SIGKILL");
