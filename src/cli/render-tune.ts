@@ -3,6 +3,7 @@ import type { TuneRecord } from "../record/types.ts";
 import type { ApplyTuneResult } from "../tune/apply.ts";
 import { pythonLiteral } from "../tune/loaders.ts";
 import type { Knobs, TrialResult } from "../tune/types.ts";
+import { rateLabel, unseenSamples } from "../tune/window.ts";
 
 /**
  * Knob values that differ from the baseline, as `name=value` pairs (all of them for the baseline).
@@ -72,12 +73,12 @@ export function renderTrialLine(index: number, planned: number, knobs: string, r
       result.samplesFromKnob === true ? "samples counted from the batch_size knob: the job reports none" : null,
     ].filter((part): part is string => part !== null);
     const recovered = result.oomRecoveries > 0 ? `, ${result.oomRecoveries} OOM split(s): did not fit as given` : "";
-    return `${head} ${rateText(result.samplesPerSecond)} samples/s (${how.join("; ")})${peak}${recovered}`;
+    return `${head} ${rateText(result.samplesPerSecond)} ${rateLabel(result.rateUnit)} (${how.join("; ")})${peak}${recovered}`;
   }
   const failure = result.failure;
   if (result.end === "slower" && result.samplesPerSecond !== null) {
     // the same number as the table's, and the one the stop was decided on
-    return `${head} ${result.rateIsBound === true ? "≤" : ""}${rateText(result.samplesPerSecond)} samples/s, stopped early, clearly slower: ${failure?.cause ?? ""}${peak}`;
+    return `${head} ${result.rateIsBound === true ? "≤" : ""}${rateText(result.samplesPerSecond)} ${rateLabel(result.rateUnit)}, stopped early, clearly slower: ${failure?.cause ?? ""}${peak}`;
   }
   const what = failure === null || failure === undefined ? result.end : `${failureLabel(failure.kind)}: ${failure.cause}`;
   const lines = [`${head} ${what}${peak}${startup === null ? "" : ` (${startup})`}`];
@@ -130,17 +131,20 @@ function endCell(trial: TuneRecord["trials"][number]): string {
  */
 export function renderTuneTable(record: TuneRecord, width = 100): string {
   const baseline = record.trials.find((trial) => trial.index === 0)?.knobs ?? {};
+  const unit = record.trials.find((trial) => trial.index === 0)?.rate_unit;
   const rows = [...record.trials]
     .sort((a, b) => a.index - b.index)
     .map((trial) => [
       `${trial.index === record.winner?.index ? "*" : " "}${trial.index}`,
       trial.index === 0 ? `${knobDelta(trial.knobs, {})} (before)` : knobDelta(trial.knobs, baseline),
-      trial.samples_per_s !== null ? `${trial.samples_per_s_bound === true ? "≤" : ""}${rateText(trial.samples_per_s)}` : "–",
+      trial.samples_per_s !== null
+        ? `${trial.samples_per_s_bound === true ? "≤" : ""}${rateText(trial.samples_per_s)}${trial.rate_unit !== unit ? ` ${rateLabel(trial.rate_unit)}` : ""}`
+        : "–",
       trial.peak_bytes !== null ? formatBytes(trial.peak_bytes) : "–",
       endCell(trial),
       trial.purpose,
     ]);
-  const header = ["#", "knobs", "samples/s", `peak ${record.cap_scope === "gpu" ? "GPU" : "RAM"}`, "end", "why"];
+  const header = ["#", "knobs", rateLabel(unit), `peak ${record.cap_scope === "gpu" ? "GPU" : "RAM"}`, "end", "why"];
   const natural = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)));
   const limits = [4, 40, 10, 10, 16, 200];
   const widths = natural.map((w, column) => Math.min(w, limits[column] ?? 60));
@@ -168,9 +172,9 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   if (winner) {
     const speedup =
       confirmed?.verdict === "confirmed" && confirmed.speedup !== null && confirmed.low !== null && confirmed.high !== null
-        ? `×${confirmed.speedup.toFixed(2)} your configuration's samples/s, confirmed interleaved A/B over ${confirmed.winner_rates.length} pairs (95 % interval ×${confirmed.low.toFixed(2)}–×${confirmed.high.toFixed(2)})`
+        ? `×${confirmed.speedup.toFixed(2)} your configuration's ${rateLabel(unit)}, confirmed interleaved A/B over ${confirmed.winner_rates.length} pairs (95 % interval ×${confirmed.low.toFixed(2)}–×${confirmed.high.toFixed(2)})`
         : winner.speedup !== null
-          ? `${winner.speedup.toFixed(2)}× the mean samples/s of your configuration (not confirmed interleaved)`
+          ? `${winner.speedup.toFixed(2)}× the mean ${rateLabel(unit)} of your configuration (not confirmed interleaved)`
           : "speedup unknown (trial 0 measured no throughput)";
     out.push(`winner: trial ${winner.index}: ${knobDelta(winner.knobs, before?.knobs ?? {})} — ${speedup}`);
   } else if (record.no_winner && (confirmed?.verdict === "no_gain" || confirmed?.verdict === "slower")) {
@@ -180,6 +184,8 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   } else {
     out.push("no winner: no trial finished under the cap with a measured throughput");
   }
+  const unseen = unseenSamples(unit);
+  if (unseen !== null) out.push(unseen);
   if (record.effective_batch_policy) out.push(record.effective_batch_policy.text);
   for (const limit of record.limits ?? []) out.push(limit);
   if (record.memory_line) {

@@ -130,6 +130,12 @@ export const trialSchema = z.looseObject({
   samples_per_s: nn,
   /** samples_per_s is an upper bound (stopped as slower while a step was still running), not a measured rate */
   samples_per_s_bound: z.boolean().optional(),
+  /**
+   * What samples_per_s counts when no step of the job said its samples: "batches" (batches a second,
+   * valid while the micro-batch stays the same) or "steps" (optimizer steps a second, valid while the
+   * knob does not change the samples of a step); absent: samples.
+   */
+  rate_unit: z.enum(["batches", "steps"]).optional(),
   peak_bytes: nn,
   framework_peak_bytes: nn.default(null),
   gpu_util_mean: nn,

@@ -17,6 +17,7 @@ import type { TuneRecord } from "../record/types.ts";
 import type { Knobs, TrialResult } from "./types.ts";
 import { mean as meanOf } from "../stats.ts";
 import { NOISE_FLOOR, REPEATS_DF } from "./strategies/noise.ts";
+import { rateLabel } from "./window.ts";
 
 /** A/B pairs measured to confirm a winner, at least and at most (more while the interval holds 1.0 and time allows). */
 export const CONFIRM_PAIRS = 2;
@@ -206,6 +207,7 @@ export function confirmationOutcome(
   const winner = record.winner;
   if (winner === null) return null;
   const baseline = record.trials.find((trial) => trial.index === 0)?.knobs ?? {};
+  const rates = `your configuration's ${rateLabel(record.trials.find((trial) => trial.index === 0)?.rate_unit)}`;
   const delta = deltaText(winner.knobs, baseline);
   const interval = (c: Confirmation): string => `×${c.speedup.toFixed(2)} (95 % interval ×${c.low.toFixed(2)}–×${c.high.toFixed(2)})`;
   const next =
@@ -271,7 +273,7 @@ export function confirmationOutcome(
       winner: null,
       confirmation: kept,
       advice: {
-        reason: `your configuration is faster: the best configuration the search found (${delta}) measured ${interval(confirmation)} your configuration's samples/s, ${pairs}; the search picked it on noisier trials`,
+        reason: `your configuration is faster: the best configuration the search found (${delta}) measured ${interval(confirmation)} ${rates}, ${pairs}; the search picked it on noisier trials`,
         next: "keep your configuration: nothing to apply (the search's trials were noisier than this machine's pairs; longer trials, --window 30s or a quieter machine, decide more surely)",
       },
     };
@@ -280,7 +282,7 @@ export function confirmationOutcome(
     winner: null,
     confirmation: kept,
     advice: {
-      reason: `no gain beyond noise: the best configuration found (${delta}) measured ${interval(confirmation)} your configuration's samples/s, ${pairs}`,
+      reason: `no gain beyond noise: the best configuration found (${delta}) measured ${interval(confirmation)} ${rates}, ${pairs}`,
       next,
     },
   };

@@ -27,6 +27,7 @@ import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./ty
 import { ENDED_TOO_SOON } from "./types.ts";
 import {
   countedSteps,
+  inRateUnit,
   rateOf,
   splitWarmup,
   steadyMask,
@@ -229,7 +230,7 @@ class TrialWatch {
     let best: StepTime[] = [];
     if (this.#pid !== null && this.#steps.has(this.#pid)) best = this.#steps.get(this.#pid) ?? [];
     else for (const steps of this.#steps.values()) if (steps.length > best.length) best = steps;
-    return countedSteps(best, this.#attached);
+    return inRateUnit(countedSteps(best, this.#attached)).steps;
   }
 
   #check(): void {
@@ -307,13 +308,16 @@ export function classifyTrial(
   const all = mainSteps(run.timeline);
   // the printed progress is the last resort: the steps the attach or the SDK counted replace it
   const steps = all.some((step) => step.source !== "progress") ? all.filter((step) => step.source !== "progress") : all;
-  const times: StepTime[] = steps.map((step) => ({
-    t: step.t,
-    samples: finite(step.samples) ? step.samples : samplesFromKnob(knobs, step.accumulation),
-    seconds: (finite(step.wait_s) ? step.wait_s : 0) + (finite(step.compute_s) ? step.compute_s : 0),
-    warmup: step.warmup === true,
-    batches: finite(step.accumulation) ? step.accumulation : null,
-  }));
+  // steps brim counted are never thrown away: with no samples, their batches or the steps themselves are the rate
+  const { steps: times, unit } = inRateUnit(
+    steps.map((step) => ({
+      t: step.t,
+      samples: finite(step.samples) ? step.samples : samplesFromKnob(knobs, step.accumulation),
+      seconds: (finite(step.wait_s) ? step.wait_s : 0) + (finite(step.compute_s) ? step.compute_s : 0),
+      warmup: step.warmup === true,
+      batches: finite(step.accumulation) ? step.accumulation : null,
+    })),
+  );
   const { warmup, steady } = splitWarmup(times, settings.window.warmupSteps);
   const mask = steadyMask(times);
   const steadyEntries = steps.filter((_, i) => mask[i]);
@@ -335,7 +339,7 @@ export function classifyTrial(
   const start = run.timeline.start;
   const first = times[0];
   const fixedCostS = start !== null && first !== undefined ? Math.max(0, first.t - first.seconds - start.t) : null;
-  const samples = steady
+  const samples = (unit === "samples" ? steady : [])
     .map((s) => s.samples)
     .filter(finite)
     .sort((a, b) => a - b);
@@ -350,6 +354,7 @@ export function classifyTrial(
     // stopped as slower: the numbers the stop was decided on (steps the job sent after it do not count)
     samplesPerSecond: end === "ok" ? rateOf(steady) : end === "slower" ? (verdict?.rate ?? verdict?.bound ?? rateOf(steady)) : null,
     rateIsBound: end === "slower" && verdict?.rate === undefined && verdict?.bound !== undefined,
+    ...(unit === "samples" ? {} : { rateUnit: unit }),
     stepSeconds: steady.map((s) => s.seconds),
     peakBytes: settings.capScope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes,
     frameworkPeakBytes: summary.framework_peak_allocated_bytes,

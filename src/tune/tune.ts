@@ -237,8 +237,8 @@ function bindCode({ bindings, record, documents, baseline, settings, note }: Tun
  */
 async function countedByLiteral(options: TuneOptions, deps: TuneDeps, state: TuneState, first: TrialOutcome): Promise<TrialOutcome> {
   // a job that ended too soon had its samples: counting them another way would not help
-  if (first.result.end !== "no_steps" || state.baseline[MICRO_BATCH_KNOB] !== undefined || first.result.failure?.cause.startsWith(ENDED_TOO_SOON) === true)
-    return first;
+  const noSamples = first.result.end === "no_steps" || first.result.rateUnit !== undefined;
+  if (!noSamples || state.baseline[MICRO_BATCH_KNOB] !== undefined || first.result.failure?.cause.startsWith(ENDED_TOO_SOON) === true) return first;
   const literal = codeKnobs(first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, state.settings.cwd), state.baseline).find(
     (code) => code.knob === MICRO_BATCH_KNOB,
   );

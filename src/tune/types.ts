@@ -49,6 +49,8 @@ export interface TrialResult {
   smActivityMean?: number | null;
   /** samplesPerSecond is an upper bound (a trial stopped as slower while a step was still running), not a measured rate */
   rateIsBound?: boolean;
+  /** what samplesPerSecond counts when no step said its samples: batches or steps a second (absent: samples) */
+  rateUnit?: "batches" | "steps";
   /** why it gave no throughput (null when it did) */
   failure?: TrialFailure | null;
   /** the last lines of the job's output, kept when the trial failed */

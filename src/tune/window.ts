@@ -158,6 +158,53 @@ export function countedSteps(steps: readonly StepTime[], attached: boolean): Ste
   return steps.filter((s) => s.printed !== true);
 }
 
+/** What a trial's rate counts: samples, or, where no step of the job said its samples, batches (the attach's count of the batches a step fetched) or steps. */
+export type RateUnit = "samples" | "batches" | "steps";
+
+/**
+ * The steps in the unit their rate is counted in. Steps that say their samples count samples. A
+ * trial none of whose steps does (the batch dimension not found, no batch-size knob) keeps the steps
+ * brim counted: batches a second where every step says its batches (the micro-batch stays what the
+ * job sets, so batches/s follows samples/s for any knob that does not change the micro-batch), else
+ * steps a second (valid while the knob does not change the samples of a step).
+ *
+ * @example
+ * ```ts
+ * inRateUnit([{ t: 1, samples: null, seconds: 0.5, warmup: false, batches: 2 }]).unit; // "batches"
+ * ```
+ */
+export function inRateUnit(steps: readonly StepTime[]): { steps: StepTime[]; unit: RateUnit } {
+  if (steps.length === 0 || steps.some((s) => s.samples !== null && s.samples > 0)) return { steps: [...steps], unit: "samples" };
+  const batches = steps.every((s) => typeof s.batches === "number" && s.batches >= 1);
+  return { steps: steps.map((s) => ({ ...s, samples: batches ? (s.batches as number) : 1 })), unit: batches ? "batches" : "steps" };
+}
+
+/**
+ * How a rate in `unit` reads, and what brim could not see when it is not samples.
+ *
+ * @example
+ * ```ts
+ * rateLabel("batches"); // "batches/s"
+ * ```
+ */
+export function rateLabel(unit: RateUnit | undefined): string {
+  return `${unit ?? "samples"}/s`;
+}
+
+/**
+ * Why a tune compared batches/s or steps/s and what would let it compare samples/s, or null for samples.
+ *
+ * @example
+ * ```ts
+ * unseenSamples("steps"); // "brim compared steps/s: no step of the job said its samples …"
+ * ```
+ */
+export function unseenSamples(unit: RateUnit | undefined): string | null {
+  if (unit === undefined || unit === "samples") return null;
+  const valid = unit === "batches" ? "valid while the micro-batch stays what the job sets" : "valid while a knob does not change the samples of a step";
+  return `brim compared ${rateLabel(unit)}: no step of the job said its samples (brim could not find the batch dimension, and no batch-size knob gives it), so ${rateLabel(unit)} stands in for samples/s (${valid}); to compare samples/s, name the batch size as a knob (--knob batch_size=N) or report the samples (brim.track(loader, samples=lambda batch: …))`;
+}
+
 /**
  * Samples per second over steady steps: Σ samples / Σ seconds; null without samples or time.
  *

@@ -1,0 +1,59 @@
+// A job whose optimizer steps brim counts but whose samples it cannot see (each item a packed batch
+// with no batch dimension to tell): the tune keeps those steps, compares batches/s (the micro-batch
+// is the job's own, so batches/s follows samples/s for num_workers), reaches a verdict, and its
+// closing lines say what it compared and what brim could not see. Which verdict is not asserted: that
+// rests on speed.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
+
+const REPO = resolve(import.meta.dirname, "..", "..");
+const BRIM = join(REPO, "bin", "brim.js");
+const VENV = join(REPO, ".venv", "bin", "python");
+const PYTHON = process.env.BRIM_TEST_PYTHON ?? (existsSync(VENV) ? VENV : "/usr/bin/python3");
+const hasTorch = spawnSync(PYTHON, ["-c", "import torch"], { encoding: "utf8" }).status === 0;
+const root = mkdtempSync(join(tmpdir(), "brim-unseen-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe.skipIf(!hasTorch)("steps counted with samples unknown are never thrown away", () => {
+  it(
+    "tunes num_workers on batches/s and says it compared batches/s, not samples/s",
+    () => {
+      const store = join(root, "store");
+      const job = [PYTHON, join(REPO, "test", "jobs", "unseen_samples.py"), "--num-workers", "0", "--load-ms", "20"];
+      const result = spawnSync(process.execPath, [BRIM, "tune", "--store", store, "--max-trials", "3", "--", ...job], {
+        cwd: root,
+        encoding: "utf8",
+        env: { ...process.env, NO_COLOR: "1" },
+        timeout: scaled(600_000),
+      });
+      expect(result.status, result.stderr).toBe(0);
+      const tunes = join(store, "tunes");
+      const [id] = readdirSync(tunes);
+      const record = JSON.parse(readFileSync(join(tunes, id as string, "tune.json"), "utf8")) as {
+        trials: { index: number; end: string; samples_per_s: number | null; rate_unit?: string; knobs: Record<string, unknown> }[];
+        winner: unknown;
+        confirmation?: { verdict: string } | null;
+      };
+      const baseline = record.trials.find((trial) => trial.index === 0);
+      // before: "no steps" (the trial kept no rate); now its counted batches are the rate
+      expect(baseline?.end).toBe("ok");
+      expect(baseline?.rate_unit).toBe("batches");
+      expect(baseline?.samples_per_s).toBeGreaterThan(0);
+      const measured = record.trials.filter((trial) => trial.samples_per_s !== null);
+      expect(measured.length).toBeGreaterThanOrEqual(2);
+      expect(measured.every((trial) => trial.rate_unit === "batches")).toBe(true);
+      expect(new Set(record.trials.map((trial) => trial.knobs.num_workers)).size).toBeGreaterThan(1);
+      // a verdict, whichever it is: a confirmed winner, yours faster, or no gain beyond noise
+      expect(["confirmed", "slower", "no_gain"]).toContain(record.confirmation?.verdict);
+      expect(result.stdout).toMatch(/#\s+knobs\s+batches\/s/);
+      const text = result.stdout.replace(/\s+/g, " ");
+      expect(text).toMatch(/brim compared batches\/s: no step of the job said its samples/);
+      expect(text).toMatch(/name the batch size as a knob \(--knob batch_size=N\)/);
+    },
+    scaled(600_000),
+  );
+});
