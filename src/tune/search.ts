@@ -27,6 +27,7 @@ import type { MemoryBook } from "./strategies/memory-book.ts";
 import { exploreMicroBatch } from "./strategies/micro-batch.ts";
 import { compareThroughput, noiseThreshold } from "./strategies/noise.ts";
 import { checkOptions, describeKnobs, newSearcher, pct, rate, type Searcher } from "./strategies/searcher.ts";
+import { trialTimeText } from "./window.ts";
 import type { Knobs, MemoryLineReport, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 
 export { doublingBisection, exhaustiveGrid } from "./strategies/baselines.ts";
@@ -68,6 +69,12 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
   if (base === null) return outcomeOf(s, null, family);
   noteBaseline(s, base.result, m0);
   if (ledger.stopReason !== null) return outcomeOf(s, null, family);
+  // a baseline its window ended, never stable, is one draw of a noisy job: measured again, the spread
+  // of the two is the search's first measure of the noise between trials (not a floor)
+  if (ranAsGiven(base.result) && base.result.stoppedBy === "window") {
+    ledger.expect(1);
+    await ledger.run(space.baseline, "re-measure: your configuration — its trial was never stable: the spread of the two is this job's noise", null);
+  }
   if (!ranAsGiven(base.result) && !didNotFit(base.result)) {
     s.notes.push(`the baseline ended ${base.result.end}, not for lack of memory: tune a job that runs as it is; nothing else was tried`);
     return outcomeOf(s, null, family);
@@ -215,6 +222,7 @@ function noteBaseline(s: Searcher, result: TrialResult, m0: number | null): void
   if (ranAsGiven(result) && result.samplesPerSecond !== null) {
     s.notes.push(
       `baseline${m0 === null ? "" : ` (micro-batch ${m0})`}: ${rate(result.samplesPerSecond)}, peak ${peak === null ? "not measured" : formatBytes(peak)} of the cap ${cap}`,
+      trialTimeText(result, s.ledger.predictDuration(s.space.baseline)),
     );
   } else if (didNotFit(result)) {
     s.notes.push(

@@ -67,6 +67,33 @@ export type WindowStop = "stable" | "window" | "steps" | "slower";
  */
 export const REPORT_DELAY_S = 0.1;
 
+/**
+ * Steady steps every decision of a trial rests on at least (K): the fewest from which its own error
+ * can be told (three, the least `withinTrialNoise` takes). The window, the step budget and the
+ * stop as clearly slower wait for them; only the trial time limit ends a trial with fewer.
+ */
+export const MIN_STEADY_STEPS = 3;
+
+/**
+ * How long a trial takes on this job, from trial 0's first step: its start-up, its warm-up steps and
+ * the steady steps it measured, and `expectedS` (the ledger's prediction for the next one).
+ *
+ * @example
+ * ```ts
+ * trialTimeText({ fixedCostS: 4, warmupSteps: 3, stepSeconds: [6, 6, 6] }, 45); // "a trial takes ≈ 45 s on this job: …"
+ * ```
+ */
+export function trialTimeText(result: { fixedCostS?: number | null; warmupSteps?: number; stepSeconds: readonly number[] }, expectedS: number): string {
+  const sorted = [...result.stepSeconds].sort((a, b) => a - b);
+  const step = sorted[Math.floor(sorted.length / 2)];
+  const parts = [
+    result.fixedCostS != null ? `start-up ${result.fixedCostS.toFixed(1)} s before its first step` : null,
+    result.warmupSteps !== undefined ? `${result.warmupSteps} warm-up step${result.warmupSteps === 1 ? "" : "s"} left out` : null,
+    step !== undefined ? `then ${MIN_STEADY_STEPS} steady steps at least, of ≈ ${step >= 1 ? step.toFixed(1) : step.toPrecision(2)} s each here` : null,
+  ].filter((part): part is string => part !== null);
+  return `a trial takes ≈ ${Math.round(expectedS)} s on this job: ${parts.join(", ")}`;
+}
+
 /** Seconds of steady wall time every trial measures at least, before the noise stretches it. */
 export const MIN_STEADY_S = 1;
 
@@ -262,21 +289,20 @@ export function windowVerdict(
   // fast steps: a handful of them is milliseconds, too short to see the machine's own noise
   const floor = minimumSeconds(options, context.noise);
   const enough = measured >= floor;
-  if (steady.length >= options.maxSteps && enough)
+  // K steady steps at least before a measurement ends (a window of 10 s over steps of 18 s is not
+  // one); only the bound of a step in flight (below) may stop a clearly slower trial before them
+  const counted = steady.length >= Math.max(MIN_STEADY_STEPS, options.minSteps);
+  if (counted && steady.length >= options.maxSteps && enough)
     return { stop: "steps", detail: `${steady.length} measured steps in ${measured.toFixed(1)} s (the step budget, at least ${floor.toFixed(1)} s)` };
-  if (enough && isStable(steady, options.minSteps, options.stableWithin))
+  if (counted && enough && isStable(steady, options.minSteps, options.stableWithin))
     return { stop: "stable", detail: `throughput stable within ±${pctOf(options.stableWithin)} over ${steady.length} steps in ${measured.toFixed(1)} s` };
-  if (steady.length >= 2 && measured >= options.windowS)
-    return { stop: "window", detail: `the ${options.windowS} s measurement window ended (${steady.length} steps)` };
-  // one steady step longer than the whole window is all the window can afford
-  if (steady.length === 1 && first !== undefined && first.seconds >= options.windowS)
-    return { stop: "window", detail: `one steady step of ${first.seconds.toFixed(1)} s, longer than the ${options.windowS} s window` };
+  if (counted && measured >= options.windowS) return { stop: "window", detail: `the ${options.windowS} s measurement window ended (${steady.length} steps)` };
   // an early stop needs evidence beyond the noise: one steady step at least, never a first step still
   // running, and a step in flight counts only once it has run far longer than any steady step did
   if (context.best !== null && context.best > 0 && steady.length >= 1) {
     const margin = Math.max(SLOWER_MARGIN, 4 * context.noise);
     const limit = context.best * (1 - margin);
-    if (steady.length >= 2 && enough && rate !== null && rate < limit) {
+    if (counted && enough && rate !== null && rate < limit) {
       return {
         stop: "slower",
         rate,

@@ -13,6 +13,7 @@
 import type { Knobs, SearchOptions, SearchTrial, StopReason, TrialResult, TrialRunner } from "../types.ts";
 import { knobsKey, type MicroAxis } from "./axis.ts";
 import { trialNoise, withinTrialNoise, type Measured } from "./noise.ts";
+import { MIN_STEADY_STEPS } from "../window.ts";
 
 /** What the measurements say about one configuration (trials with the same knobs). */
 export interface ConfigEstimate extends Measured {
@@ -165,7 +166,9 @@ export class Ledger {
     const step = m === null ? perSample : perSample * m;
     // a trial measures for at most its window, plus the warm-up step and the step in flight
     const window = this.options.maxStepS;
-    return 1.1 * (overhead + Math.min(steps * step, window === undefined ? Infinity : window + 2 * step));
+    // (and never fewer than the steady steps every trial measures, whatever the window)
+    const least = (MIN_STEADY_STEPS + 1) * step;
+    return 1.1 * (overhead + Math.min(steps * step, window === undefined ? Infinity : Math.max(least, window + 2 * step)));
   }
 
   /** Estimates of every configuration that ran as given with a measured throughput. */
