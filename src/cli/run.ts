@@ -296,6 +296,14 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   }
 }
 
+/** Why steps were counted but none was steady: every one was warm-up (the first --warmup, or a step that compiled). */
+function noSteadyReason(run: RunCommandResult): string {
+  const steps = run.result.timeline.steps;
+  const warm = steps.filter((step) => step.warmup).length;
+  if (steps.length === 0 || warm < steps.length) return "";
+  return `: all ${warm} step${warm === 1 ? " was" : "s were"} warm-up, left out of throughput (the first --warmup steps, and any step that compiled or ran a validation pass); run more steps than --warmup (--steps), or lower --warmup`;
+}
+
 /**
  * The end-of-run summary as text.
  *
@@ -320,7 +328,7 @@ export function renderRunSummary(run: RunCommandResult): string {
       ? `${summary.samples_per_s.toPrecision(4)} samples/s${global} over ${summary.steady_steps} steady steps${source}`
       : summary.step_time_s !== null && summary.steady_steps > 0
         ? `${summary.step_time_s.toPrecision(4)} s per step over ${summary.steady_steps} steady steps${source}; samples per step unknown`
-        : `no steady steps reported${summary.steps === 0 ? " (brim saw no optimizer step, DataLoader or progress line, or the job stopped before its first step)" : ""}`;
+        : `no steady steps reported${summary.steps === 0 ? " (brim saw no optimizer step, DataLoader or progress line, or the job stopped before its first step)" : noSteadyReason(run)}`;
   lines.push(`  throughput   ${throughput}`);
   if (ranks.length > 0)
     lines.push(

@@ -1,0 +1,33 @@
+// `brim run --steps 3` with the default --warmup 3: every step counted is warm-up, and the summary
+// says so, with what to change, instead of a bare "no steady steps".
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
+
+const REPO = resolve(import.meta.dirname, "..", "..");
+const VENV = join(REPO, ".venv", "bin", "python");
+const PYTHON = process.env.BRIM_TEST_PYTHON ?? (existsSync(VENV) ? VENV : "/usr/bin/python3");
+const hasTorch = spawnSync(PYTHON, ["-c", "import torch"], { encoding: "utf8" }).status === 0;
+const root = mkdtempSync(join(tmpdir(), "brim-run-warmup-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe.skipIf(!hasTorch)("a run whose every step is warm-up", () => {
+  it(
+    "gives the reason for 'no steady steps' in the summary",
+    () => {
+      const result = spawnSync(
+        process.execPath,
+        [join(REPO, "bin", "brim.js"), "run", "--store", join(root, "store"), "--steps", "3", "--", PYTHON, join(REPO, "test", "jobs", "plain_loop.py")],
+        { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: scaled(120_000) },
+      );
+      expect(result.status, result.stderr).toBe(0);
+      const text = result.stderr.replace(/\s+/g, " ");
+      expect(text).toMatch(/no steady steps reported: all 3 steps were warm-up, left out of throughput \(the first --warmup steps/);
+      expect(text).toMatch(/run more steps than --warmup \(--steps\), or lower --warmup/);
+    },
+    scaled(150_000),
+  );
+});
