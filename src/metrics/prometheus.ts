@@ -212,7 +212,9 @@ export async function serveMetrics(port: number, body: () => string, host = "127
   if (!loopback && (token === null || token.length < 16))
     throw new BrimError(
       "E_USAGE",
-      `--prometheus ${host}:${port} is reachable from other machines: give --prometheus-token <token> (16 characters or more; or BRIM_PROMETHEUS_TOKEN) and send it as the scrape's bearer token`,
+      token === null
+        ? `--prometheus ${host}:${port} is reachable from other machines: give --prometheus-token <token> (16 characters or more; or BRIM_PROMETHEUS_TOKEN) and send it as the scrape's bearer token`
+        : `--prometheus-token is ${token.length} character${token.length === 1 ? "" : "s"} long: a token for ${host}:${port}, reachable from other machines, needs 16 or more (a short one can be guessed)`,
     );
   const expected = token === null ? null : Buffer.from(`Bearer ${token}`);
   const server = createServer((request, response) => {
