@@ -266,14 +266,20 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
             ? { columns: out.columns ?? 100, rows: out.rows ?? 24, current: () => ({ columns: out.columns ?? 100, rows: out.rows ?? 24 }) }
             : null,
         // where the stream is not a terminal (a pipe, a file), its bytes pass through unchanged
+        // with --json stdout holds the record alone: the job's output (both streams) goes to stderr
         onBytes: (stream, bytes) => {
-          if (options.json !== true && rawBytes(stream)) out.bytes?.(stream, bytes);
+          const to = options.json === true ? 2 : stream;
+          if (rawBytes(to)) out.bytes?.(to, bytes);
         },
         onChunk: (stream, chunk) => {
+          if (options.json === true) {
+            if (!rawBytes(2)) out.stderr(chunk);
+            return;
+          }
           if (rawBytes(stream)) return;
           const write = (text: string): void => (stream === 1 ? out.stdout(text) : out.stderr(text));
           if (footer) footer.chunk(chunk, write, stream === 2 || out.stdoutIsTTY === true);
-          else if (!options.json) write(chunk);
+          else write(chunk);
         },
         onState: (state, now) => {
           latestState = state;
@@ -424,7 +430,7 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
       "--progress-pattern <regex>",
       "read throughput from output lines matching this pattern (named groups samples_per_s, steps_per_s, s_per_step, ms_per_step, step) when brim sees no step otherwise",
     )
-    .option("--json", "print the run record (metadata and summary) as JSON at the end")
+    .option("--json", "print the run record (metadata and summary) as JSON at the end, on stdout alone (the job's output goes to stderr)")
     .option("--quiet", "no live view; the summary only")
     .option(
       "--keep-on-supervisor-loss",

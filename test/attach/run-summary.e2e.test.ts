@@ -1,5 +1,6 @@
-// `brim run --steps 3` with the default --warmup 3: every step counted is warm-up, and the summary
-// says so, with what to change, instead of a bare "no steady steps".
+// What `brim run` prints around the job: with `--steps 3` and the default --warmup 3 every step
+// counted is warm-up, and the summary says so, with what to change, instead of a bare "no steady
+// steps"; with `--json` stdout holds the record alone and the job's own output goes to stderr.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,6 +28,35 @@ describe.skipIf(!hasTorch)("a run whose every step is warm-up", () => {
       const text = result.stderr.replace(/\s+/g, " ");
       expect(text).toMatch(/no steady steps reported: all 3 steps were warm-up, left out of throughput \(the first --warmup steps/);
       expect(text).toMatch(/run more steps than --warmup \(--steps\), or lower --warmup/);
+    },
+    scaled(150_000),
+  );
+
+  it(
+    "with --json keeps the job's own output, on stderr, and the record alone on stdout",
+    () => {
+      const result = spawnSync(
+        process.execPath,
+        [
+          join(REPO, "bin", "brim.js"),
+          "run",
+          "--json",
+          "--store",
+          join(root, "store"),
+          "--steps",
+          "12",
+          "--",
+          PYTHON,
+          join(REPO, "test", "jobs", "plain_loop.py"),
+          "--log-every",
+          "5",
+        ],
+        { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: scaled(120_000) },
+      );
+      expect(result.status, result.stderr).toBe(0);
+      const record = JSON.parse(result.stdout) as { summary: { steps: number } };
+      expect(record.summary.steps).toBe(12);
+      expect(result.stderr).toMatch(/epoch \d+ step 5 \| loss/);
     },
     scaled(150_000),
   );
