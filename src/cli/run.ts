@@ -269,7 +269,9 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
         // with --json stdout holds the record alone: the job's output (both streams) goes to stderr
         onBytes: (stream, bytes) => {
           const to = options.json === true ? 2 : stream;
-          if (rawBytes(to)) out.bytes?.(to, bytes);
+          if (!rawBytes(to)) return;
+          out.bytes?.(to, bytes);
+          if (to === 2) footer?.passed(bytes.subarray(-1).toString("latin1"));
         },
         onChunk: (stream, chunk) => {
           if (options.json === true) {

@@ -152,6 +152,8 @@ export class StatusFooter {
   #pending = "";
   #lastPlainAt = Number.NEGATIVE_INFINITY;
   #last: LiveState | null = null;
+  /** Off a terminal: the job's output on the view's stream ended mid-line (a progress bar's `\r` update). */
+  #openLine = false;
 
   constructor(terminal: Terminal, options: { color: boolean; everyS?: number }) {
     this.#terminal = terminal;
@@ -181,6 +183,11 @@ export class StatusFooter {
     if (this.#last) this.#draw(this.#last);
   }
 
+  /** Off a terminal, notes the job's bytes passed through on the view's own stream as they were: whether they left a line open. */
+  passed(text: string): void {
+    if (text.length > 0) this.#openLine = !text.endsWith("\n");
+  }
+
   /** Shows the new state (a redraw on a terminal; a plain line every few seconds otherwise). */
   update(state: LiveState, now: number): void {
     this.#last = state;
@@ -189,7 +196,9 @@ export class StatusFooter {
       this.#draw(state);
     } else if (now - this.#lastPlainAt >= this.#everyS) {
       this.#lastPlainAt = now;
-      this.#terminal.write(`${renderStatusLine(state)}\n`);
+      // on a line of its own, never glued to the end of the job's unfinished progress-bar line
+      this.#terminal.write(`${this.#openLine ? "\n" : ""}${renderStatusLine(state)}\n`);
+      this.#openLine = false;
     }
   }
 
