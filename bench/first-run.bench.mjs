@@ -60,6 +60,15 @@ for (let round = 1; round <= rounds; round++) {
     winner_rates: c?.winner_rates ?? null,
     no_winner: record.no_winner?.reason ?? null,
     diff,
+    // each trial as the tune recorded it: what it tried (knobs that differ from trial 0), why, and what it measured
+    trial_table: record.trials.map((t) => ({
+      index: t.index,
+      changed: Object.fromEntries(Object.entries(t.knobs).filter(([k, v]) => record.trials[0]?.knobs[k] !== v)),
+      purpose: t.purpose,
+      end: t.end,
+      samples_per_s: t.samples_per_s,
+      data_wait_share: t.data_wait_share,
+    })),
   };
   results.push(result);
   console.log(
