@@ -371,7 +371,8 @@ export function classifyTrial(
     warmupSteps: warmup,
     firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,
-    samplesFromKnob: steady.length > 0 && steadyEntries.every((step) => !finite(step.samples)) && steady.some((step) => step.samples !== null),
+    samplesFromKnob:
+      unit === "samples" && steady.length > 0 && steadyEntries.every((step) => !finite(step.samples)) && steady.some((step) => step.samples !== null),
     cpuCores: finite(run.timeline.measured.tree_cpu_percent_mean) ? run.timeline.measured.tree_cpu_percent_mean / 100 : null,
     cpus: run.meta.device.host.cpus,
     hostBusy: finite(run.timeline.measured.host_cpu_percent_mean) ? run.timeline.measured.host_cpu_percent_mean / 100 : null,

@@ -53,6 +53,9 @@ describe.skipIf(!hasTorch)("steps counted with samples unknown are never thrown 
       const text = result.stdout.replace(/\s+/g, " ");
       expect(text).toMatch(/brim compared batches\/s: no step of the job said its samples/);
       expect(text).toMatch(/name the batch size as a knob \(--knob batch_size=N\)/);
+      // the rate is batches/s, said as such: no claim of samples counted from a knob the job does not have
+      expect(result.stderr).toMatch(/→ [\d.]+ batches\/s \(/);
+      expect(result.stderr).not.toMatch(/samples counted from the batch_size knob/);
     },
     scaled(600_000),
   );
