@@ -136,6 +136,7 @@ export async function runTrial(
         onState: settings.onState,
         onStart: (info) => watch.start(info.pid, info.control),
         onMessage: (message) => watch.message(message),
+        removeOnLoss: trialFiles,
       },
       deps,
     ).finally(() => watch.end());
