@@ -69,7 +69,7 @@ class _Jitted:
         jitted = self._brim_jitted
         if self._brim_train is False or _trace.stack:
             return jitted(*args, **kwargs)
-        from ._attach import attach
+        from ._step_state import attach
 
         attach.step_begin()
         # every call that traces (the first, and a new shape such as an epoch's short last batch)

@@ -1,0 +1,253 @@
+"""The framework-neutral step state of the attach: what the hooks have seen since the last counted
+step (batches, their samples and waits, the loaders told apart and their use, the precision), and
+the one `attach` object that counts a step at the next hook point. The torch hooks (_attach.py) and
+the JAX hooks (_jax_attach.py) both drive it; neither imports the other.
+"""
+
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+from . import _loss, _state, _tracking
+from ._samples import BatchDim
+from ._timing import Wait, WaitSum
+
+# a step that entered no autocast trains in its parameters' dtype (Lightning's "32-true", "bf16-true")
+_TRUE_PRECISIONS = {"torch.float32": "fp32", "torch.bfloat16": "bf16-true", "torch.float16": "fp16-true", "torch.float64": "fp64"}
+_param_precisions: Dict[int, Optional[str]] = {}
+
+
+def _param_precision(optimizer: Any) -> Optional[str]:
+    """The dtype of the optimizer's first parameter as a precision, read once per optimizer."""
+    key = id(optimizer)
+    if key not in _param_precisions:
+        try:
+            dtype = str(optimizer.param_groups[0]["params"][0].dtype)
+        except Exception:
+            dtype = ""
+        _param_precisions[key] = _TRUE_PRECISIONS.get(dtype)
+    return _param_precisions[key]
+
+
+_MAX_LOADERS = 64
+# torch.is_grad_enabled once torch is imported (a fetch with gradients off is validation or test)
+_grad_enabled: List[Callable[[], bool]] = [lambda: True]
+
+
+class _LoaderUses:
+    """The loaders told apart (by object: where the job built it and the data set it reads) and what
+    each was seen to feed: "train" (its batches ended in an optimizer step) or "eval" (fetched with
+    gradients off and not trained on). One event per loader and use."""
+
+    def __init__(self) -> None:
+        self.keys: Dict[Tuple[Optional[str], int], int] = {}
+        self.train: Set[int] = set()
+        self.eval: Set[int] = set()
+
+    def ordinal(self, where: Optional[str], dataset: Any) -> Tuple[Optional[int], bool]:
+        """The loader's number, and whether it is new (a loader built again over the same data at the
+        same place, each epoch say, keeps its number). None past _MAX_LOADERS loaders."""
+        key = (where, id(dataset))
+        known = self.keys.get(key)
+        if known is not None:
+            return known, False
+        if len(self.keys) >= _MAX_LOADERS:
+            return None, False
+        self.keys[key] = len(self.keys)
+        return self.keys[key], True
+
+    def seen(self, loader: Optional[int], use: str) -> None:
+        if loader is None:
+            return
+        uses = self.train if use == "train" else self.eval
+        if loader in uses:
+            return
+        uses.add(loader)
+        message = ("its batches feed the training steps" if use == "train"
+                   else "its batches were fetched with gradients off (validation or test): not training samples")
+        try:
+            _state.event("loader_use", message="DataLoader %d: %s" % (loader, message), loader=loader, use=use)
+        except Exception:
+            pass
+
+
+_uses = _LoaderUses()
+
+
+def _loader_of(it: Any) -> Optional[int]:
+    """The number of the loader an iterator reads (set when the loader made it), else None."""
+    n = getattr(it, "_brim_loader", None)
+    return n if isinstance(n, int) else None
+
+
+class _Attach:
+    """What the hooks have seen since the last counted step."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.optimizer_created = False
+        self.depth = 0  # nesting of optimizer.step / backward calls
+        self.yielded = False  # the SDK reports this process's steps
+        self.sdk_mark = 0
+        self.deferred: Optional[Dict[str, Any]] = None
+        self.t_last: Optional[float] = None
+        self.waits: List[Wait] = []
+        self.batches = 0
+        self.samples: Optional[int] = 0
+        self.micro_batch: Optional[int] = None
+        self.window_opt: Optional[int] = None  # the optimizer that stepped since the last fetch
+        self.loader_seen = False
+        self.precision: Optional[str] = None
+        self.backward_s = 0.0  # host time inside backward() since the last step (DDP's all-reduce waits there)
+        self.exiting = False
+        self.fed: Set[int] = set()  # the loaders whose batches count in this step
+        # batches fetched with gradients off since the last step: (loader, samples, wait)
+        self.held: List[Tuple[Optional[int], Optional[int], Wait]] = []
+
+    # -- points where the job's own code runs through brim ------------------------------------
+    def hook_point(self) -> None:
+        st = _state.state
+        if self.deferred is not None:
+            step, self.deferred = self.deferred, None
+            if st.sdk_steps != self.sdk_mark:
+                self.yielded = True
+            else:
+                _tracking.count_step(**step)
+        if st.sdk_steps != self.sdk_mark:
+            self.sdk_mark = st.sdk_steps
+            self.yielded = True
+        if self.yielded:
+            return
+        _tracking.flush()
+        if st.stop_reason is None and _state.connected():
+            _state.poll()
+        if st.stop_reason is not None and not self.exiting:
+            self.exit(st.stop_reason)
+
+    def exit(self, reason: str) -> None:
+        self.exiting = True
+        _tracking.flush(block=True)
+        if reason != "budget":
+            _state.event("attach_stop", message="brim asked the job to stop; it ends here with exit status 0",
+                         step=_state.state.steps, reason=reason)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        raise SystemExit(0)
+
+    def fetch_begin(self) -> Any:
+        self.hook_point()
+        if self.yielded:
+            return None
+        token = _tracking.clock.fetch_begin()
+        if self.t_last is None:
+            self.t_last = token[0]
+        return token
+
+    def fetch_end(self, it: Any, token: Any, batch: Any) -> None:
+        if token is None or self.yielded:
+            return
+        wait = _tracking.clock.fetch_end(token)
+        dim = getattr(it, "_brim_dim", None)
+        if dim is None:
+            sampler = getattr(it, "_index_sampler", None)
+            dim = BatchDim(getattr(sampler, "batch_size", None))
+            try:
+                it._brim_dim = dim
+            except Exception:
+                pass
+        n = dim(batch)
+        self.loader_seen = True
+        self.window_opt = None
+        loader = _loader_of(it)
+        if not _grad_enabled[0]() and loader not in _uses.train:
+            # validation or test (gradients off): held apart until a step says whether it trained
+            self.held.append((loader, n, wait))
+            return
+        self.count_batch(loader, n, wait)
+
+    def count_batch(self, loader: Optional[int], n: Optional[int], wait: Wait) -> None:
+        self.waits.append(wait)
+        self.batches += 1
+        self.micro_batch = n
+        self.samples = None if n is None or self.samples is None else self.samples + n
+        if loader is not None:
+            self.fed.add(loader)
+
+    def step_begin(self) -> None:
+        self.hook_point()
+        if self.t_last is None:
+            self.t_last = time.perf_counter()
+
+    def step_end(self, trigger: str, optimizer: Any = None, compiled: bool = False) -> None:
+        if self.yielded:
+            return
+        if optimizer is not None and self.loader_seen:
+            # several optimizers stepping on one batch (a GAN): the first one counts the step
+            if self.window_opt is not None and self.window_opt != id(optimizer):
+                return
+            self.window_opt = id(optimizer)
+        # a validation pass inside this step (more of its batches than the step's own) makes its time no
+        # training step's: not a steady step (as the tune once judged it by its batch count)
+        evaluated = self.batches > 0 and len(self.held) > self.batches
+        if self.batches == 0 and self.held:
+            # batches fetched with gradients off and then trained on (no other batch between): training
+            for loader, n, held_wait in self.held:
+                self.count_batch(loader, n, held_wait)
+        else:
+            for loader, _, _ in self.held:
+                _uses.seen(loader, "eval")
+        self.held = []
+        for loader in self.fed:
+            _uses.seen(loader, "train")
+        self.fed = set()
+        now = time.perf_counter()
+        interval = now - self.t_last if self.t_last is not None else None
+        self.t_last = now
+        wait = WaitSum(self.waits) if self.waits else None
+        precision = self.precision if self.precision is not None or optimizer is None else _param_precision(optimizer)
+        fields: Dict[str, Any] = {"trigger": trigger, "precision": precision}
+        if trigger == "optimizer" and self.backward_s > 0:
+            fields["backward_s"] = self.backward_s
+        if compiled:
+            fields["compiled"] = True
+        self.backward_s = 0.0
+        self.deferred = {
+            "samples": self.samples if self.batches else None,
+            "micro_batch": self.micro_batch if self.batches else None,
+            "accumulation": self.batches or None,
+            "source": "attach",
+            "wait": wait,
+            "interval_s": interval,
+            "compute_s": interval if wait is None else None,
+            "wait_s": None,
+            "at": time.time(),
+            "loss": _loss.take(),
+            "fields": fields,
+        }
+        if compiled or evaluated:
+            # a step that compiled, or ran a validation pass, is not a steady step, wherever it falls
+            self.deferred["warmup"] = True
+        self.waits = []
+        self.batches = 0
+        self.samples = 0
+        self.micro_batch = None
+        self.precision = None
+
+    def finish(self) -> None:
+        """At exit: count the last step and send what is left."""
+        if self.deferred is not None and not self.yielded:
+            step, self.deferred = self.deferred, None
+            if _state.state.sdk_steps == self.sdk_mark:
+                _tracking.count_step(**step)
+
+
+attach = _Attach()
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=attach.reset)
