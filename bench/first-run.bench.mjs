@@ -80,6 +80,7 @@ for (let round = 1; round <= rounds; round++) {
 
 const report = {
   command: `node bench/first-run.bench.mjs ${args.join(" ")}`.trim(),
+  commit,
   brim_commit: `${commit}${dirty ? "+" : ""}`,
   measured_at: new Date().toISOString(),
   machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version, gpu: "none (CPU mode, RAM cap)" },

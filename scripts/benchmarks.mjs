@@ -69,6 +69,7 @@ const SOURCES = {
   ],
   // brim's own code, and the corpus itself (its entries, configs and pinned packages) with its bench
   "tune-corpus.json": ["src", "python/brim", "bin", "corpus", "bench/tune-corpus.bench.mjs"],
+  "first-run.json": ["src", "python/brim", "bin", "scripts/first-run.sh", "examples/cnn-lstm", "bench/first-run.bench.mjs"],
   "loss-read.json": ["python/brim/_loss.py", "python/brim/_attach.py", "python/brim/_tracking.py", "bench/loss-read.bench.py"],
   // the prediction side: the H100 peaks it is compared with are fixed records
   "plan-script-h100.json": [
@@ -724,6 +725,7 @@ function cpuFigures(name, r) {
       "",
     ]);
   if (name === "tune-corpus.json" && Array.isArray(r.entries)) return corpusFigures(r);
+  if (name === "first-run.json" && Array.isArray(r.rounds)) return firstRunFigures(r);
   if (name === "plan-script-h100.json" && r.summary?.per_job_precision) return planScriptH100Figures(r);
   if (name === "plan-script.json" && Array.isArray(r.rows)) return planScriptFigures(r);
   if (name === "search-sim.json" && Array.isArray(r.results)) {
@@ -884,6 +886,35 @@ function planScriptH100Figures(r) {
           "",
         ]
       : []),
+  ];
+}
+
+/** bench/first-run.bench.mjs: the README's first command, round by round, beside a busy core. */
+function firstRunFigures(r) {
+  // the config lines the round's apply --dry-run would write: "+  num_workers: 8   # ..." → "num_workers: 8"
+  const change = (x) =>
+    (x.diff ?? [])
+      .filter((l) => l.startsWith("+"))
+      .map((l) => l.slice(1).split("#")[0].trim())
+      .join(", ") || "—";
+  return [
+    `${r.beside ?? ""}. ${r.note ?? ""}`.trim(),
+    "",
+    table(
+      ["round", "exit", "wall s", "verdict", "speedup", "95 % interval", "config change", "search trials", "load (1 min)"],
+      r.rounds.map((x) => [
+        String(x.round),
+        String(x.exit_code),
+        fmt(x.wall_s, 1),
+        x.verdict ?? "—",
+        x.speedup ? `×${fmt(x.speedup, 2)}` : "—",
+        x.interval ? `×${fmt(x.interval[0], 2)}–×${fmt(x.interval[1], 2)}` : "—",
+        change(x),
+        String(x.search_trials),
+        fmt(x.load_1m_at_end, 2),
+      ]),
+    ),
+    "",
   ];
 }
 
