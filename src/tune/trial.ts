@@ -28,6 +28,7 @@ import { ENDED_TOO_SOON } from "./types.ts";
 import {
   countedSteps,
   inRateUnit,
+  loaderWaveSteps,
   rateOf,
   splitWarmup,
   steadyMask,
@@ -236,7 +237,8 @@ class TrialWatch {
 
   #check(): void {
     if (this.verdict !== null || this.#control === null) return;
-    const verdict = windowVerdict(this.#main(), Date.now() / 1000, this.#settings.window, this.#context);
+    const window = { ...this.#settings.window, waveSteps: loaderWaveSteps(this.#knobs.num_workers) };
+    const verdict = windowVerdict(this.#main(), Date.now() / 1000, window, this.#context);
     if (verdict === null) return;
     this.verdict = verdict;
     if (verdict.stop === "slower") {

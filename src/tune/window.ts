@@ -47,6 +47,27 @@ export interface WindowOptions {
    * the trial-to-trial noise seen so far: no stop (stable, steps, slower) comes before it
    */
   minSeconds?: number;
+  /**
+   * steady steps every decision waits for when the batches arrive in waves, the stop as clearly
+   * slower by a step in flight included (see {@link loaderWaveSteps}); absent: no waves
+   */
+  waveSteps?: number;
+}
+
+/**
+ * The steady steps a trial with `workers` DataLoader workers measures before any decision: two waves.
+ * Each worker loads a whole batch, so batches come in waves of `workers` (all ready at once, then a
+ * wait for the next wave): fewer steps than two waves are a part of one, and read far too fast or far
+ * too slow. Without workers there are no waves.
+ *
+ * @example
+ * ```ts
+ * loaderWaveSteps(8); // 16
+ * loaderWaveSteps(0); // 0
+ * ```
+ */
+export function loaderWaveSteps(workers: unknown): number {
+  return typeof workers === "number" && Number.isInteger(workers) && workers > 0 ? 2 * workers : 0;
 }
 
 /** What the trial knows of the other trials. */
@@ -291,7 +312,8 @@ export function windowVerdict(
   const enough = measured >= floor;
   // K steady steps at least before a measurement ends (a window of 10 s over steps of 18 s is not
   // one); only the bound of a step in flight (below) may stop a clearly slower trial before them
-  const counted = steady.length >= Math.max(MIN_STEADY_STEPS, options.minSteps);
+  const waves = options.waveSteps ?? 0;
+  const counted = steady.length >= Math.max(MIN_STEADY_STEPS, options.minSteps, waves);
   if (counted && steady.length >= options.maxSteps && enough)
     return { stop: "steps", detail: `${steady.length} measured steps in ${measured.toFixed(1)} s (the step budget, at least ${floor.toFixed(1)} s)` };
   if (counted && enough && isStable(steady, options.minSteps, options.stableWithin))
@@ -316,7 +338,7 @@ export function windowVerdict(
     if (last !== undefined && perStep !== null && perStep > 0) {
       const inFlight = now - last.t - REPORT_DELAY_S;
       const bound = (sum(steady.map((s) => s.samples ?? 0)) + perStep) / (sum(steady.map((s) => s.seconds)) + inFlight);
-      if (inFlight > Math.max(floor, 3 * longest) && bound < context.best * (1 - Math.max(margin, 0.3))) {
+      if (steady.length >= waves && inFlight > Math.max(floor, 3 * longest) && bound < context.best * (1 - Math.max(margin, 0.3))) {
         return {
           stop: "slower",
           bound,
