@@ -122,7 +122,9 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
   } else if (!ranAsGiven(base.result)) {
     s.notes.push("the baseline did not fit under the cap and there is no micro-batch knob to make it smaller");
   }
-  const start = s.fastest(s.inContext(kept));
+  // where the context kept has nothing eligible (its runs too close to the cap), a configuration of
+  // another context that ran with room (a precision judged a tie, say) is still a safe start
+  const start = s.fastest(s.inContext(kept)) ?? s.fastest(ledger.estimates());
   if (start === null) {
     if (axis.knob !== undefined) {
       const lowest = axis.lowest();
