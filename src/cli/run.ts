@@ -166,6 +166,37 @@ export function jobSwitches(options: { attach?: boolean; progressPattern?: strin
   };
 }
 
+/** The options' own mistakes, each a one-line cause: a bad progress pattern, a cap over the GPU. */
+function checkRunInput(options: RunCommandOptions, inventory: ReturnType<Devices["inventory"]>): void {
+  if (options.progressPattern !== undefined) {
+    try {
+      progressPattern(options.progressPattern);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+  }
+  const firstGpu = inventory.gpus[0];
+  if (options.cap !== undefined && inventory.backend !== "cpu" && firstGpu !== undefined && options.cap > firstGpu.totalBytes) {
+    throw new UsageError(`--cap ${formatBytes(options.cap)} is more than the GPU's ${formatBytes(firstGpu.totalBytes)} (${firstGpu.name})`);
+  }
+}
+
+/** The live status line under the job's output, on stderr; none with --quiet or --json. */
+function statusFooter(options: RunCommandOptions, out: Output): StatusFooter | null {
+  if (options.quiet || options.json) return null;
+  return new StatusFooter(
+    {
+      write: (text) => out.stderr(text),
+      isTTY: out.stderrIsTTY === true,
+      // read at each redraw: the view follows a resized terminal
+      get columns() {
+        return out.columns ?? 100;
+      },
+    },
+    { color: out.color === true },
+  );
+}
+
 /**
  * `brim run`: runs the command under the guard and returns the run with the exit status to give.
  * Printing the live view and the summary goes through `out`; nothing here exits the process.
@@ -177,40 +208,17 @@ export function jobSwitches(options: { attach?: boolean; progressPattern?: strin
  */
 export async function runCommand(command: string[], options: RunCommandOptions, out: Output, devices: Devices = openDevices()): Promise<RunCommandResult> {
   if (command.length === 0) throw new UsageError("no command to run: put it after --, e.g. brim run --cap 12GiB -- python train.py");
-  if (options.progressPattern !== undefined) {
-    try {
-      progressPattern(options.progressPattern);
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
-  }
   const inventory = devices.inventory();
+  checkRunInput(options, inventory);
   const root = storeRoot(options.store, process.env, process.cwd());
   const store = new RunStore(root, undefined, recordLabels(options));
   if (inventory.note !== null && !options.json) out.stderr(`brim: ${inventory.note}\n`);
-  const firstGpu = inventory.gpus[0];
-  if (options.cap !== undefined && inventory.backend !== "cpu" && firstGpu !== undefined && options.cap > firstGpu.totalBytes) {
-    throw new UsageError(`--cap ${formatBytes(options.cap)} is more than the GPU's ${formatBytes(firstGpu.totalBytes)} (${firstGpu.name})`);
-  }
   // A lost terminal (SIGHUP, a closed ssh session) makes writes fail with EIO or EPIPE: the guard
   // goes on (and stops the job) without a screen rather than die of an unhandled stream error.
   for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount("error") === 0) stream.on("error", () => {});
   // A stream that is not a terminal (a pipe, a file) gets the job's bytes unchanged, whatever their encoding.
   const rawBytes = (stream: 1 | 2): boolean => out.bytes !== undefined && (stream === 1 ? out.stdoutIsTTY : out.stderrIsTTY) !== true;
-  const footer =
-    options.quiet || options.json
-      ? null
-      : new StatusFooter(
-          {
-            write: (text) => out.stderr(text),
-            isTTY: out.stderrIsTTY === true,
-            // read at each redraw: the view follows a resized terminal
-            get columns() {
-              return out.columns ?? 100;
-            },
-          },
-          { color: out.color === true },
-        );
+  const footer = statusFooter(options, out);
   let latestState: Parameters<typeof formatPrometheus>[0] | null = null;
   let runId = "";
   let running = true;

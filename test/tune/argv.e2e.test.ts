@@ -52,8 +52,16 @@ describe.each(PYTHONS)("brim tune with knobs on the command line (%s)", (python)
         "--store",
         store,
         "--quiet",
+        // the grid over given values: both flags are varied whatever the search would pick first (a
+        // re-measure of a never-stable baseline, a walk of loader workers) within a small budget
+        "--strategy",
+        "grid",
+        "--knob",
+        "batch_size=16,32",
+        "--knob",
+        "num_workers=0,1",
         "--max-trials",
-        "4",
+        "5",
         "--steps",
         "6",
         "--",
