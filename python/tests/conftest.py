@@ -159,3 +159,11 @@ def flush_channel(srv, n_messages, timeout=10.0):
     """Wait until the server has received n_messages in total (sending the steps the SDK batches)."""
     _tracking.flush(force=True)
     srv.wait_for(lambda: len(srv._all_unlocked()) >= n_messages, timeout)
+
+
+@pytest.fixture
+def srv():
+    """A fake brim listening on its own socket, for the tests that run a job under it."""
+    s = FakeBrim()
+    yield s
+    s.close()

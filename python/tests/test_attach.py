@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch")
 
 import schema_check  # noqa: E402
-from conftest import PYTHON_DIR, FakeBrim  # noqa: E402
+from conftest import PYTHON_DIR  # noqa: E402
 
 from brim._samples import BatchDim, batch_samples  # noqa: E402
 from limits import scaled  # noqa: E402
@@ -27,13 +27,6 @@ def run(code, srv=None, env_extra=None, pythonpath=None, timeout=60):
     env.update(env_extra or {})
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
                           timeout=scaled(timeout))
-
-
-@pytest.fixture
-def srv():
-    s = FakeBrim()
-    yield s
-    s.close()
 
 
 PRELUDE = """

@@ -2,33 +2,15 @@
 two loaders built at one line of code are two loaders; batches fetched with gradients off
 (validation, test) are never training samples, unless a step trains on them."""
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 pytest.importorskip("torch")
 
-from conftest import PYTHON_DIR, FakeBrim  # noqa: E402
-from limits import scaled  # noqa: E402
-
-BOOT = os.path.join(PYTHON_DIR, "_brim_boot")
+from test_attach import run as run_attached  # noqa: E402
 
 
 def run(code, srv):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BRIM_")}
-    env["PYTHONPATH"] = os.pathsep.join([BOOT, PYTHON_DIR])
-    env["BRIM_CHANNEL"] = srv.path
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=scaled(120))
-
-
-@pytest.fixture
-def srv():
-    s = FakeBrim()
-    yield s
-    s.close()
+    return run_attached(code, srv, timeout=120)
 
 
 PRELUDE = """

@@ -9,7 +9,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import schema_check  # noqa: E402
-from conftest import FakeBrim  # noqa: E402
 from test_attach import PRELUDE, run, steps_of  # noqa: E402
 
 from brim import _loss  # noqa: E402
@@ -20,13 +19,6 @@ def _needs(module: str) -> None:
     """Skip unless the jobs' interpreter imports ``module`` (other tests put stand-ins in sys.modules)."""
     if subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode != 0:
         pytest.skip(f"{module} is not installed for {sys.executable}")
-
-
-@pytest.fixture
-def srv():
-    s = FakeBrim()
-    yield s
-    s.close()
 
 
 PRINT = """
