@@ -20,7 +20,7 @@ import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv } from "./argv.ts";
 import { codePlace, describeBindings, resolveBindings } from "./bindings.ts";
 import { fillTemplate, KNOWN_KNOBS, type CodeKnob, type KnobBinding } from "./knobs.ts";
-import { DEFAULT_STABLE_WITHIN, type TuneDeps, type TuneOptions, type TuneResult } from "./options.ts";
+import type { TuneDeps, TuneOptions, TuneResult } from "./options.ts";
 import { noWinnerAdvice, recordTrial, trialRecord, bindingRecord } from "./record.ts";
 import { budgetLine, newTuneRecord, removeInterruptedCopies, trialSettings, tuneBaseline, tuneCap } from "./setup.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
@@ -32,7 +32,8 @@ import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
 import { codeKnobs, codeValues, dataLimit, loaderArguments, pythonLiteral, scriptLiteral, type LoaderSeen } from "./loaders.ts";
 import { knobsKey } from "./strategies/axis.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
-import { runTrial, type TrialContext, type TrialOutcome, type TrialSettings } from "./trial.ts";
+import { runTrial, type TrialOutcome, type TrialSettings } from "./trial.ts";
+import { contextFor, interruptedResult, repeatedRates } from "./trial-context.ts";
 import type { Knobs, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 import { ENDED_TOO_SOON } from "./types.ts";
 
@@ -192,18 +193,6 @@ async function runOne(options: TuneOptions, deps: TuneDeps, state: TuneState, kn
     state.note(mismatch);
   }
   return outcome;
-}
-
-/** What a trial is told: a configuration measured before is re-measured to the end of its window; trial 0 has nothing to beat. */
-function contextFor(measured: readonly { knobs: Knobs; result: TrialResult }[], knobs: Knobs, index: number): TrialContext {
-  if (measured.some((m) => knobsKey(m.knobs) === knobsKey(knobs))) return trialContext(measured, null);
-  return index === 0 ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, bestRate(measured));
-}
-
-/** The fastest throughput of a trial that ran as given, null before any. */
-function bestRate(measured: readonly { knobs: Knobs; result: TrialResult }[]): number | null {
-  const rates = measured.filter((m) => m.result.end === "ok" && m.result.oomRecoveries === 0).map((m) => m.result.samplesPerSecond ?? 0);
-  return rates.length > 0 ? Math.max(...rates) : null;
 }
 
 /** Trial 0: the user's configuration as it is, the "before". */
@@ -468,31 +457,4 @@ async function finish(
   const argv = state.bindings.filter((binding) => binding.via === "argv");
   const winnerCommand = record.winner ? rewriteArgv(fillTemplate(options.command, record.winner.knobs), argv, record.winner.knobs) : null;
   return { record, outcome, bindings: state.bindings, winnerCommand };
-}
-
-/** The best so far, and the noise between trials: the within-trial errors and the spread of repeated configurations (see window.ts). */
-function trialContext(measured: readonly { knobs: Knobs; result: TrialResult }[], best: number | null): TrialContext {
-  const ok = measured.filter((m) => m.result.end === "ok" && m.result.stepSeconds.length > 0 && m.result.samplesPerSecond !== null);
-  const within = ok.map((m) => withinTrialNoise(m.result.stepSeconds)).filter((v): v is number => v !== null);
-  return { best, noise: Math.max(DEFAULT_STABLE_WITHIN, trialNoise(within, repeatedRates(ok))) };
-}
-
-/** The throughputs of each configuration, grouped by its knobs, in the order first measured. */
-function repeatedRates(ok: readonly { knobs: Knobs; result: TrialResult }[]): number[][] {
-  const repeats = new Map<string, number[]>();
-  for (const m of ok) repeats.set(knobsKey(m.knobs), [...(repeats.get(knobsKey(m.knobs)) ?? []), m.result.samplesPerSecond as number]);
-  return [...repeats.values()];
-}
-
-function interruptedResult(): TrialResult {
-  return {
-    end: "interrupted",
-    samplesPerSecond: null,
-    stepSeconds: [],
-    peakBytes: null,
-    frameworkPeakBytes: null,
-    durationS: 0,
-    oomRecoveries: 0,
-    failure: { kind: "interrupted", cause: "interrupted" },
-  };
 }
