@@ -28,6 +28,7 @@ import { ENDED_TOO_SOON } from "./types.ts";
 import {
   countedSteps,
   inRateUnit,
+  loaderQueueSteps,
   loaderWaveSteps,
   rateOf,
   splitWarmup,
@@ -237,7 +238,7 @@ class TrialWatch {
 
   #check(): void {
     if (this.verdict !== null || this.#control === null) return;
-    const window = { ...this.#settings.window, waveSteps: loaderWaveSteps(this.#knobs.num_workers) };
+    const window = { ...this.#settings.window, ...loaderWindow(this.#knobs) };
     const verdict = windowVerdict(this.#main(), Date.now() / 1000, window, this.#context);
     if (verdict === null) return;
     this.verdict = verdict;
@@ -253,7 +254,7 @@ class TrialWatch {
   async #timeLimit(): Promise<void> {
     const control = this.#control;
     if (control === null) return;
-    const steady = splitWarmup(this.#main(), this.#settings.window.warmupSteps).steady;
+    const steady = splitWarmup(this.#main(), this.#settings.window.warmupSteps, loaderWindow(this.#knobs).queueSteps).steady;
     let where = "";
     if (this.verdict === null && steady.length >= 2) {
       this.verdict = { stop: "window", detail: `the trial time limit of ${this.#settings.timeLimitS} s (${steady.length} steps)` };
@@ -270,6 +271,12 @@ class TrialWatch {
     control.stop(`brim tune ended the trial at its time limit of ${this.#settings.timeLimitS} s${where}`, 2);
   }
 }
+
+/** A trial's loader terms of its window: the workers' waves, their queue left out. */
+const loaderWindow = (knobs: Knobs): { waveSteps: number; queueSteps: number } => ({
+  waveSteps: loaderWaveSteps(knobs.num_workers),
+  queueSteps: loaderQueueSteps(knobs.num_workers, knobs.prefetch_factor),
+});
 
 const finite = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
 
@@ -321,8 +328,9 @@ export function classifyTrial(
       batches: finite(step.accumulation) ? step.accumulation : null,
     })),
   );
-  const { warmup, steady } = splitWarmup(times, settings.window.warmupSteps);
-  const mask = steadyMask(times);
+  const { queueSteps } = loaderWindow(knobs);
+  const { warmup, steady } = splitWarmup(times, settings.window.warmupSteps, queueSteps);
+  const mask = steadyMask(times, queueSteps);
   const steadyEntries = steps.filter((_, i) => mask[i]);
   const summary = run.summary;
   const recorded = run.meta.end?.cause ?? "crashed";

@@ -52,6 +52,11 @@ export interface WindowOptions {
    * slower by a step in flight included (see {@link loaderWaveSteps}); absent: no waves
    */
   waveSteps?: number;
+  /**
+   * leading steps left out besides the warm-up: the batches the loader's workers queued while the job
+   * started (see {@link loaderQueueSteps}); absent: none
+   */
+  queueSteps?: number;
 }
 
 /**
@@ -68,6 +73,26 @@ export interface WindowOptions {
  */
 export function loaderWaveSteps(workers: unknown): number {
   return typeof workers === "number" && Number.isInteger(workers) && workers > 0 ? 2 * workers : 0;
+}
+
+/**
+ * The leading steps a trial with `workers` DataLoader workers leaves out: the batches those workers
+ * queued (`prefetch_factor` each, PyTorch's default 2) while the job's first steps ran. They are read
+ * at the speed of the main process alone, far faster than the workers can load: counted, they make
+ * more workers look faster the larger their queue (seen: 90 samples/s read from a queue, 9 past it).
+ * A trial's rule only: a run's record does not know its loader's settings.
+ *
+ * @example
+ * ```ts
+ * loaderQueueSteps(8, null); // 16
+ * loaderQueueSteps(4, 4); // 16
+ * loaderQueueSteps(0, 2); // 0
+ * ```
+ */
+export function loaderQueueSteps(workers: unknown, prefetchFactor: unknown): number {
+  if (typeof workers !== "number" || !Number.isInteger(workers) || workers <= 0) return 0;
+  const each = typeof prefetchFactor === "number" && Number.isInteger(prefetchFactor) && prefetchFactor >= 1 ? prefetchFactor : 2;
+  return workers * each;
 }
 
 /** What the trial knows of the other trials. */
@@ -162,20 +187,21 @@ export function outOfLine(steps: readonly { batches?: number | null }[]): boolea
 /**
  * Which steps a trial measures: not warm-up by the run record's one rule ({@link isWarmupStep}: the
  * steps the reporter flagged, the first `--warmup`), so a trial's throughput and its run's
- * `samples_per_s` count the same steps, and not {@link outOfLine} (an evaluation pass inside a step).
+ * `samples_per_s` count the same steps, not {@link outOfLine} (an evaluation pass inside a step), and
+ * not among the first `queueSteps` (the loader's queue, {@link loaderQueueSteps}).
  *
  * @example
  * ```ts
  * steadyMask([{ warmup: true, batches: 1 }, { warmup: false, batches: 101 }, { warmup: false, batches: 1 }]); // [false, false, true]
  * ```
  */
-export function steadyMask(steps: readonly { warmup: boolean; batches?: number | null }[]): boolean[] {
+export function steadyMask(steps: readonly { warmup: boolean; batches?: number | null }[], queueSteps = 0): boolean[] {
   const odd = outOfLine(steps);
-  return steps.map((step, i) => !isWarmupStep(step) && odd[i] !== true);
+  return steps.map((step, i) => i >= queueSteps && !isWarmupStep(step) && odd[i] !== true);
 }
 
 /**
- * Splits steps into warm-up, out-of-line ({@link outOfLine}) and steady (see {@link steadyMask}).
+ * Splits steps into warm-up, queued ({@link loaderQueueSteps}), out-of-line ({@link outOfLine}) and steady (see {@link steadyMask}).
  * `warmupSteps` is kept for callers; the reporter has already applied it.
  *
  * @example
@@ -183,11 +209,16 @@ export function steadyMask(steps: readonly { warmup: boolean; batches?: number |
  * splitWarmup([{ t: 1, samples: 8, seconds: 3, warmup: true }, { t: 2, samples: 8, seconds: 1, warmup: false }], 1).warmup; // 1
  * ```
  */
-export function splitWarmup(steps: readonly StepTime[], _warmupSteps: number): { warmup: number; outOfLine: number; steady: StepTime[] } {
-  const mask = steadyMask(steps);
+export function splitWarmup(
+  steps: readonly StepTime[],
+  _warmupSteps: number,
+  queueSteps = 0,
+): { warmup: number; queued: number; outOfLine: number; steady: StepTime[] } {
+  const mask = steadyMask(steps, queueSteps);
   const steady = steps.filter((_, i) => mask[i]);
   const warmup = steps.filter((step) => isWarmupStep(step)).length;
-  return { warmup, outOfLine: steps.length - steady.length - warmup, steady };
+  const queued = steps.filter((step, i) => i < queueSteps && !isWarmupStep(step)).length;
+  return { warmup, queued, outOfLine: steps.length - steady.length - warmup - queued, steady };
 }
 
 /**
@@ -302,7 +333,7 @@ export function windowVerdict(
   options: WindowOptions,
   context: WindowContext,
 ): { stop: WindowStop; detail: string; bound?: number; rate?: number } | null {
-  const { steady } = splitWarmup(steps, options.warmupSteps);
+  const { steady } = splitWarmup(steps, options.warmupSteps, options.queueSteps ?? 0);
   const rate = rateOf(steady);
   const pctOf = (share: number): string => `${(share * 100).toFixed(0)} %`;
   const first = steady[0];
