@@ -114,15 +114,23 @@ describe("bash bench/gpu/run.sh all --quick (CPU)", () => {
     for (const r of tune) expectEnvelope(r, "tune");
     const brim = tune[0]!.tune as {
       trials_count: number;
-      winner: { knobs: Record<string, unknown>; speedup: number; samples_per_s: number };
+      winner: { knobs: Record<string, unknown>; speedup: number; samples_per_s: number } | null;
+      no_winner: { reason: string; next: string } | null;
       baseline: { samples_per_s: number };
     };
     expect(brim.trials_count).toBeGreaterThanOrEqual(2);
-    expect(brim.winner.speedup).toBeGreaterThan(0);
     expect(brim.baseline.samples_per_s).toBeGreaterThan(0);
     expect(tune[0]!.wall_s).toBeGreaterThan(0);
     expect(tune[1]!.command).toEqual(expect.arrayContaining(["--strategy", "grid", "batch_size=8,32,128"]));
-    expect(tune[1]!.brim_winner_share_of_grid_best).toBeGreaterThan(0);
+    // which verdict a live tune on a busy CPU reaches is measured speed, not this test's to decide:
+    // either a winner, compared with the grid's best, or no winner with its reason
+    if (brim.winner !== null) {
+      expect(brim.winner.speedup).toBeGreaterThan(0);
+      expect(tune[1]!.brim_winner_share_of_grid_best).toBeGreaterThan(0);
+    } else {
+      expect(brim.no_winner?.reason).toMatch(/\S/);
+      expect(tune[1]!.brim_winner_share_of_grid_best).toBeNull();
+    }
   });
 
   it("measures utilization before and after tuning, and overhead as a ratio", () => {

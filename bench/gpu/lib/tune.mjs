@@ -40,6 +40,8 @@ export function tuneDigest(record) {
     stop_reason: record.stop_reason ?? null,
     baseline: baseline && { knobs: baseline.knobs, samples_per_s: baseline.samples_per_s, peak_bytes: baseline.peak_bytes, end: baseline.end },
     winner: record.winner && { ...record.winner, samples_per_s: winnerTrial?.samples_per_s ?? null, peak_bytes: winnerTrial?.peak_bytes ?? null },
+    confirmation: record.confirmation ?? null,
+    no_winner: record.no_winner ?? null,
     best_measured: best && { index: best.index, knobs: best.knobs, samples_per_s: best.samples_per_s },
     cap_bytes: record.cap_bytes ?? null,
     effective_batch: record.effective_batch ?? null,
@@ -110,7 +112,9 @@ export async function tunePart(c, { workloads: jobs, settings }) {
         extra.brim_winner_share_of_grid_best = winner !== null && best ? winner / best : null;
         extra.brim_tune_key = brim ? brim.key : null;
       }
-      const ok = digest !== null && digest.trials_count > 0 && (run.kind === "grid" || digest.winner !== null);
+      // a tune that names no winner and says why (no gain beyond noise, your configuration faster) has
+      // done its job: which of the two it finds is what the campaign measures, not whether it ran
+      const ok = digest !== null && digest.trials_count > 0 && (run.kind === "grid" || digest.winner !== null || digest.no_winner !== null);
       results.add(
         c.envelope(PART, key, argv, startedAt, {
           ok,

@@ -21,7 +21,16 @@ export async function utilization(c, { workloads: jobs, settings }) {
     const tuned = tunes.get(`${job.name}|brim`)?.tune ?? null;
     const phases = [
       { phase: "before", knobs: {}, sps: tuned?.baseline?.samples_per_s, batch: tuned?.baseline?.knobs?.batch_size },
-      { phase: "after", knobs: tuned?.winner?.knobs ?? null, sps: tuned?.winner?.samples_per_s, batch: tuned?.winner?.knobs?.batch_size },
+      // a tune with no winner (and its reason) leaves the user's configuration as it was: that is the "after"
+      tuned?.winner || !tuned?.no_winner
+        ? { phase: "after", knobs: tuned?.winner?.knobs ?? null, sps: tuned?.winner?.samples_per_s, batch: tuned?.winner?.knobs?.batch_size }
+        : {
+            phase: "after",
+            knobs: tuned.baseline?.knobs ?? {},
+            sps: tuned.baseline?.samples_per_s,
+            batch: tuned.baseline?.knobs?.batch_size,
+            kept: "baseline",
+          },
     ];
     for (const p of phases) {
       const key = `${job.name}|${p.phase}`;
@@ -63,6 +72,7 @@ export async function utilization(c, { workloads: jobs, settings }) {
           job: job.name,
           phase: p.phase,
           knobs: p.knobs,
+          kept: p.kept ?? null,
           tune_id: tuned?.tune_id ?? null,
           steps,
           gpu_util_mean: sum?.gpu_util_mean ?? null,
