@@ -8,14 +8,11 @@
  */
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import type { ChannelMessage } from "../job/channel.ts";
+import { ACCUMULATION_KNOB, MICRO_BATCH_KNOB } from "../knobs/index.ts";
 import type { TimelineEntry } from "../record/types.ts";
 
 /** A job's knobs, as `--knob` gives them. */
 export type Knobs = Record<string, number | string | boolean>;
-
-/** The knob names of the micro-batch and the accumulation (as brim tune names them). */
-export const MICRO_BATCH_KNOB = "batch_size";
-export const ACCUMULATION_KNOB = "accumulation";
 
 /** What to do after a rank ran out of memory with `ran`: new knobs, or why there are none. */
 export type OomPlan = { knobs: Knobs; message: string } | { reason: string } | { already: true };

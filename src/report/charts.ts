@@ -7,6 +7,7 @@ import { formatBytes } from "../bytes.ts";
 import type { RunMeasures } from "../analyze/measure.ts";
 import { maxOf, minOf } from "../stats.ts";
 import { formatRate, formatShare } from "../format.ts";
+import { MICRO_BATCH_NAMES } from "../knobs/index.ts";
 import { isGpuRun, mainSteps, stepSeconds, stepStart, type StepEntry, type Timeline } from "../record/timeline/index.ts";
 import type { RunMeta, TuneRecord } from "../record/types.ts";
 import type { Band, ChartSpec, Point, RefLine, Series } from "./svg.ts";
@@ -268,8 +269,6 @@ export interface TrialPoint {
   winner: boolean;
 }
 
-const MICRO_BATCH_KNOBS = ["batch_size", "micro_batch", "micro_batch_size", "per_device_train_batch_size"];
-
 /**
  * The knob of a tune that sets the micro-batch, if any.
  *
@@ -279,7 +278,7 @@ const MICRO_BATCH_KNOBS = ["batch_size", "micro_batch", "micro_batch_size", "per
  * ```
  */
 export function microBatchKnob(tune: TuneRecord): string | null {
-  return MICRO_BATCH_KNOBS.find((k) => tune.trials.some((t) => typeof t.knobs[k] === "number")) ?? null;
+  return MICRO_BATCH_NAMES.find((k) => tune.trials.some((t) => typeof t.knobs[k] === "number")) ?? null;
 }
 
 /**

@@ -2,8 +2,8 @@
  * Knobs the user keeps on the command line: argparse flags (`--batch-size 32`, `--batch_size=32`,
  * `-b 32`), Hugging Face `TrainingArguments` flags (`--per_device_train_batch_size 16`, `--bf16`),
  * LightningCLI dotted flags (`--data.batch_size 32`, `--trainer.precision 16-mixed`) and
- * Hydra/OmegaConf overrides (`data.batch_size=32`). Found by the same key names as config keys
- * (knobs.ts), and varied by rewriting the command for each trial. Pure: no I/O.
+ * Hydra/OmegaConf overrides (`data.batch_size=32`). Found by the names, switches and spellings
+ * the knob table gives (src/knobs/specs.ts), and varied by rewriting the command for each trial. Pure: no I/O.
  *
  * @example
  * ```ts
@@ -12,6 +12,7 @@
  * ```
  * @module
  */
+import { BOOLEAN_KNOBS, INTEGER_KNOBS, knobOfName, knobOfShortFlag, knobSpec, switchOf } from "../knobs/index.ts";
 import type { KnobValue, Knobs } from "./types.ts";
 
 /** How a knob's value sits in the command. */
@@ -29,63 +30,24 @@ export interface ArgvKnob {
   value: KnobValue;
 }
 
-/** Extra names (normalised: no dashes, `-` → `_`, lower case) that argv flags use for the known knobs. */
-const ARGV_ALIASES: Readonly<Record<string, readonly string[]>> = {
-  batch_size: ["batch_size", "micro_batch_size", "per_device_train_batch_size", "train_batch_size", "bs", "batch", "train_bs", "batchsize"],
-  accumulation: [
-    "accumulate_grad_batches",
-    "gradient_accumulation_steps",
-    "accumulation",
-    "grad_accum_steps",
-    "grad_accum",
-    "accum_steps",
-    "accumulation_steps",
-    "gradient_accumulation",
-  ],
-  precision: ["precision", "mixed_precision", "dtype"],
-  num_workers: ["num_workers", "dataloader_num_workers", "workers", "n_workers", "loader_workers"],
-  pin_memory: ["pin_memory", "dataloader_pin_memory"],
-  persistent_workers: ["persistent_workers", "dataloader_persistent_workers"],
-  prefetch_factor: ["prefetch_factor", "dataloader_prefetch_factor"],
-};
-/** One-letter flags with a settled meaning in PyTorch's own examples (`-b 256`, `-j 4`). */
-const SHORT_FLAGS: Readonly<Record<string, string>> = { b: "batch_size", j: "num_workers" };
-/** Switches that turn a 16-bit precision on (Hugging Face `TrainingArguments`, many scripts). */
-const PRECISION_SWITCHES: Readonly<Record<string, string>> = { bf16: "bf16-mixed", fp16: "fp16-mixed" };
-/**
- * How scripts spell a precision on their command line besides brim's own names: torch dtype names
- * (nanoGPT's `--dtype=bfloat16`) and accelerate's `--mixed_precision no|fp16|bf16`. A value is read
- * into brim's name and written back in the spelling the command used.
- */
-const PRECISION_SPELLINGS: readonly Readonly<Record<string, string>>[] = [
-  { fp32: "float32", "bf16-mixed": "bfloat16", "fp16-mixed": "float16" },
-  { fp32: "no", "bf16-mixed": "bf16", "fp16-mixed": "fp16" },
-];
-
-function spellingOf(written: string): Readonly<Record<string, string>> | undefined {
-  return PRECISION_SPELLINGS.find((spelling) => Object.values(spelling).includes(written.toLowerCase()));
+function spellingOf(knob: string, written: string): Readonly<Record<string, string>> | undefined {
+  return knobSpec(knob)?.spellings?.find((spelling) => Object.values(spelling).includes(written.toLowerCase()));
 }
 
-const INTEGER_KNOBS = new Set(["batch_size", "accumulation", "num_workers", "prefetch_factor"]);
-const BOOLEAN_KNOBS = new Set(["pin_memory", "persistent_workers"]);
+/** A name as the table lists it: the last dotted segment, `-` as `_`, lower case. */
+const normalised = (name: string): string => (name.split(".").pop() ?? "").toLowerCase().replace(/-/g, "_");
 
 /** A value the flag can hold as its knob: a `--dtype` is precision only when it names one (not `int8`). */
 function argvKnobValue(knob: string, flag: string, text: string): KnobValue | null {
-  if (knob === "precision" && /dtype$/i.test(flag) && spellingOf(text) === undefined) return null;
+  if (knobSpec(knob)?.spelledOnly?.includes(normalised(flag.replace(/^-+/, ""))) === true && spellingOf(knob, text) === undefined) return null;
   return argvValue(knob, text);
-}
-
-function knobOfName(name: string): string | null {
-  for (const [knob, names] of Object.entries(ARGV_ALIASES)) if (names.includes(name)) return knob;
-  return null;
 }
 
 /** The knob a flag's name stands for: the last dotted segment, without dashes, `-` as `_`. */
 function knobOfFlag(flag: string): string | null {
-  if (/^-[A-Za-z]$/.test(flag)) return SHORT_FLAGS[flag.slice(1)] ?? null;
+  if (/^-[A-Za-z]$/.test(flag)) return knobOfShortFlag(flag.slice(1));
   if (!flag.startsWith("--")) return null;
-  const last = flag.slice(2).split(".").pop() ?? "";
-  return knobOfName(last.toLowerCase().replace(/-/g, "_"));
+  return knobOfName(normalised(flag.slice(2)));
 }
 
 /**
@@ -104,10 +66,8 @@ export function argvValue(knob: string, text: string): KnobValue | null {
     const lower = text.toLowerCase();
     return lower === "true" || lower === "1" ? true : lower === "false" || lower === "0" ? false : null;
   }
-  if (knob === "precision") {
-    const spelling = spellingOf(text);
-    if (spelling !== undefined) return Object.keys(spelling).find((name) => spelling[name] === text.toLowerCase()) ?? null;
-  }
+  const spelling = spellingOf(knob, text);
+  if (spelling !== undefined) return Object.keys(spelling).find((name) => spelling[name] === text.toLowerCase()) ?? null;
   if (text === "" || text.startsWith("-")) return /^-?\d/.test(text) ? text : null;
   return /^\d+$/.test(text) ? Number(text) : text;
 }
@@ -139,9 +99,9 @@ export function findArgvKnobs(command: readonly string[]): { found: ArgvKnob[]; 
     if (isFlag(arg)) {
       const equals = arg.indexOf("=");
       const flag = equals > 0 ? arg.slice(0, equals) : arg;
-      const switchKnob = PRECISION_SWITCHES[flag.replace(/^--?/, "").toLowerCase()];
-      if (equals < 0 && switchKnob !== undefined && flag.startsWith("--") && !/^(true|false)$/i.test(command[index + 1] ?? "")) {
-        add({ knob: "precision", index, form: "switch", flag, value: switchKnob });
+      const switched = switchOf(flag.replace(/^--?/, "").toLowerCase());
+      if (equals < 0 && switched !== undefined && flag.startsWith("--") && !/^(true|false)$/i.test(command[index + 1] ?? "")) {
+        add({ knob: switched.knob, index, form: "switch", flag, value: switched.value });
         continue;
       }
       const knob = knobOfFlag(flag);
@@ -166,7 +126,7 @@ export function findArgvKnobs(command: readonly string[]): { found: ArgvKnob[]; 
     const override = /^(\+{0,2})([A-Za-z_][\w-]*(?:\.[\w-]+)*)=(.*)$/.exec(arg);
     if (override !== null) {
       const key = override[2] as string;
-      const knob = knobOfName((key.split(".").pop() ?? "").toLowerCase().replace(/-/g, "_"));
+      const knob = knobOfName(normalised(key));
       const value = knob === null ? null : argvKnobValue(knob, key, override[3] as string);
       if (knob !== null && value !== null) add({ knob, index, form: "override", flag: `${override[1] ?? ""}${key}`, value });
     }
@@ -174,8 +134,8 @@ export function findArgvKnobs(command: readonly string[]): { found: ArgvKnob[]; 
   return { found, notes };
 }
 
-function formatValue(value: KnobValue, written: string | undefined): string {
-  const spelling = typeof value === "string" && written !== undefined ? spellingOf(written) : undefined;
+function formatValue(knob: string, value: KnobValue, written: string | undefined): string {
+  const spelling = typeof value === "string" && written !== undefined ? spellingOf(knob, written) : undefined;
   if (spelling !== undefined && typeof value === "string" && spelling[value] !== undefined) return spelling[value];
   if (typeof value !== "boolean") return String(value);
   if (written !== undefined && /^(True|False)$/.test(written)) return value ? "True" : "False";
@@ -183,9 +143,12 @@ function formatValue(value: KnobValue, written: string | undefined): string {
   return String(value);
 }
 
-function precisionSwitch(value: KnobValue, flag: string): string | null {
+/** The switch that gives `knob` its `value` (`--bf16`), null for none; a boolean's own flag when true. */
+function switchFor(knob: string, value: KnobValue, flag: string): string | null {
+  const switches = knobSpec(knob)?.switches;
+  if (switches === undefined) return value === true ? flag : null;
   const dashes = flag.startsWith("--") ? "--" : "-";
-  for (const [name, precision] of Object.entries(PRECISION_SWITCHES)) if (precision === value) return `${dashes}${name}`;
+  for (const [name, set] of Object.entries(switches)) if (set === value) return `${dashes}${name}`;
   return null;
 }
 
@@ -212,17 +175,17 @@ export function rewriteArgv(command: readonly string[], knobs: readonly ArgvKnob
     }
     switch (entry.form) {
       case "separate":
-        out.push(arg, formatValue(value, command[index + 1]));
+        out.push(arg, formatValue(entry.knob, value, command[index + 1]));
         index++;
         break;
       case "equals":
-        out.push(`${entry.flag}=${formatValue(value, arg.slice(arg.indexOf("=") + 1))}`);
+        out.push(`${entry.flag}=${formatValue(entry.knob, value, arg.slice(arg.indexOf("=") + 1))}`);
         break;
       case "override":
-        out.push(`${entry.flag}=${formatValue(value, arg.slice(arg.indexOf("=") + 1))}`);
+        out.push(`${entry.flag}=${formatValue(entry.knob, value, arg.slice(arg.indexOf("=") + 1))}`);
         break;
       case "switch": {
-        const flag = entry.knob === "precision" ? precisionSwitch(value, entry.flag) : value === true ? entry.flag : null;
+        const flag = switchFor(entry.knob, value, entry.flag);
         if (flag !== null) out.push(flag);
         break;
       }

@@ -11,14 +11,11 @@
  * ```
  * @module
  */
+import { ACCUMULATION_KNOB, MICRO_BATCH_KNOB } from "../knobs/index.ts";
 import type { Knobs, TrialResult } from "./types.ts";
 
 /** An effective-batch change whose samples per step move by a share further than this from it is not trusted. */
 export const SAMPLES_TOLERANCE = 0.15;
-
-/** The micro-batch and accumulation knob names (also exported by space.ts). */
-const MICRO = "batch_size";
-const ACCUMULATION = "accumulation";
 
 /** What a trial saw of its own steps (the medians over its steady steps). */
 export interface SeenBatch {
@@ -38,7 +35,7 @@ export interface SeenBatch {
 export function accumulationOf(knobs: Knobs, seen: SeenBatch | null | undefined): number {
   const reported = seen?.accumulation;
   if (typeof reported === "number" && reported >= 1) return reported;
-  const knob = knobs[ACCUMULATION];
+  const knob = knobs[ACCUMULATION_KNOB];
   return typeof knob === "number" && knob >= 1 ? knob : 1;
 }
 
@@ -52,7 +49,7 @@ export function accumulationOf(knobs: Knobs, seen: SeenBatch | null | undefined)
  * ```
  */
 export function effectiveBatchOf(knobs: Knobs, seen: SeenBatch | null | undefined): number | null {
-  const knob = knobs[MICRO];
+  const knob = knobs[MICRO_BATCH_KNOB];
   const micro = typeof knob === "number" ? knob : typeof seen?.microBatch === "number" ? seen.microBatch : null;
   return micro === null ? null : micro * accumulationOf(knobs, seen);
 }
@@ -74,19 +71,19 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
   const e = effectiveBatchOf(other.knobs, other.result);
   const s0 = base.result.samplesPerStep;
   const s = other.result.samplesPerStep;
-  if (typeof base.knobs[MICRO] !== "number" || e0 === null || e === null || e0 === e || s0 == null || s == null || s0 <= 0) return null;
+  if (typeof base.knobs[MICRO_BATCH_KNOB] !== "number" || e0 === null || e === null || e0 === e || s0 == null || s == null || s0 <= 0) return null;
   const expected = e / e0;
   const actual = s / s0;
   if (Math.abs(actual / expected - 1) <= SAMPLES_TOLERANCE) return null;
   // the batch it runs followed, and an epoch's short last batch came often enough to be the median
   const most = other.result.samplesPerStepMax;
   if (most != null && Math.abs(most / s0 / expected - 1) <= SAMPLES_TOLERANCE) return null;
-  const what = (knobs: Knobs, result: TrialResult): string => `${String(knobs[MICRO])} × ${accumulationOf(knobs, result)}`;
+  const what = (knobs: Knobs, result: TrialResult): string => `${String(knobs[MICRO_BATCH_KNOB])} × ${accumulationOf(knobs, result)}`;
   // not a count that moved the wrong way: the very same batch, whatever the knob said
   if (Math.abs(actual - 1) <= SAMPLES_TOLERANCE)
     return (
       `samples per step did not follow the effective batch: ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) but the job ran ${s0} → ${s} samples per step, the same batch: ` +
-      `the ${MICRO} knob looks inert (the job reads it and trains on another value: overwritten, or derived from other settings), or the job counts something else than its batch as samples; no winner is picked on these numbers`
+      `the ${MICRO_BATCH_KNOB} knob looks inert (the job reads it and trains on another value: overwritten, or derived from other settings), or the job counts something else than its batch as samples; no winner is picked on these numbers`
     );
   return (
     `samples per step did not follow the effective batch (micro-batch × accumulation): ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) but the job reported ${s0} → ${s} samples per step (×${actual.toFixed(2)}); ` +
@@ -111,11 +108,11 @@ export function dataShort(base: { knobs: Knobs; result: TrialResult }, other: { 
   // even its largest step short of the batch asked for: no step ran it
   const s0 = base.result.samplesPerStep;
   const s = other.result.samplesPerStepMax ?? other.result.samplesPerStep;
-  if (typeof base.knobs[MICRO] !== "number" || e0 === null || e === null || e <= e0 || s0 == null || s == null || s0 <= 0) return null;
+  if (typeof base.knobs[MICRO_BATCH_KNOB] !== "number" || e0 === null || e === null || e <= e0 || s0 == null || s == null || s0 <= 0) return null;
   const actual = s / s0;
   if (actual <= 1 + SAMPLES_TOLERANCE || actual >= (e / e0) * (1 - SAMPLES_TOLERANCE)) return null;
   const asked = Math.round((e / e0) * s0);
-  return `batch larger than the data: micro-batch ${String(other.knobs[MICRO])} × ${accumulationOf(other.knobs, other.result)} asked for ${asked} samples per step, the job ran ${s} (all the data it has, it seems)`;
+  return `batch larger than the data: micro-batch ${String(other.knobs[MICRO_BATCH_KNOB])} × ${accumulationOf(other.knobs, other.result)} asked for ${asked} samples per step, the job ran ${s} (all the data it has, it seems)`;
 }
 
 /**
@@ -157,13 +154,13 @@ export interface PolicyLine {
  * ```
  */
 export function winnerPolicy(policy: PolicyLine, winner: Knobs, seen: SeenBatch | null | undefined): Pick<PolicyLine, "after" | "text"> {
-  const micro = winner[MICRO];
+  const micro = winner[MICRO_BATCH_KNOB];
   const acc = accumulationOf(winner, seen);
   const after = effectiveBatchOf(winner, seen) ?? policy.before;
   let text = policy.text;
   if (policy.kind === "free" && policy.before !== null && after !== null && after !== policy.before) {
     const hold =
-      winner[ACCUMULATION] !== undefined
+      winner[ACCUMULATION_KNOB] !== undefined
         ? `or tune again with --effective-batch ${policy.before} to hold it`
         : acc > 1
           ? `the job accumulates ${acc} batches per step in its code, where brim cannot change it (--fix batch_size keeps the micro-batch)`

@@ -12,6 +12,7 @@
  * ```
  * @module
  */
+import { knobSpec } from "../knobs/index.ts";
 import type { Knobs, KnobValue, TrialResult } from "./types.ts";
 import { median } from "../stats.ts";
 
@@ -104,7 +105,6 @@ export const EVIDENCE_FIRST = 0.15;
 /** Below this data-wait share, loader knobs are not worth a trial. */
 export const STARVED_MIN = 0.05;
 
-const LOADER = new Set(["num_workers", "prefetch_factor", "persistent_workers", "pin_memory"]);
 const LOW_PRECISION = /bf16|fp16|16-mixed|half/i;
 
 const pct = (share: number): string => `${(share * 100).toFixed(0)} %`;
@@ -158,14 +158,14 @@ export function rankByEvidence(
   others.forEach(({ knob, values }, order) => {
     // ties keep the given order
     const tie = -order * 1e-6;
-    if (LOADER.has(knob)) {
-      if (wait !== null && wait < STARVED_MIN && knob !== "pin_memory") {
+    const rule = knobSpec(knob)?.evidence;
+    if (rule?.kind === "data-wait") {
+      if (wait !== null && wait < STARVED_MIN && rule.whenFed !== "keep") {
         skipped.push({ knob, why: `the loop waits for data only ${pct(wait)} of step time` });
         return;
       }
-      const share = wait ?? 0.1;
       const workers = typeof knobs.num_workers === "number" ? knobs.num_workers : 0;
-      const gain = knob === "num_workers" ? (workers === 0 ? share : share * 0.5) : knob === "pin_memory" ? 0.02 + share * 0.1 : share * 0.3;
+      const gain = rule.gain(wait ?? 0.1, workers);
       const bound = loaderBound(evidence);
       const cpu =
         bound === "io"
@@ -184,8 +184,8 @@ export function rankByEvidence(
       });
       return;
     }
-    if (knob === "precision") {
-      const current = evidence.precision ?? String(knobs.precision ?? "fp32");
+    if (rule?.kind === "precision") {
+      const current = evidence.precision ?? String(knobs[knob] ?? "fp32");
       const lower = values.some((v) => typeof v === "string" && LOW_PRECISION.test(v));
       if (!LOW_PRECISION.test(current) && lower) {
         const compute = 1 - (wait ?? 0);

@@ -2,8 +2,11 @@ import { existsSync } from "node:fs";
 import { extname, resolve } from "node:path";
 import type { ConfigDocument } from "../configs/index.ts";
 import { InputError, UsageError } from "../errors/index.ts";
+import { KNOWN_KNOBS } from "../knobs/index.ts";
 import type { ArgvKnob } from "./argv.ts";
 import type { KnobValue, Knobs } from "./types.ts";
+
+export { candidateValues, KNOWN_KNOBS, type CandidateContext } from "../knobs/index.ts";
 
 /** How a knob's value reaches the job. */
 export type KnobBinding = { knob: string; via: "template" } | ConfigKnob | { knob: string; via: "env" } | ({ via: "argv" } & ArgvKnob) | CodeKnob;
@@ -99,17 +102,6 @@ export function codeKnobEnv(bindings: readonly KnobBinding[], knobs: Knobs): Rec
     ...(loaderArgs.length > 0 ? { BRIM_LOADER_ARGS: JSON.stringify(loaderArgs) } : {}),
   };
 }
-
-/** Knobs brim knows how to tune, with the config keys they are usually found under (last segment). */
-export const KNOWN_KNOBS: Readonly<Record<string, readonly string[]>> = {
-  batch_size: ["batch_size", "micro_batch_size", "per_device_train_batch_size", "train_batch_size"],
-  accumulation: ["accumulate_grad_batches", "gradient_accumulation_steps", "accumulation", "grad_accum_steps"],
-  precision: ["precision", "mixed_precision"],
-  num_workers: ["num_workers", "dataloader_num_workers"],
-  pin_memory: ["pin_memory", "dataloader_pin_memory"],
-  persistent_workers: ["persistent_workers", "dataloader_persistent_workers"],
-  prefetch_factor: ["prefetch_factor", "dataloader_prefetch_factor"],
-};
 
 const CONFIG_EXTENSIONS = new Set([".yaml", ".yml", ".json", ".toml"]);
 const TEMPLATE = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -276,60 +268,4 @@ export function configBaseline(bindings: readonly KnobBinding[], documents: Read
     if (value !== undefined) knobs[binding.knob] = value;
   }
   return knobs;
-}
-
-/** What the tuner knows about the machine when it picks candidate values. */
-export interface CandidateContext {
-  backend: "nvml" | "nvidia-smi" | "cpu";
-  /** Tensor cores with bf16 (Ampere and newer). */
-  bf16: boolean;
-  /** Tensor cores at all (Volta and newer). */
-  tensorCores: boolean;
-  cpus: number;
-  /** what bounds the loader, from trial 0's evidence (evidence.ts loaderBound): "io" lets workers go past the cores */
-  loader?: "io" | "cpu" | null;
-}
-
-/**
- * Candidate values for the knobs other than the micro-batch and accumulation, in the order the
- * coordinate descent tries them. Only knobs the job has (bound, or read through the SDK) are tuned.
- *
- * @example
- * ```ts
- * candidateValues(["precision", "num_workers"], { precision: "fp32", num_workers: 0 }, { backend: "cpu", bf16: false, tensorCores: false, cpus: 4 });
- * // [{ knob: "num_workers", values: [0, 1, 2, 4] }]
- * ```
- */
-export function candidateValues(knobs: readonly string[], baseline: Knobs, context: CandidateContext): { knob: string; values: KnobValue[] }[] {
-  const out: { knob: string; values: KnobValue[] }[] = [];
-  const has = (knob: string): boolean => knobs.includes(knob);
-  const withBaseline = (knob: string, values: KnobValue[]): KnobValue[] => {
-    const current = baseline[knob];
-    const all = current !== undefined && !values.includes(current) ? [current, ...values] : values;
-    return [...new Set(all)];
-  };
-  if (has("precision") && context.backend !== "cpu") {
-    // in the order the descent walks them from fp32, least change first: tf32 keeps fp32's numbers
-    // and costs nothing per step; bf16 needs no loss scaler; fp16 comes last. A walk stops at the first
-    // value clearly slower, so at a small, launch-bound step the later ones are left for the retry at
-    // the micro-batch the memory phase picks.
-    const precisions: KnobValue[] = ["fp32"];
-    if (context.bf16) precisions.push("tf32", "bf16-mixed");
-    if (context.tensorCores) precisions.push("fp16-mixed");
-    out.push({ knob: "precision", values: withBaseline("precision", precisions) });
-  }
-  if (has("num_workers")) {
-    // I/O-bound: workers wait on files, not on cores, so more than the cores can help (2, 4, 8, ...);
-    // CPU-bound or unknown: up to the cores
-    const most = context.loader === "io" ? Math.max(16, 2 * context.cpus) : Math.max(1, context.cpus);
-    const workers = [0, 1, 2, 4, 8, 16, 32, 64].filter((n) => n <= most);
-    out.push({ knob: "num_workers", values: withBaseline("num_workers", workers) });
-  }
-  if (has("pin_memory") && context.backend !== "cpu") out.push({ knob: "pin_memory", values: withBaseline("pin_memory", [false, true]) });
-  if (has("persistent_workers")) out.push({ knob: "persistent_workers", values: withBaseline("persistent_workers", [false, true]) });
-  if (has("prefetch_factor")) {
-    const current = baseline.prefetch_factor;
-    out.push({ knob: "prefetch_factor", values: [...new Set([...(current !== undefined ? [current] : []), 2, 4])] });
-  }
-  return out.filter((entry) => entry.values.length > 1);
 }

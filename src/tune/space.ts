@@ -14,12 +14,11 @@ import { gpuCapabilities } from "../devices/gpu-facts.ts";
 import { UsageError } from "../errors/index.ts";
 import { findGpu } from "../plan/catalog.ts";
 import { formatBytes } from "../bytes.ts";
+import { ACCUMULATION_KNOB, MICRO_BATCH_KNOB, NEED_WORKERS } from "../knobs/index.ts";
 import { candidateValues, type CandidateContext } from "./knobs.ts";
 import type { Knobs, KnobValue, TuneSpace } from "./types.ts";
 
-/** Knob names that are the micro-batch and the gradient accumulation. */
-export const MICRO_BATCH_KNOB = "batch_size";
-export const ACCUMULATION_KNOB = "accumulation";
+export { ACCUMULATION_KNOB, MICRO_BATCH_KNOB } from "../knobs/index.ts";
 
 /** What {@link buildSpace} is told by the user. */
 export interface SpaceOptions {
@@ -147,8 +146,7 @@ export function buildSpace(
   if (options.observedAccumulation !== undefined && options.observedAccumulation > 1) space.observedAccumulation = options.observedAccumulation;
   note(effectiveBatchPolicy(space, options).text);
   const workers = baseline.num_workers;
-  const loaderExtra = (knob: string): boolean => knob === "persistent_workers" || knob === "prefetch_factor";
-  const tunable = known.filter((knob) => !fixed.has(knob) && (!loaderExtra(knob) || (typeof workers === "number" && workers > 0)));
+  const tunable = known.filter((knob) => !fixed.has(knob) && (!NEED_WORKERS.has(knob) || (typeof workers === "number" && workers > 0)));
   const candidates = candidateValues(tunable, baseline, context);
   const userLists = Object.entries(options.knobValues ?? {}).filter(([knob, values]) => values.length > 1 && knob !== MICRO_BATCH_KNOB && !fixed.has(knob));
   space.others = [

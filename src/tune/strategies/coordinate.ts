@@ -12,6 +12,7 @@
  * @module
  */
 import { formatBytes } from "../../bytes.ts";
+import { OWN_MEMORY_LINE, WALK_FIRST } from "../../knobs/index.ts";
 import type { KnobValue, SearchTrial } from "../types.ts";
 import { MARGIN_FLOOR } from "../memory-line.ts";
 import { knobsKey } from "./axis.ts";
@@ -160,9 +161,6 @@ function walkedOn(s: Searcher, incumbent: ConfigEstimate, knob: string): string 
   return `${kept}; the loop still waits for data ${pct(wait)} of step time there`;
 }
 
-/** Knobs whose values are walked to the end before the micro-batch is looked at again. */
-const WALK_FIRST = new Set(["num_workers", "prefetch_factor"]);
-
 /** How many times the leader and the incumbent are each measured, at most, while they stay within noise of each other. */
 export const SETTLE_MAX = 3;
 
@@ -224,8 +222,8 @@ function finish(s: Searcher, knob: string, said: string[]): void {
 function placeOnLine(s: Searcher, trial: SearchTrial, incumbent: ConfigEstimate, said: string[], label: string, knob: string): void {
   const context = s.axis.contextOf(trial.knobs);
   if (s.memory.familyOf(context) !== undefined) return;
-  if (knob === "precision" && s.axis.knob !== undefined) {
-    // a precision decides the bytes of every term: its memory is never the line of another precision
+  if (OWN_MEMORY_LINE.has(knob) && s.axis.knob !== undefined) {
+    // a precision decides the bytes of every term: its memory is never the line of another value
     s.memory.open(context);
     s.ownLines.add(knobsKey(context));
     said.push(`${label} changes the bytes per sample, so it gets a memory line of its own`);

@@ -1,0 +1,126 @@
+/**
+ * The knobs brim knows, as the stages read them: every list here is derived from {@link KNOB_SPECS}
+ * (`specs.ts`), the one place a knob is defined. Pure: no I/O.
+ *
+ * @example
+ * ```ts
+ * knobOfName("dataloader_num_workers"); // "num_workers"
+ * MICRO_BATCH_KNOB; // "batch_size"
+ * ```
+ * @module
+ */
+import { KNOB_SPECS, MICRO_BATCH_KNOB, type CandidateContext, type KnobSpec, type KnobValue } from "./specs.ts";
+
+export {
+  ACCUMULATION_KNOB,
+  KNOB_SPECS,
+  MICRO_BATCH_KNOB,
+  withCurrent,
+  type CandidateContext,
+  type EvidenceRule,
+  type KnobSpec,
+  type KnobValue,
+} from "./specs.ts";
+
+/**
+ * The spec of knob `name`, undefined for a knob brim does not know.
+ *
+ * @example
+ * ```ts
+ * knobSpec("pin_memory")?.type; // "boolean"
+ * ```
+ */
+export function knobSpec(name: string): KnobSpec | undefined {
+  return KNOB_SPECS.find((spec) => spec.name === name);
+}
+
+function named(test: (spec: KnobSpec) => boolean): ReadonlySet<string> {
+  return new Set(KNOB_SPECS.filter(test).map((spec) => spec.name));
+}
+
+/**
+ * The names the micro-batch knob may have in a job's knobs or a tune's record, brim's own first.
+ *
+ * @example
+ * ```ts
+ * MICRO_BATCH_NAMES; // ["batch_size", "micro_batch", "micro_batch_size", "per_device_train_batch_size", "bs"]
+ * ```
+ */
+export const MICRO_BATCH_NAMES: readonly string[] = [MICRO_BATCH_KNOB, ...(knobSpec(MICRO_BATCH_KNOB)?.knobNames ?? [])];
+
+/** Knobs brim knows how to tune, with the config keys they are usually found under (last segment). */
+export const KNOWN_KNOBS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(KNOB_SPECS.map((spec) => [spec.name, spec.configKeys]));
+
+/** Knobs whose values are whole numbers. */
+export const INTEGER_KNOBS = named((spec) => spec.type === "integer");
+/** Knobs whose values are true or false. */
+export const BOOLEAN_KNOBS = named((spec) => spec.type === "boolean");
+/** DataLoader arguments: knobs whose evidence is the loop's wait for data. */
+export const DATA_WAIT_KNOBS = named((spec) => spec.evidence?.kind === "data-wait");
+/** DataLoader arguments PyTorch takes only from a loader with workers. */
+export const NEED_WORKERS = named((spec) => spec.loader?.needsWorkers === true);
+/** Knobs whose values are walked to the end before the micro-batch is looked at again. */
+export const WALK_FIRST = named((spec) => spec.walkFirst === true);
+/** Knobs each value of which gets a memory line of its own. */
+export const OWN_MEMORY_LINE = named((spec) => spec.ownMemoryLine === true);
+
+/**
+ * The knob a command-line name stands for (normalised: no dashes, `-` as `_`, lower case): a config
+ * key or a flag name of a knob; null for none.
+ *
+ * @example
+ * ```ts
+ * knobOfName("grad_accum"); // "accumulation"
+ * ```
+ */
+export function knobOfName(name: string): string | null {
+  return KNOB_SPECS.find((spec) => spec.configKeys.includes(name) || spec.flagNames?.includes(name) === true)?.name ?? null;
+}
+
+/**
+ * The knob a one-letter flag stands for (`b` of `-b 256`), null for none.
+ *
+ * @example
+ * ```ts
+ * knobOfShortFlag("j"); // "num_workers"
+ * ```
+ */
+export function knobOfShortFlag(letter: string): string | null {
+  return KNOB_SPECS.find((spec) => spec.shortFlags?.includes(letter) === true)?.name ?? null;
+}
+
+/**
+ * The knob and value a switch sets by being present (`bf16` of `--bf16`), undefined for none.
+ *
+ * @example
+ * ```ts
+ * switchOf("bf16"); // { knob: "precision", value: "bf16-mixed" }
+ * ```
+ */
+export function switchOf(name: string): { knob: string; value: KnobValue } | undefined {
+  for (const spec of KNOB_SPECS) {
+    const value = spec.switches?.[name];
+    if (value !== undefined) return { knob: spec.name, value };
+  }
+  return undefined;
+}
+
+/**
+ * The candidate values of the knobs in `knobs` that have any, in the table's order, each with the
+ * job's value in `baseline`; knobs with fewer than two values on this machine are left out.
+ *
+ * @example
+ * ```ts
+ * candidateValues(["precision", "num_workers"], { precision: "fp32", num_workers: 0 }, { backend: "cpu", bf16: false, tensorCores: false, cpus: 4 });
+ * // [{ knob: "num_workers", values: [0, 1, 2, 4] }]
+ * ```
+ */
+export function candidateValues(
+  knobs: readonly string[],
+  baseline: Readonly<Record<string, KnobValue>>,
+  context: CandidateContext,
+): { knob: string; values: KnobValue[] }[] {
+  return KNOB_SPECS.flatMap((spec) =>
+    spec.candidates === undefined || !knobs.includes(spec.name) ? [] : [{ knob: spec.name, values: spec.candidates(baseline[spec.name], context) }],
+  ).filter((entry) => entry.values.length > 1);
+}

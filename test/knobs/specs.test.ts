@@ -1,0 +1,104 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  BOOLEAN_KNOBS,
+  candidateValues,
+  DATA_WAIT_KNOBS,
+  INTEGER_KNOBS,
+  KNOB_SPECS,
+  KNOWN_KNOBS,
+  knobOfName,
+  knobOfShortFlag,
+  MICRO_BATCH_KNOB,
+  MICRO_BATCH_NAMES,
+  NEED_WORKERS,
+  OWN_MEMORY_LINE,
+  switchOf,
+  WALK_FIRST,
+} from "../../src/knobs/index.ts";
+
+const REPO = resolve(import.meta.dirname, "..", "..");
+
+/** A Python tuple of strings assigned to `name` at the top of a module, read from its source. */
+function pythonTuple(file: string, name: string): string[] {
+  const text = readFileSync(join(REPO, file), "utf8");
+  const match = new RegExp(`^${name}\\s*=\\s*\\(([^)]*)\\)`, "m").exec(text);
+  if (match?.[1] === undefined) throw new Error(`${file} assigns no tuple to ${name}`);
+  return [...match[1].matchAll(/["']([^"']+)["']/g)].map((m) => m[1] as string);
+}
+
+describe("the knob table", () => {
+  it("gives each knob its own name among its config keys, and no name to two knobs", () => {
+    const owner = new Map<string, string>();
+    for (const spec of KNOB_SPECS) {
+      expect(spec.configKeys, spec.name).toContain(spec.name);
+      for (const name of [...spec.configKeys, ...(spec.flagNames ?? [])]) {
+        expect(owner.get(name) ?? spec.name, `${name} names ${owner.get(name)} and ${spec.name}`).toBe(spec.name);
+        owner.set(name, spec.name);
+      }
+      for (const name of [...spec.configKeys, ...(spec.flagNames ?? []), ...(spec.spelledOnly ?? [])])
+        expect(name, "flag names are normalised").toMatch(/^[a-z0-9_]+$/);
+    }
+    expect(new Set(KNOB_SPECS.map((spec) => spec.name)).size).toBe(KNOB_SPECS.length);
+  });
+
+  it("derives the lists the stages kept before it (issue 34)", () => {
+    expect(KNOWN_KNOBS).toMatchObject({
+      batch_size: ["batch_size", "micro_batch_size", "per_device_train_batch_size", "train_batch_size"],
+      accumulation: ["accumulate_grad_batches", "gradient_accumulation_steps", "accumulation", "grad_accum_steps"],
+      precision: ["precision", "mixed_precision"],
+      num_workers: ["num_workers", "dataloader_num_workers"],
+      pin_memory: ["pin_memory", "dataloader_pin_memory"],
+      persistent_workers: ["persistent_workers", "dataloader_persistent_workers"],
+      prefetch_factor: ["prefetch_factor", "dataloader_prefetch_factor"],
+    });
+    for (const knob of ["batch_size", "accumulation", "num_workers", "prefetch_factor"]) expect(INTEGER_KNOBS.has(knob), knob).toBe(true);
+    for (const knob of ["pin_memory", "persistent_workers"]) expect(BOOLEAN_KNOBS.has(knob), knob).toBe(true);
+    for (const knob of ["num_workers", "prefetch_factor", "persistent_workers", "pin_memory"]) expect(DATA_WAIT_KNOBS.has(knob), knob).toBe(true);
+    expect([...WALK_FIRST]).toEqual(expect.arrayContaining(["num_workers", "prefetch_factor"]));
+    expect(OWN_MEMORY_LINE.has("precision")).toBe(true);
+    expect(MICRO_BATCH_KNOB).toBe("batch_size");
+    expect(knobOfName("train_bs")).toBe("batch_size");
+    expect(knobOfName("gradient_accumulation")).toBe("accumulation");
+    expect(knobOfName("dtype")).toBe("precision");
+    expect(knobOfName("loader_workers")).toBe("num_workers");
+    expect(knobOfShortFlag("b")).toBe("batch_size");
+    expect(knobOfShortFlag("j")).toBe("num_workers");
+    expect(switchOf("bf16")).toEqual({ knob: "precision", value: "bf16-mixed" });
+  });
+
+  it("keeps the candidates' walk order: precision, then the loader's knobs", () => {
+    const gpu = { backend: "nvml", bf16: true, tensorCores: true, cpus: 4 } as const;
+    const all = ["batch_size", "accumulation", "precision", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor"];
+    const values = candidateValues(all, { precision: "fp32", num_workers: 3, pin_memory: false, prefetch_factor: 4 }, gpu);
+    expect(values).toEqual([
+      { knob: "precision", values: ["fp32", "tf32", "bf16-mixed", "fp16-mixed"] },
+      { knob: "num_workers", values: [3, 0, 1, 2, 4] },
+      { knob: "pin_memory", values: [false, true] },
+      { knob: "persistent_workers", values: [false, true] },
+      { knob: "prefetch_factor", values: [4, 2] },
+    ]);
+  });
+});
+
+describe("the Python twin (it ships alone, with lists of its own)", () => {
+  it("python/brim/_samples.py reads the micro-batch under the same names", () => {
+    expect(pythonTuple("python/brim/_samples.py", "BATCH_SIZE_KNOBS")).toEqual([...MICRO_BATCH_NAMES]);
+  });
+
+  it("python/brim/_loader_args.py holds back the same settings from a loader without workers", () => {
+    expect(new Set(pythonTuple("python/brim/_loader_args.py", "_NEED_WORKERS"))).toEqual(new Set(NEED_WORKERS));
+  });
+});
+
+describe("src/knobs/ in the flow", () => {
+  it("imports only its own files and the shared files at the root of src/", () => {
+    const dir = join(REPO, "src", "knobs");
+    for (const file of readdirSync(dir).filter((name) => name.endsWith(".ts"))) {
+      const text = readFileSync(join(dir, file), "utf8");
+      for (const [, from] of text.matchAll(/^(?:import|export)[^"']*from\s+["']([^"']+)["']/gm))
+        expect(from, `${file} imports ${from}`).toMatch(/^(\.\/[\w-]+\.ts|\.\.\/(stats|format|bytes|files|version)\.ts|\.\.\/errors\/index\.ts|node:\w+)$/);
+    }
+  });
+});
