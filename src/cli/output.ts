@@ -1,3 +1,5 @@
+import { fstatSync } from "node:fs";
+
 /** Where commands print: the real streams, or buffers in tests. */
 export interface Output {
   stdout(text: string): void;
@@ -12,8 +14,20 @@ export interface Output {
   columns?: number;
   /** Colors allowed (a terminal, and NO_COLOR unset). */
   color?: boolean;
+  /** True when stdout and stderr lead to the same file, pipe or terminal (`> log 2>&1`): a line one leaves open, the other continues. */
+  sameTarget?: boolean;
   /** Writes bytes as they are (a job's output passed through unchanged, whatever its encoding). */
   bytes?(stream: 1 | 2, bytes: Uint8Array): void;
+}
+
+/** Whether stdout and stderr are one open file (same device and inode); false where either cannot be read. */
+function sameTarget(): boolean {
+  try {
+    const [a, b] = [fstatSync(1), fstatSync(2)];
+    return a.dev === b.dev && a.ino === b.ino;
+  } catch {
+    return false;
+  }
 }
 
 /** The process's own streams. */
@@ -32,6 +46,9 @@ export const processOutput: Output = {
   },
   get columns() {
     return process.stderr.columns || Number(process.env.COLUMNS) || 100;
+  },
+  get sameTarget() {
+    return sameTarget();
   },
   get color() {
     return process.stderr.isTTY === true && (process.env.NO_COLOR ?? "") === "";

@@ -5,12 +5,13 @@ import { formatBytes, parseByteSize } from "../bytes.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { guardRun, type GuardResult } from "../guard/guard.ts";
-import { clusterLabels, formatDuration, formatPrometheus, parseListen, serveMetrics, StatusFooter, withRanksNode } from "../metrics/index.ts";
+import { clusterLabels, formatPrometheus, parseListen, serveMetrics, StatusFooter, withRanksNode } from "../metrics/index.ts";
 import { progressPattern } from "../job/progress-lines.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { BRIM_VERSION } from "../version.ts";
 import { labelOptions, recordLabels } from "./labels.ts";
 import type { Output } from "./output.ts";
+import { renderRunSummary } from "./render-run.ts";
 
 /** Options of `brim run` as the command line gives them. */
 export interface RunCommandOptions {
@@ -52,6 +53,8 @@ export interface RunCommandResult {
   exitCode: number;
   storeRoot: string;
   note: string | null;
+  /** The job's output left the summary's line (stderr, or one file behind both streams) unfinished: a progress bar's last `\r` update. */
+  lineOpen: boolean;
 }
 
 /** Exit status of a run that brim stopped because the run store failed (BSD's EX_IOERR). */
@@ -182,11 +185,14 @@ function checkRunInput(options: RunCommandOptions, inventory: ReturnType<Devices
 }
 
 /** The live status line under the job's output, on stderr; none with --quiet or --json. */
-function statusFooter(options: RunCommandOptions, out: Output): StatusFooter | null {
+function statusFooter(options: RunCommandOptions, out: Output, written: (stream: 1 | 2, text: string) => void): StatusFooter | null {
   if (options.quiet || options.json) return null;
   return new StatusFooter(
     {
-      write: (text) => out.stderr(text),
+      write: (text) => {
+        out.stderr(text);
+        written(2, text);
+      },
       isTTY: out.stderrIsTTY === true,
       // read at each redraw: the view follows a resized terminal
       get columns() {
@@ -218,7 +224,14 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
   for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount("error") === 0) stream.on("error", () => {});
   // A stream that is not a terminal (a pipe, a file) gets the job's bytes unchanged, whatever their encoding.
   const rawBytes = (stream: 1 | 2): boolean => out.bytes !== undefined && (stream === 1 ? out.stdoutIsTTY : out.stderrIsTTY) !== true;
-  const footer = statusFooter(options, out);
+  // where each stream's last line stands, so that the summary never starts glued to a progress bar's last update
+  const open = { 1: false, 2: false };
+  const written = (stream: 1 | 2, text: string): void => {
+    if (text === "") return;
+    open[stream] = !text.endsWith("\n");
+    if (out.sameTarget === true) open[stream === 1 ? 2 : 1] = open[stream];
+  };
+  const footer = statusFooter(options, out, written);
   let latestState: Parameters<typeof formatPrometheus>[0] | null = null;
   let runId = "";
   let running = true;
@@ -279,15 +292,23 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
           const to = options.json === true ? 2 : stream;
           if (!rawBytes(to)) return;
           out.bytes?.(to, bytes);
+          written(to, bytes.subarray(-1).toString("latin1"));
           if (to === 2) footer?.passed(bytes.subarray(-1).toString("latin1"));
         },
         onChunk: (stream, chunk) => {
           if (options.json === true) {
-            if (!rawBytes(2)) out.stderr(chunk);
+            if (!rawBytes(2)) {
+              out.stderr(chunk);
+              written(2, chunk);
+            }
             return;
           }
           if (rawBytes(stream)) return;
-          const write = (text: string): void => (stream === 1 ? out.stdout(text) : out.stderr(text));
+          const write = (text: string): void => {
+            if (stream === 1) out.stdout(text);
+            else out.stderr(text);
+            written(stream, text);
+          };
           if (footer) footer.chunk(chunk, write, stream === 2 || out.stdoutIsTTY === true);
           else write(chunk);
         },
@@ -300,7 +321,7 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
     );
     footer?.close(latestState ?? undefined);
     ended = true;
-    return { result, exitCode: exitCodeOf(result.job.end, result.job.interruptedBy), storeRoot: root, note: inventory.note };
+    return { result, exitCode: exitCodeOf(result.job.end, result.job.interruptedBy), storeRoot: root, note: inventory.note, lineOpen: open[2] };
   } finally {
     running = false;
     // the last scrape lands after the run: keep /metrics (with brim_job_running 0) up a little longer
@@ -310,83 +331,6 @@ export async function runCommand(command: string[], options: RunCommandOptions, 
       else metrics.close();
     }
   }
-}
-
-/** Why steps were counted but none was steady: every one was warm-up (the first --warmup, or a step that compiled). */
-function noSteadyReason(run: RunCommandResult): string {
-  const steps = run.result.timeline.steps;
-  const warm = steps.filter((step) => step.warmup).length;
-  if (steps.length === 0 || warm < steps.length) return "";
-  return `: all ${warm} step${warm === 1 ? " was" : "s were"} warm-up, left out of throughput (the first --warmup steps, and any step that compiled or ran a validation pass); run more steps than --warmup (--steps), or lower --warmup`;
-}
-
-/**
- * The end-of-run summary as text.
- *
- * @example
- * ```ts
- * out.stderr(renderRunSummary(result));
- * ```
- */
-export function renderRunSummary(run: RunCommandResult): string {
-  const { meta, summary } = run.result;
-  const end = meta.end;
-  const lines: string[] = [];
-  const scope = meta.cap_scope === "gpu" ? "GPU" : "RAM";
-  lines.push(`brim: run ${meta.id} ended: ${end?.cause ?? "?"}${end && end.cause !== "ok" ? ` — ${end.message}` : ""}`);
-  const source = summary.throughput_source
-    ? ` (measured by ${summary.throughput_source === "progress" ? "the job's progress lines" : summary.throughput_source === "attach" ? "attach" : "the SDK"})`
-    : "";
-  const ranks = run.result.timeline.measured.ranks;
-  const global = ranks.length > 0 && ranks.every((r) => r.samples_per_s !== null) ? `, all ${ranks.length} ranks together` : "";
-  const throughput =
-    summary.samples_per_s !== null
-      ? `${summary.samples_per_s.toPrecision(4)} samples/s${global} over ${summary.steady_steps} steady steps${source}`
-      : summary.step_time_s !== null && summary.steady_steps > 0
-        ? `${summary.step_time_s.toPrecision(4)} s per step over ${summary.steady_steps} steady steps${source}; samples per step unknown`
-        : `no steady steps reported${summary.steps === 0 ? " (brim saw no optimizer step, DataLoader or progress line, or the job stopped before its first step)" : noSteadyReason(run)}`;
-  lines.push(`  throughput   ${throughput}`);
-  if (ranks.length > 0)
-    lines.push(
-      `  ranks        ${ranks
-        .map((r) => {
-          const rate = r.samples_per_s !== null ? `${r.samples_per_s.toPrecision(4)} samples/s` : "?";
-          const time = r.step_time_s !== null ? `, ${(r.step_time_s * 1000).toPrecision(3)} ms/step` : "";
-          const own = r.own_time_s !== null ? `, own work ${(r.own_time_s * 1000).toPrecision(3)} ms` : "";
-          const wait = r.data_wait_share !== null ? `, data wait ${(r.data_wait_share * 100).toFixed(1)}%` : "";
-          const mem = r.peak_allocated_bytes !== null ? `, peak ${(r.peak_allocated_bytes / 2 ** 20).toFixed(0)} MiB` : "";
-          return `rank ${r.rank} ${rate} (${r.steps} steps${time}${own}${wait}${mem})`;
-        })
-        .join(" · ")}`,
-    );
-  if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
-  const pss = summary.peak_tree_pss_bytes ?? null;
-  const peak = meta.cap_scope === "gpu" ? summary.peak_tree_gpu_bytes : (pss ?? summary.peak_tree_rss_bytes);
-  const counted =
-    meta.cap_scope === "gpu"
-      ? "process tree"
-      : pss !== null
-        ? `PSS of the process tree; RSS ${summary.peak_tree_rss_bytes !== null ? formatBytes(summary.peak_tree_rss_bytes) : "?"}`
-        : "RSS of the process tree";
-  if (peak !== null)
-    lines.push(
-      `  peak memory  ${formatBytes(peak)} ${scope} (${counted})${meta.cap_bytes !== null ? ` of the ${formatBytes(meta.cap_bytes)} cap (${((peak / meta.cap_bytes) * 100).toFixed(0)}%)` : ""}`,
-    );
-  if (summary.framework_peak_allocated_bytes !== null)
-    lines.push(
-      `  framework    peak allocated ${formatBytes(summary.framework_peak_allocated_bytes)}, reserved ${formatBytes(summary.framework_peak_reserved_bytes ?? 0)}`,
-    );
-  if (summary.gpu_util_mean !== null)
-    lines.push(
-      `  utilization  ${summary.gpu_util_mean.toFixed(0)}% GPU (time a kernel ran)${summary.sm_activity_mean !== null ? `, ${summary.sm_activity_mean.toFixed(0)}% SM activity` : ""}`,
-    );
-  if (summary.energy_j_per_sample !== null) lines.push(`  energy       ${summary.energy_j_per_sample.toPrecision(3)} J/sample`);
-  if (summary.oom_recoveries > 0) lines.push(`  recovered    ${summary.oom_recoveries} out-of-memory errors inside the step (no step lost)`);
-  lines.push(
-    `  duration     ${formatDuration(summary.duration_s)} · ${summary.steps} steps${ranks.length > 0 ? ` (optimizer steps of rank ${ranks[0]?.rank ?? 0}; every rank steps with it)` : ""}`,
-  );
-  lines.push(`  record       ${run.storeRoot}/runs/${meta.id}  (brim doctor ${meta.id})`);
-  return `${lines.join("\n")}\n`;
 }
 
 /**
@@ -410,7 +354,10 @@ export function registerRun(program: Command, out: Output, setExitCode: (code: n
     .option("--cap <size>", "memory cap for the whole process tree: GPU memory, or RAM in CPU mode (e.g. 12GiB)", (text) => parseByteSize(text))
     .option("--store <dir>", "run store folder (default .brim, or $BRIM_STORE)")
     .option("--prometheus <[host:]port>", "serve Prometheus metrics on [host:]port/metrics (host 127.0.0.1 unless given)", parseListen)
-    .option("--prometheus-token <token>", "bearer token scrapes must send; required with a host other than loopback (or BRIM_PROMETHEUS_TOKEN)")
+    .option(
+      "--prometheus-token <token>",
+      "bearer token scrapes must send, 16 characters or more; required with a host other than loopback (or BRIM_PROMETHEUS_TOKEN)",
+    )
     .addOption(
       new Option("--prometheus-grace <seconds>", "keep the metrics endpoint up this long after the run, for the last scrape (0 = no)")
         .default(5)
@@ -491,7 +438,7 @@ The record lands in .brim/runs/<id>/ (run.json, timeline.ndjson, output.log): se
       // ranks: each rank's own figures beside the summary's global ones (torchrun, DDP)
       const ranks = run.result.timeline.measured.ranks;
       if (options.json) out.stdout(`${JSON.stringify(ranks.length > 0 ? { ...run.result.meta, ranks } : run.result.meta, null, 2)}\n`);
-      else out.stderr(renderRunSummary(run));
+      else out.stderr(`${run.lineOpen ? "\n" : ""}${renderRunSummary(run)}`);
       setExitCode(run.exitCode);
     });
 }
