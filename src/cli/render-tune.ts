@@ -184,6 +184,11 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   } else {
     out.push("no winner: no trial finished under the cap with a measured throughput");
   }
+  const parity = record.parity;
+  if (parity !== undefined) {
+    out.push(winner ? parity.line : `the best configuration found, against yours: ${parity.line}`);
+    for (const evidence of parity.evidence) out.push(`  ${evidence.text}`);
+  }
   const unseen = unseenSamples(unit);
   if (unseen !== null) out.push(unseen);
   if (record.effective_batch_policy) out.push(record.effective_batch_policy.text);

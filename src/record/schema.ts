@@ -204,6 +204,37 @@ export const tuneSchema = z.looseObject({
     })
     .nullable()
     .optional(),
+  /**
+   * Loss parity (issue 37): the per-optimizer-step losses of your configuration's and the winner's
+   * confirmation runs compared from step 0; absent when no confirmation pair ran, or in records older
+   * than it. docs/run-store.md names every field.
+   */
+  parity: z
+    .looseObject({
+      verdict: z.enum(["match", "parted", "nonfinite", "not_comparable", "batch_changed"]),
+      /** the verdict as printed */
+      line: z.string(),
+      /** the samples of one optimizer step in each run, and whether the winner holds it */
+      effective_batch: z.looseObject({ before: nn, after: nn, held: z.boolean() }),
+      baseline_trial: n,
+      winner_trial: n,
+      precisions: z.looseObject({ baseline: z.string(), winner: z.string() }),
+      steps: n.optional(),
+      tolerance: n.optional(),
+      max_diff: n.optional(),
+      step: n.optional(),
+      baseline: z.union([n, z.string()]).optional(),
+      winner: z.union([n, z.string()]).optional(),
+      diff: nn.optional(),
+      reason: z.string().optional(),
+      /** nonfinite: the precision the winner's loss went non-finite in */
+      precision: z.string().optional(),
+      baseline_losses: z.array(z.union([n, z.string(), z.null()])),
+      winner_losses: z.array(z.union([n, z.string(), z.null()])),
+      /** what changed between the two runs, named from the attach's evidence (learning rate, batch-statistic layers) */
+      evidence: z.array(z.looseObject({ kind: z.string(), text: z.string() })).default([]),
+    })
+    .optional(),
   /** What still limits the job in the configuration the tune ends with (its closing lines). */
   limits: z.array(z.string()).optional(),
   /** With no winner: why, and the next thing to try. */

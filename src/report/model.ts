@@ -314,6 +314,12 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
             ? noWinnerText(tune)
             : `trial ${tune.winner.index}: ${knobText(tune.winner.knobs)}${tune.winner.speedup !== null ? ` (×${tune.winner.speedup.toFixed(2)} vs baseline)` : ""}`,
       },
+      ...(tune.parity !== undefined
+        ? [
+            { label: tune.parity.verdict === "batch_changed" ? "effective batch" : "loss parity", value: tune.parity.line },
+            ...tune.parity.evidence.map((e) => ({ label: "what changed", value: e.text })),
+          ]
+        : []),
       ...(tune.memory_line !== null
         ? [
             {

@@ -136,6 +136,22 @@ export function confirmSpeedup(
   };
 }
 
+/** How a confirmation trial's purpose names its side: your configuration (A) or the winner (B). */
+const CONFIRM_ROLES = { A: "your configuration (A)", B: "the winner (B)" } as const;
+
+/**
+ * The side a confirmation trial measured, from its purpose: "A" (your configuration), "B" (the winner), or null for another trial.
+ *
+ * @example
+ * ```ts
+ * confirmRole("confirm 1/2: the winner (B), interleaved with your configuration"); // "B"
+ * ```
+ */
+export function confirmRole(purpose: string): "A" | "B" | null {
+  if (!purpose.startsWith("confirm ")) return null;
+  return purpose.includes(CONFIRM_ROLES.A) ? "A" : purpose.includes(CONFIRM_ROLES.B) ? "B" : null;
+}
+
 /** Runs one trial of a configuration for the confirmation. */
 export type ConfirmTrial = (knobs: Knobs, purpose: string) => Promise<TrialResult>;
 
@@ -164,9 +180,9 @@ export async function confirmWinner(
     // a third pair only while the interval holds 1.0: a gain or a slowdown already measured is decided
     if (pair > CONFIRM_PAIRS && (current?.verdict !== "no_gain" || !moreTime())) break;
     const of = Math.max(pair, CONFIRM_PAIRS);
-    const before = await trial(baseline, `confirm ${pair}/${of}: your configuration (A), interleaved with the winner`);
+    const before = await trial(baseline, `confirm ${pair}/${of}: ${CONFIRM_ROLES.A}, interleaved with the winner`);
     if (before.end === "interrupted") return current;
-    const after = await trial(winner, `confirm ${pair}/${of}: the winner (B), interleaved with your configuration`);
+    const after = await trial(winner, `confirm ${pair}/${of}: ${CONFIRM_ROLES.B}, interleaved with your configuration`);
     // a winner that spills once is not safe to apply, whatever its speed: no more pairs
     if (after.end === "interrupted" || after.end === "cap_exceeded") return current;
     if (before.end === "ok" && after.end === "ok" && before.samplesPerSecond !== null && after.samplesPerSecond !== null) {

@@ -6,6 +6,9 @@
  *
  * @module
  */
+import type { EventEntry, StepEntry } from "../record/timeline/index.ts";
+import type { TuneRecord } from "../record/types.ts";
+import type { Knobs } from "./types.ts";
 
 /** How far two losses of one step may differ, relative to the loss (at least 1), by precision. */
 export const PARITY_TOLERANCE: Readonly<Record<string, number>> = {
@@ -78,7 +81,7 @@ export function lossParity(
  * // "same model: the first 20 steps' losses match your configuration's within 1e-4 (largest difference 3e-7)"
  * ```
  */
-export function parityLine(parity: Parity): string {
+export function parityLine(parity: Parity, expected?: string): string {
   const sci = (x: number): string => (x === 0 ? "0" : x.toExponential(0).replace("e+", "e"));
   switch (parity.verdict) {
     case "match":
@@ -86,11 +89,197 @@ export function parityLine(parity: Parity): string {
     case "parted": {
       const value = (v: number | string): string => (typeof v === "number" ? v.toPrecision(6) : v);
       const by = parity.diff !== null ? `, ${(parity.diff * 100).toPrecision(2)} % apart (tolerance ${sci(parity.tolerance)})` : "";
-      return `not the same losses: they part at step ${parity.step} (yours ${value(parity.baseline)}, the winner's ${value(parity.winner)}${by}): the winner changes what the model sees or computes, beyond the speed`;
+      const why = expected !== undefined ? `expected: ${expected}` : "the winner changes what the model sees or computes, beyond the speed";
+      return `not the same losses: they part at step ${parity.step} (yours ${value(parity.baseline)}, the winner's ${value(parity.winner)}${by}): ${why}`;
     }
     case "nonfinite":
       return `the winner's loss is ${parity.winner} at step ${parity.step} under ${parity.precision}: not safe to apply (keep your precision, or bf16-mixed where the GPU has it)`;
     case "not_comparable":
       return `losses not compared step by step: ${parity.reason}`;
   }
+}
+
+/** tune.json's parity: the comparison, its line, the losses compared and the evidence of what changed. */
+export type ParityRecord = NonNullable<TuneRecord["parity"]>;
+
+/** Losses kept per run in tune.json: enough to compare by samples seen when the effective batch changes ×3. */
+export const PARITY_KEPT = 64;
+
+/** What the attach read of the model once, at the first optimizer step (a `model_facts` event). */
+export interface ModelFacts {
+  /** each param group's learning rate (null where it was not a plain number) */
+  lr: (number | null)[];
+  /** batch-statistic layers in training mode, by class: BatchNorm's statistics are over the micro-batch */
+  batchStatLayers: Record<string, number>;
+}
+
+/** One confirmation run as the comparison sees it. */
+export interface ParitySide {
+  trial: number;
+  knobs: Knobs;
+  /** the optimizer steps' losses from step 0 */
+  losses: StepLoss[];
+  /** fp32, tf32, bf16-mixed, fp16-mixed */
+  precision: string;
+  /** samples per optimizer step (micro-batch × accumulation) and the micro-batch; null when unknown */
+  effectiveBatch: number | null;
+  microBatch: number | null;
+  facts: ModelFacts | null;
+}
+
+/**
+ * The losses of the main process's steps from step 0, in step order, and the precision they ran in.
+ *
+ * @example
+ * ```ts
+ * stepLosses(mainSteps(run.timeline)); // { losses: [2.31, 2.29, ...], precision: null }
+ * ```
+ */
+export function stepLosses(steps: readonly StepEntry[]): { losses: StepLoss[]; precision: string | null; microBatch: number | null } {
+  const byStep = new Map<number, StepEntry>();
+  for (const step of steps) if (!byStep.has(step.step)) byStep.set(step.step, step);
+  const ordered = [...byStep.values()].sort((a, b) => a.step - b.step);
+  // a step missing at the start (thinned, or not reported) would shift every comparison: stop at the first gap
+  const losses: StepLoss[] = [];
+  for (const [i, step] of ordered.entries()) {
+    if (step.step !== i) break;
+    losses.push(step.loss);
+  }
+  return {
+    losses,
+    precision: ordered.find((s) => s.precision !== null)?.precision ?? null,
+    microBatch: ordered.find((s) => s.micro_batch !== null)?.micro_batch ?? null,
+  };
+}
+
+/**
+ * The attach's `model_facts` event of a run, or null when it sent none (no optimizer, another framework, an older brim).
+ *
+ * @example
+ * ```ts
+ * modelFactsOf(run.timeline.events); // { lr: [0.1], batchStatLayers: { BatchNorm1d: 2 } }
+ * ```
+ */
+export function modelFactsOf(events: readonly EventEntry[]): ModelFacts | null {
+  const event = events.find((e) => e.event === "model_facts");
+  if (event === undefined) return null;
+  const lr = Array.isArray(event.details.lr) ? event.details.lr.map((v) => (typeof v === "number" && Number.isFinite(v) ? v : null)) : [];
+  const layers: Record<string, number> = {};
+  const raw = event.details.batch_stat_layers;
+  if (typeof raw === "object" && raw !== null)
+    for (const [name, count] of Object.entries(raw)) if (typeof count === "number" && count > 0) layers[name] = count;
+  return { lr, batchStatLayers: layers };
+}
+
+const num = (x: number): string => (Math.abs(x) >= 1e-3 && Math.abs(x) < 1e4 ? String(Number(x.toPrecision(4))) : x.toExponential(2));
+const lrText = (lr: readonly (number | null)[]): string => (lr.length === 1 ? num(lr[0] ?? NaN) : `[${lr.map((v) => (v === null ? "?" : num(v))).join(", ")}]`);
+
+/**
+ * What changed between your configuration's run and the winner's beyond the knobs, named from the
+ * attach's evidence: a learning rate that moved with the batch size (or did not, while the effective
+ * batch changed), batch-statistic layers under a changed micro-batch, loader workers.
+ *
+ * @example
+ * ```ts
+ * parityEvidence(baseline, winner).map((e) => e.kind); // ["lr", "batch_norm"]
+ * ```
+ */
+export function parityEvidence(baseline: ParitySide, winner: ParitySide): { kind: string; text: string }[] {
+  const out: { kind: string; text: string }[] = [];
+  const held = baseline.effectiveBatch !== null && baseline.effectiveBatch === winner.effectiveBatch;
+  const a = baseline.facts?.lr ?? [];
+  const b = winner.facts?.lr ?? [];
+  const moved = a.length > 0 && a.length === b.length && a.some((v, i) => v !== null && b[i] !== null && Math.abs(v - (b[i] ?? v)) > 1e-12 * Math.abs(v));
+  const ratio = (x: number, y: number): string => `×${(y / x).toFixed(2)}`;
+  const batchRatio = !held && baseline.effectiveBatch !== null && winner.effectiveBatch !== null ? ratio(baseline.effectiveBatch, winner.effectiveBatch) : null;
+  if (moved) {
+    const lrRatio = a[0] !== null && b[0] !== null && a[0] !== undefined && b[0] !== undefined && a[0] !== 0 ? ` (${ratio(a[0], b[0])})` : "";
+    const advice = held
+      ? "the effective batch is held, so it should not move: compute it from micro-batch × accumulation, or pass it as a fixed value"
+      : `the effective batch went ${batchRatio ?? "?"}: check that this scaling is the one you mean`;
+    out.push({
+      kind: "lr",
+      text: `learning rate moved with the batch size: ${lrText(a)} in your configuration, ${lrText(b)} in the winner's${lrRatio} (the optimizer's param groups at the first step): the script derives it from the batch size, so the trial changed two things; ${advice}`,
+    });
+  } else if (!held && batchRatio !== null && a.length > 0 && a.length === b.length) {
+    const x = a[0] ?? null;
+    const r = (winner.effectiveBatch ?? 1) / (baseline.effectiveBatch ?? 1);
+    out.push({
+      kind: "lr",
+      text: `learning rate unchanged at ${lrText(a)} while the effective batch went ${batchRatio}: scale it (linearly ${x === null ? "?" : num(x * r)}, by the square root ${x === null ? "?" : num(x * Math.sqrt(r))}) or tune again with --effective-batch ${baseline.effectiveBatch ?? "?"} to hold it`,
+    });
+  }
+  const layers = Object.entries(winner.facts?.batchStatLayers ?? baseline.facts?.batchStatLayers ?? {});
+  const microA = baseline.microBatch;
+  const microB = winner.microBatch;
+  if (layers.length > 0 && microA !== microB) {
+    const names = layers.map(([name, count]) => `${name} ×${count}`).join(", ");
+    out.push({
+      kind: "batch_norm",
+      text: `BatchNorm in the model (${names}, in training mode, read from the module tree): its statistics are over each micro-batch (yours ${microA ?? "?"}, the winner's ${microB ?? "?"}), so holding the effective batch does not hold the model and the losses part by design; keep the micro-batch (--fix batch_size), or use SyncBatchNorm/GroupNorm where it must change`,
+    });
+  }
+  if (baseline.knobs["num_workers"] !== winner.knobs["num_workers"] && winner.knobs["num_workers"] !== undefined) {
+    out.push({
+      kind: "loader_workers",
+      text: `num_workers ${String(baseline.knobs["num_workers"] ?? "?")} → ${String(winner.knobs["num_workers"])}: each loader worker draws its own random numbers, so random augmentations (not the data order) differ from step 0`,
+    });
+  }
+  return out;
+}
+
+/** The loss of each run at the most samples both saw within the kept steps, for a winner that changes the effective batch. */
+function bySamples(baseline: ParitySide, winner: ParitySide): string {
+  const before = baseline.effectiveBatch ?? 0;
+  const after = winner.effectiveBatch ?? 0;
+  if (before <= 0 || after <= 0) return "";
+  const common = Math.min(baseline.losses.length * before, winner.losses.length * after);
+  const j = Math.floor(common / after) - 1;
+  const i = Math.round(((j + 1) * after) / before) - 1;
+  const a = baseline.losses[i];
+  const b = winner.losses[j];
+  if (j < 0 || i < 0 || a === undefined || b === undefined || a === null || b === null) return "";
+  const value = (v: number | string): string => (typeof v === "number" ? v.toPrecision(4) : v);
+  return `; by samples seen, after ${(j + 1) * after} samples yours is ${value(a)} (step ${i}), the winner's ${value(b)} (step ${j})`;
+}
+
+/**
+ * The parity record of a confirmation pair: the comparison, its line (the effective batch's change
+ * said first and loudly where the winner changes it), the losses compared and the evidence.
+ *
+ * @example
+ * ```ts
+ * parityRecord(baselineSide, winnerSide).line; // "same model: the first 20 steps' losses match ..."
+ * ```
+ */
+export function parityRecord(baseline: ParitySide, winner: ParitySide): ParityRecord {
+  const before = baseline.effectiveBatch;
+  const after = winner.effectiveBatch;
+  const known = before !== null && after !== null;
+  const held = known && before === after;
+  const evidence = parityEvidence(baseline, winner);
+  const common = {
+    effective_batch: { before, after, held },
+    baseline_trial: baseline.trial,
+    winner_trial: winner.trial,
+    precisions: { baseline: baseline.precision, winner: winner.precision },
+    baseline_losses: baseline.losses.slice(0, PARITY_KEPT),
+    winner_losses: winner.losses.slice(0, PARITY_KEPT),
+    evidence,
+  };
+  if (!known) {
+    const reason = "brim could not tell the effective batch of both runs (no micro-batch knob or sample count)";
+    return { ...common, verdict: "not_comparable", reason, line: parityLine({ verdict: "not_comparable", reason }) };
+  }
+  if (!held) {
+    const reason = `EFFECTIVE BATCH CHANGES: ${before} → ${after} samples per optimizer step (×${(after / before).toFixed(2)}): the winner runs another optimisation, not yours sped up, so its losses differ by design${bySamples(baseline, winner)}`;
+    return { ...common, verdict: "batch_changed", reason, line: reason };
+  }
+  const parity = lossParity(baseline.losses, winner.losses, { baseline: baseline.precision, winner: winner.precision }, true);
+  const named = evidence.find((e) => e.kind === "batch_norm") ?? evidence.find((e) => e.kind === "lr") ?? evidence.find((e) => e.kind === "loader_workers");
+  const expected =
+    named === undefined
+      ? undefined
+      : { batch_norm: "the model has BatchNorm", lr: "the learning rate moved", loader_workers: "loader workers changed" }[named.kind];
+  return { ...common, ...parity, line: parityLine(parity, expected === undefined ? undefined : `${expected} (below)`) };
 }

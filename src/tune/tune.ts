@@ -34,6 +34,7 @@ import { knobsKey } from "./strategies/axis.ts";
 import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialOutcome, type TrialSettings } from "./trial.ts";
 import { contextFor, interruptedResult, repeatedRates } from "./trial-context.ts";
+import { confirmationParity } from "./parity-check.ts";
 import type { Knobs, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 import { ENDED_TOO_SOON } from "./types.ts";
 
@@ -159,6 +160,8 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   const prior = await planSeed(deps, state);
   const outcome = await runSearch(options, deps, state, first.result, space, prior);
   const confirmation = await confirm(options, deps, state, outcome);
+  const parity = await confirmationParity(deps.store, state.record);
+  if (parity !== null) state.record.parity = parity;
   return finish(options, deps, state, outcome, state.interrupted ? "interrupted" : outcome.stopReason, confirmation);
 }
 
