@@ -10,13 +10,14 @@ import type { KnobTrial } from "../tune-hint.ts";
 import { stepSeconds } from "../../record/timeline/index.ts";
 import { ev, finding, jobGpus, knobSeen, lower, phaseAt, stepsConfidence, workerValues, type CheckResult, type Ctx } from "./context.ts";
 import type { Evidence } from "./types.ts";
+import { noDataWaitReason } from "./no-steps.ts";
 
 export function dataStarved(ctx: Ctx): CheckResult {
   const { m, steady } = ctx;
   if (steady.length === 0 || m.data_wait_share === null) {
     return {
       check: "data_starved",
-      reason: "no steady step reports from the job: wrap the loader in brim.track(...) so brim can time the wait for each batch",
+      reason: noDataWaitReason(ctx),
     };
   }
   if (m.data_wait_share < T.DATA_WAIT_SHARE) {

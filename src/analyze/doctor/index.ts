@@ -24,6 +24,7 @@ import { utilizationGap } from "./utilization-gap.ts";
 import { cpuRun } from "./cpu-run.ts";
 import { slowSteps } from "./slow-steps.ts";
 import { ranksCheck } from "./ranks.ts";
+import { noStepsNote } from "./no-steps.ts";
 
 export * from "./types.ts";
 
@@ -79,7 +80,7 @@ export function diagnose(meta: RunMeta, timeline: Timeline | readonly TimelineEn
   }
   findings.sort((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || CERTAINTY_ORDER[a.confidence.level] - CERTAINTY_ORDER[b.confidence.level]);
   const notes: string[] = [];
-  if (m.steps === 0) notes.push("The job reported no steps: wrap its batch loop in brim.track(loader) (Python SDK) so brim can time data wait and compute.");
+  if (m.steps === 0) notes.push(noStepsNote(ctx));
   else if (m.steady_steps === 0) notes.push("Every step was flagged warm-up: nothing is steady state yet; the numbers below use no steps.");
   if (tl.thinned)
     notes.push(
