@@ -88,6 +88,13 @@ export function oneWorkerGain(wait: number): number {
 /** Below this bound on one worker's gain, the num_workers walk from 0 skips 1: a gain that small stays within a trial's noise, and a verdict of "clearly slower" there would end the walk before the values that help. */
 export const ONE_WORKER_MIN = 0.1;
 
+/**
+ * The same for the noise this tune has measured: one trial each cannot tell a gain under this many
+ * times one trial's relative noise from the noise itself (seen on 2 busy cores: one worker read at a
+ * third of no workers on a job waiting 79 % of its steps, ±13 % noise, and the walk ended there).
+ */
+export const ONE_WORKER_NOISES = 3;
+
 /** A host busier than this share (all cores, every process) starves every process: the I/O-bound bar is lower. */
 export const HOST_SATURATED = 0.85;
 
@@ -135,7 +142,8 @@ export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number):
 
 /**
  * Ranks the knobs beside the micro-batch by the gain the evidence promises, most first; knobs the
- * evidence rules out are returned in `skipped` with the reason.
+ * evidence rules out are returned in `skipped` with the reason. `noise`: one trial's relative noise
+ * measured so far in this tune (values whose best gain stays within it are left out of a walk).
  *
  * @example
  * ```ts
@@ -147,6 +155,7 @@ export function rankByEvidence(
   others: readonly { knob: string; values: KnobValue[] }[],
   evidence: TrialEvidence,
   knobs: Knobs,
+  noise = 0,
 ): { ranked: RankedKnob[]; skipped: { knob: string; why: string }[] } {
   const ranked: RankedKnob[] = [];
   const skipped: { knob: string; why: string }[] = [];
@@ -174,13 +183,24 @@ export function rankByEvidence(
             ? `, its processes busy ${(evidence.cpuCores ?? 0).toFixed(2)} of ${evidence.cpus ?? "?"} cores: CPU-bound, workers up to the cores`
             : "";
       const why = wait === null ? "loader setting (no data-wait measurement)" : `the loop waits for data ${pct(wait)} of step time${cpu}${busy}`;
+      const oneGain = wait === null ? null : oneWorkerGain(wait);
       const skipOne =
-        knob === "num_workers" && workers === 0 && wait !== null && oneWorkerGain(wait) < ONE_WORKER_MIN && values.some((v) => typeof v === "number" && v > 1);
+        knob === "num_workers" &&
+        workers === 0 &&
+        oneGain !== null &&
+        oneGain < Math.max(ONE_WORKER_MIN, ONE_WORKER_NOISES * noise) &&
+        values.some((v) => typeof v === "number" && v > 1);
+      const withinNoise =
+        oneGain !== null && oneGain >= ONE_WORKER_MIN
+          ? ` (at most +${pct(oneGain)}, within ${ONE_WORKER_NOISES}× this job's noise of ±${pct(noise)} a trial)`
+          : "";
       ranked.push({
         knob,
         values: skipOne ? values.filter((v) => v !== 1) : values,
         gain: gain + tie,
-        why: skipOne ? `${why}; one worker would only overlap the loading with the ${pct(1 - wait)} of compute, so the walk starts at 2` : why,
+        why: skipOne
+          ? `${why}; one worker would only overlap the loading with the ${pct(1 - (wait ?? 0))} of compute${withinNoise}, so the walk starts at 2`
+          : why,
       });
       return;
     }

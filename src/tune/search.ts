@@ -93,7 +93,7 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
   // knobs tried before the micro-batch phase whose values all ran but none was kept there
   const unsettled: RankedKnob[] = [];
   if (ranAsGiven(base.result) && base.result.samplesPerSecond !== null && space.others.length > 0) {
-    const { ranked, skipped } = rankByEvidence(space.others, evidenceOf(base.result, space.baseline, options.capBytes), space.baseline);
+    const { ranked, skipped } = rankByEvidence(space.others, evidenceOf(base.result, space.baseline, options.capBytes), space.baseline, ledger.noise());
     const early = ranked.filter((r) => r.gain >= EVIDENCE_FIRST);
     if (early.length > 0) s.notes.push(`evidence of the baseline: ${early.map((r) => `${r.knob} first (${r.why})`).join("; ")}`);
     for (const r of skipped) {
@@ -153,7 +153,7 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
   let order: RankedKnob[] = [];
   const startTrial = ledger.trials[start.indices.at(-1) ?? 0];
   if (rest.length > 0 && startTrial !== undefined) {
-    const { ranked, skipped } = rankByEvidence(rest, evidenceOf(startTrial.result, start.knobs, options.capBytes), start.knobs);
+    const { ranked, skipped } = rankByEvidence(rest, evidenceOf(startTrial.result, start.knobs, options.capBytes), start.knobs, ledger.noise());
     for (const r of skipped) s.notes.push(`${r.knob} not tried: ${r.why} (at ${describeKnobs(start.knobs)})`);
     order = ranked;
   }

@@ -101,4 +101,17 @@ describe("the search spends trials where the evidence says the most is to gain",
     expect(oneWorkerGain(0.97)).toBeCloseTo(0.0309, 3);
     expect(oneWorkerGain(0.5)).toBe(1);
   });
+
+  it("skips one worker when the most it can gain is within three times the noise measured so far", () => {
+    // recorded: the first command on 2 busy cores, trial 0 and its re-measure ±12.7 % apart, 79 % data wait
+    const waiting = evidenceOf(okTrial(0.79), { num_workers: 0 }, 1e9);
+    const values = [0, 1, 2, 4, 8];
+    const noisy = rankByEvidence([{ knob: "num_workers", values }], waiting, { num_workers: 0 }, 0.127).ranked[0];
+    expect(oneWorkerGain(0.79)).toBeCloseTo(0.266, 3);
+    expect(noisy?.values).toEqual([0, 2, 4, 8]);
+    expect(noisy?.why).toMatch(/at most \+27 %, within 3× this job's noise of ±13 % a trial\), so the walk starts at 2/);
+    // a quiet machine can tell +27 % apart: one worker is tried
+    expect(rankByEvidence([{ knob: "num_workers", values }], waiting, { num_workers: 0 }, 0.03).ranked[0]?.values).toEqual(values);
+    expect(rankByEvidence([{ knob: "num_workers", values }], waiting, { num_workers: 0 }).ranked[0]?.values).toEqual(values);
+  });
 });
