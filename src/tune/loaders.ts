@@ -14,6 +14,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { NEED_WORKERS } from "../knobs/index.ts";
 import type { CodeKnob } from "./knobs.ts";
 import type { Knobs } from "./types.ts";
 
@@ -202,7 +203,7 @@ export function loaderArguments(loaders: readonly LoaderSeen[], knobs: Knobs): C
   };
   // persistent workers and a prefetch factor mean nothing to a loader without workers (nor does the search vary them there)
   const workers = typeof knobs.num_workers === "number" ? knobs.num_workers : loader.numWorkers;
-  const needWorkers = (knob: string): boolean => (knob === "persistent_workers" || knob === "prefetch_factor") && !(workers !== null && workers > 0);
+  const needWorkers = (knob: string): boolean => NEED_WORKERS.has(knob) && !(workers !== null && workers > 0);
   return LOADER_ARGUMENTS.flatMap((knob) => {
     const value = seen[knob];
     return knobs[knob] !== undefined || value === null || needWorkers(knob)
