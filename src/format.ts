@@ -73,3 +73,46 @@ export function formatRate(value: number | null): string {
   if (Math.abs(value) >= 100) return value.toFixed(0);
   return value.toPrecision(3);
 }
+
+/**
+ * Rows as columns two spaces apart, each as wide as its widest cell (the first row's columns):
+ * `align` per column, "l" padded on the right (the default) or "r" on the left; no trailing spaces.
+ *
+ * @example
+ * ```ts
+ * table([["GPU", "memory"], ["0", "80 GiB"]], ["l", "r"]); // ["GPU  memory", "0    80 GiB"]
+ * ```
+ */
+export function table(rows: readonly (readonly string[])[], align: readonly ("l" | "r")[] = []): string[] {
+  const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) =>
+    r
+      .map((cell, i) => (align[i] === "r" ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd(),
+  );
+}
+
+/**
+ * Prose as lines at most `width` wide (a longer word keeps a line of its own), broken between words
+ * (any run of white space is one break): the first line starts with `indent`, the rest with
+ * `indent` + `hang`.
+ *
+ * @example
+ * ```ts
+ * wrap("one two three", 9, "", "  "); // ["one two", "  three"]
+ * ```
+ */
+export function wrap(text: string, width: number, indent = "", hang = ""): string[] {
+  const lines: string[] = [];
+  let line = indent;
+  for (const word of text.split(/\s+/).filter((w) => w !== "")) {
+    if (line.trim() === "") line = `${line}${word}`;
+    else if (line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = `${indent}${hang}${word}`;
+    } else line = `${line} ${word}`;
+  }
+  if (line.trim() !== "") lines.push(line);
+  return lines;
+}

@@ -7,6 +7,7 @@ import { OFFLOADS, type Offload, type Sharding } from "../plan/memory.ts";
 import { parseShardings, planStrategies, type StrategyRow } from "../plan/strategies.ts";
 import { parseModelFile } from "../plan/model-file.ts";
 import { plan, type PlanReport, type PlanTrial } from "../plan/planner.ts";
+import type { MeasuredJobPlan } from "../plan/plan-types.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { knobList, runCommand, type RunCommandResult } from "./run.ts";
 import { fillTemplate, templateKnobs } from "../tune/tune.ts";
@@ -215,26 +216,6 @@ async function measuringRun(
     );
   }
   return run;
-}
-
-/** `brim plan --measure -- <command>` without a model spec: the job's peak measured at its config, against the memory there is. */
-export interface MeasuredJobPlan {
-  schema: "brim.plan-measured/v1";
-  run_id: string;
-  command: string[];
-  memory: "gpu" | "ram";
-  device: string;
-  micro_batch: number | null;
-  precision: string | null;
-  steps: number;
-  peak_bytes: number;
-  limit_bytes: number;
-  limit_source: "--gpu-memory" | "--cap" | "gpu_total" | "host_total";
-  margin: number;
-  usable_bytes: number;
-  fits: boolean;
-  /** the micro-batch at which the whole peak, scaled with the micro-batch, reaches the usable memory: a lower bound of the largest that fits */
-  largest_micro_batch_at_least: number | null;
 }
 
 /**

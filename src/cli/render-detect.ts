@@ -1,15 +1,6 @@
 import { formatBytes } from "../bytes.ts";
-import type { DetectReport } from "./detect.ts";
-
-function table(rows: string[][]): string[] {
-  const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  return rows.map((r) =>
-    r
-      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-      .join("  ")
-      .trimEnd(),
-  );
-}
+import { table } from "../format.ts";
+import type { DetectReport } from "../devices/index.ts";
 
 function orDash(value: number | null, unit: string, digits = 0): string {
   return value === null ? "–" : `${value.toFixed(digits)}${unit}`;

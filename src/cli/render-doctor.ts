@@ -1,32 +1,21 @@
 import type { DoctorReport, Finding } from "../analyze/doctor/index.ts";
-import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../format.ts";
+import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare, wrap } from "../format.ts";
 import { doctorMarkdown } from "../report/markdown.ts";
 
-function wrap(text: string, indent: string, width = 100): string[] {
-  const words = text.split(/\s+/).filter((w) => w !== "");
-  const lines: string[] = [];
-  let line = "";
-  for (const w of words) {
-    if (line !== "" && indent.length + line.length + 1 + w.length > width) {
-      lines.push(indent + line);
-      line = w;
-    } else line = line === "" ? w : `${line} ${w}`;
-  }
-  if (line !== "") lines.push(indent + line);
-  return lines;
-}
+/** The width doctor's prose is wrapped at. */
+const WIDTH = 100;
 
 function findingLines(f: Finding, n: number): string[] {
   const lines = [`${n}. ${f.title}  [${f.severity} severity · confidence ${f.confidence.level}]`];
-  lines.push(...wrap(f.summary, "   "));
+  lines.push(...wrap(f.summary, WIDTH, "   "));
   if (f.evidence.length > 0) {
     lines.push("   evidence");
-    for (const e of f.evidence) lines.push(...wrap(e.text, "       ").map((l, i) => (i === 0 ? `     - ${l.trimStart()}` : l)));
+    for (const e of f.evidence) lines.push(...wrap(e.text, WIDTH, "       ").map((l, i) => (i === 0 ? `     - ${l.trimStart()}` : l)));
   }
-  lines.push(...wrap(`how sure: ${f.confidence.level} — ${f.confidence.reason}`, "   "));
+  lines.push(...wrap(`how sure: ${f.confidence.level} — ${f.confidence.reason}`, WIDTH, "   "));
   if (f.fix.steps.length > 0) {
     lines.push(`   fix: ${f.fix.summary}`);
-    f.fix.steps.forEach((s, i) => lines.push(...wrap(s, "        ").map((l, j) => (j === 0 ? `     ${i + 1}. ${l.trimStart()}` : l))));
+    f.fix.steps.forEach((s, i) => lines.push(...wrap(s, WIDTH, "        ").map((l, j) => (j === 0 ? `     ${i + 1}. ${l.trimStart()}` : l))));
   }
   if (f.verify !== null) lines.push(`   verify: ${f.verify}`);
   return lines;
@@ -57,17 +46,17 @@ export function renderDoctorText(d: DoctorReport): string {
     `precision ${m.precision ?? "?"}`,
   ];
   lines.push(`measured  ${measured.join(" · ")} (${m.steady_steps} steady steps)`);
-  for (const note of d.notes) lines.push(...wrap(`note: ${note}`, ""));
+  for (const note of d.notes) lines.push(...wrap(`note: ${note}`, WIDTH));
   lines.push("");
   if (d.findings.length === 0) lines.push("No findings: every check that could run passed.", "");
   d.findings.forEach((f, i) => lines.push(...findingLines(f, i + 1), ""));
   if (d.passed.length > 0) {
     lines.push("passed");
-    for (const p of d.passed) lines.push(...wrap(`${p.check}: ${p.why}`, "    ").map((l, i) => (i === 0 ? `  - ${l.trimStart()}` : l)));
+    for (const p of d.passed) lines.push(...wrap(`${p.check}: ${p.why}`, WIDTH, "    ").map((l, i) => (i === 0 ? `  - ${l.trimStart()}` : l)));
   }
   if (d.not_evaluated.length > 0) {
     lines.push("not evaluated");
-    for (const n of d.not_evaluated) lines.push(...wrap(`${n.check}: ${n.reason}`, "    ").map((l, i) => (i === 0 ? `  - ${l.trimStart()}` : l)));
+    for (const n of d.not_evaluated) lines.push(...wrap(`${n.check}: ${n.reason}`, WIDTH, "    ").map((l, i) => (i === 0 ? `  - ${l.trimStart()}` : l)));
   }
   return lines.join("\n") + "\n";
 }

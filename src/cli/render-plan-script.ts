@@ -3,20 +3,11 @@
  * @module
  */
 import { formatBytes } from "../bytes.ts";
+import { table } from "../format.ts";
 import { SCRIPT_PRECISIONS, type ScriptGpuPlan, type ScriptPlan } from "../plan/script.ts";
 
 const pct = (x: number): string => `${(100 * x).toFixed(x < 0.1 ? 1 : 0)} %`;
 const num = (n: number): string => n.toLocaleString("en-US");
-
-function table(rows: string[][]): string[] {
-  const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  return rows.map((r) =>
-    r
-      .map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0)))
-      .join("  ")
-      .trimEnd(),
-  );
-}
 
 /** the planner searches micro-batches up to 2^24: at that bound, more would fit */
 const SEARCH_LIMIT = 2 ** 24;
@@ -75,7 +66,13 @@ export function renderScriptPlan(p: ScriptPlan): string {
     ...p.gpus.map((g) => (g.better === null ? "as is" : `${g.better.micro_batch} × ${g.better.accumulation}: ${pct(g.better.share_of_gpu)}`)),
   ]);
   rows.push(["GPU-only terms", ...p.gpus.map((g) => (g.calibration !== null ? "calibrated" : "default"))]);
-  lines.push(...table(rows), "");
+  lines.push(
+    ...table(
+      rows,
+      rows[0]?.map((_, i) => (i === 0 ? "l" : "r")),
+    ),
+    "",
+  );
   for (const g of p.gpus) lines.push(`- ${sentence(p, g)}`);
   lines.push("", "Where the figures come from:");
   const groups = new Map<string, string[]>();

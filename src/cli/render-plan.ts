@@ -1,8 +1,9 @@
 import { formatBytes } from "../bytes.ts";
+import { table } from "../format.ts";
 import { GPU_CATALOG } from "../plan/catalog.ts";
+import type { MeasuredJobPlan } from "../plan/plan-types.ts";
 import type { PlanReport, PlanSection } from "../plan/planner.ts";
 import type { StrategyRow } from "../plan/strategies.ts";
-import type { MeasuredJobPlan } from "./plan.ts";
 
 const LABELS: Record<string, string> = {
   weights: "weights",
@@ -26,16 +27,6 @@ function count(n: number): string {
 
 function percent(x: number): string {
   return `${(100 * x).toFixed(1)}%`;
-}
-
-function table(rows: string[][], align: ("l" | "r")[]): string[] {
-  const widths = align.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  return rows.map((r) =>
-    r
-      .map((cell, i) => (align[i] === "r" ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
-      .join("  ")
-      .trimEnd(),
-  );
 }
 
 function setupLine(s: PlanSection): string {

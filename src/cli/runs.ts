@@ -7,7 +7,7 @@
 import type { Command } from "commander";
 import { hasLabels, listRuns, listTunes, type RunListItem, type TuneListItem } from "../dashboard/data.ts";
 import { UsageError } from "../errors/index.ts";
-import { formatRate, formatSeconds } from "../format.ts";
+import { formatRate, formatSeconds, table } from "../format.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { parseRecordName, parseTag } from "./labels.ts";
 import type { Output } from "./output.ts";
@@ -49,18 +49,6 @@ const tagText = (tags: Record<string, string>): string =>
     .map(([k, v]) => `${k}=${v}`)
     .join(" ");
 
-function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
-  return rows
-    .map((r) =>
-      r
-        .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
-}
-
 /**
  * The list as a table.
  *
@@ -81,7 +69,7 @@ export function renderRuns(result: RunsCommandResult): string {
       t.winner === null ? "no winner" : `${t.winner}${t.speedup !== null ? ` ×${t.speedup.toFixed(2)}` : ""}`,
       t.command,
     ]);
-    return `${table([["tune", "name", "tags", "status", "trials", "winner", "command"], ...rows])}\n`;
+    return `${table([["tune", "name", "tags", "status", "trials", "winner", "command"], ...rows]).join("\n")}\n`;
   }
   const rows = result.items.map((r) => [
     r.id,
@@ -92,7 +80,7 @@ export function renderRuns(result: RunsCommandResult): string {
     r.duration_s === null ? "–" : formatSeconds(r.duration_s),
     r.command,
   ]);
-  return `${table([["run", "name", "tags", "status", "samples/s", "duration", "command"], ...rows])}\n`;
+  return `${table([["run", "name", "tags", "status", "samples/s", "duration", "command"], ...rows]).join("\n")}\n`;
 }
 
 /**

@@ -12,6 +12,7 @@
  */
 export { openDevices, treeGpuBytes, type OpenDevicesOptions } from "./open.ts";
 export { startSampler, type SamplerOptions } from "./sampler.ts";
+export { detectReport, type DetectReport } from "./report.ts";
 export { GPU_FEATURES } from "./types.ts";
 export type {
   Backend,

@@ -123,3 +123,23 @@ export interface PlanReport extends PlanSection {
   trial: (PlanTrial & { predicted_before_bytes: number; correction: Anchor }) | null;
   assumptions: Assumption[];
 }
+
+/** `brim plan --measure -- <command>` without a model spec: the job's peak measured at its config, against the memory there is. */
+export interface MeasuredJobPlan {
+  schema: "brim.plan-measured/v1";
+  run_id: string;
+  command: string[];
+  memory: "gpu" | "ram";
+  device: string;
+  micro_batch: number | null;
+  precision: string | null;
+  steps: number;
+  peak_bytes: number;
+  limit_bytes: number;
+  limit_source: "--gpu-memory" | "--cap" | "gpu_total" | "host_total";
+  margin: number;
+  usable_bytes: number;
+  fits: boolean;
+  /** the micro-batch at which the whole peak, scaled with the micro-batch, reaches the usable memory: a lower bound of the largest that fits */
+  largest_micro_batch_at_least: number | null;
+}
