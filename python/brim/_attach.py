@@ -35,7 +35,8 @@ from typing import Any, Dict, Optional
 
 from . import _env, _loader_args, _loss, _state
 from ._import_hook import OnImport
-from ._step_state import _grad_enabled, _uses, attach
+from ._model_input import model_input
+from ._step_state import _grad_enabled, _uses, attach, watching
 from ._wrap import wrap_once
 
 ENV_ATTACH = "BRIM_ATTACH"
@@ -70,7 +71,7 @@ def _patch_optimizer(torch: Any) -> None:
     def wrap_init(original: Any) -> Any:
         def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
             original(self, *args, **kwargs)
-            attach.optimizer_created = True
+            attach.optimizer_built(self)
             # torch's own profiling wrapper (1.13 and 2.x) is put on the class by __init__ once and
             # marked `hooked`; functools.wraps carries that mark, so it is not put on twice
             wrap_once(type(self), "step", _wrap_step)
@@ -86,9 +87,11 @@ def _wrap_backward(original: Any) -> Any:
         if attach.optimizer_created:  # also inside optimizer.step(closure) (Lightning)
             t0 = time.perf_counter()
             try:
-                return original(self, *args, **kwargs)
+                out = original(self, *args, **kwargs)
             finally:
                 attach.backward_s += time.perf_counter() - t0
+            attach.backward_seen()
+            return out
         if attach.depth:
             return original(self, *args, **kwargs)
         attach.step_begin()
@@ -97,6 +100,7 @@ def _wrap_backward(original: Any) -> Any:
             out = original(self, *args, **kwargs)
         finally:
             attach.depth -= 1
+        attach.backward_seen()
         if not attach.optimizer_created:
             attach.step_end("backward")
         return out
@@ -214,6 +218,10 @@ def _patch_loader_init(torch: Any) -> None:
     wrap_once(torch.utils.data.DataLoader, "__init__", wrap_init)
 
 
+def _patch_model_input(torch: Any) -> None:
+    model_input.install(torch)
+
+
 def _patch_autocast(torch: Any) -> None:
     def wrap_enter(original: Any) -> Any:
         def enter_with_brim(self: Any) -> Any:
@@ -274,12 +282,13 @@ def patch_torch(torch: Any) -> None:
     from ._ranks import _patch_init_process_group
 
     for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast, _loss._patch_scaler,
-                  _patch_init_process_group):
+                  _patch_init_process_group, _patch_model_input):
         try:
             patch(torch)
         except Exception as e:
             _env.warn_once("attach-" + patch.__name__, "attach could not wrap %s (%s: %s); brim sees less of this job"
                            % (patch.__name__[len("_patch_"):], type(e).__name__, e))
+    watching("torch")
     if os.environ.get("BRIM_FOOTPRINT") == "1":  # brim plan's measuring runs only
         try:
             from . import _footprint
@@ -305,9 +314,10 @@ def install() -> bool:
         patch_torch(torch)
     else:
         sys.meta_path.insert(0, OnImport("torch", patch_torch))
-    from . import _jax_attach
+    from . import _jax_attach, _vec_env
 
     _jax_attach.install()
+    _vec_env.install()
     from . import _metrics
 
     _metrics.install()

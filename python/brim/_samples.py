@@ -67,6 +67,13 @@ def _at(batch: Any, path: Path) -> Any:
     return batch
 
 
+def has_tensor(batch: Any) -> bool:
+    """Whether the batch holds a tensor of one dimension or more (nested as _collect looks)."""
+    shapes: List[Tuple[Path, Tuple[int, ...]]] = []
+    _collect(batch, (), shapes, 0)
+    return bool(shapes)
+
+
 def knob_batch_size() -> Optional[int]:
     """The trial's batch-size knob when it sets one (BRIM_KNOBS), else None."""
     try:

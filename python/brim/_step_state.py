@@ -10,7 +10,9 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import _loss, _state, _tracking
+from ._model_input import StepSamples, model_input, told
 from ._samples import BatchDim
+from ._vec_env import env_steps
 from ._timing import Wait, WaitSum
 
 # a step that entered no autocast trains in its parameters' dtype (Lightning's "32-true", "bf16-true")
@@ -106,6 +108,7 @@ class _Attach:
         self.fed: Set[int] = set()  # the loaders whose batches count in this step
         # batches fetched with gradients off since the last step: (loader, samples, wait)
         self.held: List[Tuple[Optional[int], Optional[int], Wait]] = []
+        self.model = StepSamples()  # with no DataLoader batch: what the model's input says
 
     # -- points where the job's own code runs through brim ------------------------------------
     def hook_point(self) -> None:
@@ -176,8 +179,23 @@ class _Attach:
         self.batches += 1
         self.micro_batch = n
         self.samples = None if n is None or self.samples is None else self.samples + n
+        model_input.off()
         if loader is not None:
             self.fed.add(loader)
+
+    def optimizer_built(self, optimizer: Any) -> None:
+        """The job built an optimizer: said once per process, so that brim stops counting the job's
+        printed progress lines (the attach counts this optimizer's steps)."""
+        if not _said["optimizer"]:
+            _said["optimizer"] = True
+            _state.event("optimizer_built", message="the job built an optimizer (%s): the attach counts its steps"
+                         % type(optimizer).__name__, name=type(optimizer).__name__)
+        self.optimizer_created = True
+
+    def backward_seen(self) -> None:
+        """A backward returned: the batch of the forward before it counts in this step."""
+        if model_input.handle is not None and not self.yielded:
+            self.model.backward(self.depth > 0)
 
     def step_begin(self) -> None:
         self.hook_point()
@@ -217,10 +235,11 @@ class _Attach:
         if compiled:
             fields["compiled"] = True
         self.backward_s = 0.0
+        samples, micro, batches = self._samples()
         self.deferred = {
-            "samples": self.samples if self.batches else None,
-            "micro_batch": self.micro_batch if self.batches else None,
-            "accumulation": self.batches or None,
+            "samples": samples,
+            "micro_batch": micro,
+            "accumulation": batches or None,
             "source": "attach",
             "wait": wait,
             "interval_s": interval,
@@ -230,6 +249,9 @@ class _Attach:
             "loss": _loss.take(),
             "fields": fields,
         }
+        envs = env_steps.total
+        if envs:
+            self.deferred["extra"] = {"env_steps": envs}
         if compiled or evaluated:
             # a step that compiled, or ran a validation pass, is not a steady step, wherever it falls
             self.deferred["warmup"] = True
@@ -238,6 +260,19 @@ class _Attach:
         self.samples = 0
         self.micro_batch = None
         self.precision = None
+        self.model = StepSamples()
+
+    def _samples(self) -> Tuple[Optional[int], Optional[int], int]:
+        """The step's samples, micro-batch and batches: from its DataLoader batches, else from the
+        model's input (said once in an event)."""
+        if self.batches or not self.model.batches:
+            return (self.samples if self.batches else None), (self.micro_batch if self.batches else None), self.batches
+        if self.model.samples is not None and not told[0]:
+            told[0] = True
+            _state.event("samples_source", source="model_input", samples=self.model.samples,
+                         message="no DataLoader batch feeds the steps: samples counted from the batch dimension of the "
+                                 "model's input (%d in the first step)" % self.model.samples)
+        return self.model.samples, self.model.micro_batch, self.model.batches
 
     def finish(self) -> None:
         """At exit: count the last step and send what is left."""
@@ -247,6 +282,24 @@ class _Attach:
                 _tracking.count_step(**step)
 
 
+def watching(framework: str) -> None:
+    """The job's main process imported a framework the attach counts steps of: said once, so that
+    brim holds the job's printed progress lines (a data-preparation bar is no training step) until
+    the attach counts."""
+    if _said["watching"]:
+        return
+    _said["watching"] = True
+    try:
+        import multiprocessing
+
+        if multiprocessing.parent_process() is not None:
+            return  # a worker (loader, environment) steps no optimizer
+    except Exception:
+        pass
+    _state.event("attach_on", message="the attach watches this process's %s steps" % framework, framework=framework)
+
+
+_said = {"optimizer": False, "watching": False}
 attach = _Attach()
 
 if hasattr(os, "register_at_fork"):

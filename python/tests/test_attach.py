@@ -59,7 +59,7 @@ print("ok")
     assert "Warning" not in out.stderr and "warning" not in out.stderr, out.stderr
     steps = steps_of(srv)
     assert [s["step"] for s in steps] == [0, 1, 2, 3, 4]
-    assert all(s["source"] == "attach" and s["trigger"] == "optimizer" and s["samples"] is None for s in steps)
+    assert all(s["source"] == "attach" and s["trigger"] == "optimizer" and s["samples"] == 8 for s in steps)
     for m in srv.messages():
         schema_check.check(m, channel_schema)
 
