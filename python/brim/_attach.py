@@ -33,7 +33,7 @@ import time
 from types import FrameType
 from typing import Any, Dict, Optional
 
-from . import _env, _loader_args, _loss, _state
+from . import _env, _loader_args, _loss, _model_facts, _state
 from ._import_hook import OnImport
 from ._model_input import model_input
 from ._step_state import _grad_enabled, _uses, attach, watching
@@ -55,6 +55,7 @@ def _wrap_step(step: Any) -> Any:
     def step_with_brim(self: Any, *args: Any, **kwargs: Any) -> Any:
         if attach.depth:
             return step(self, *args, **kwargs)
+        _model_facts.first_step(self)
         attach.step_begin()
         attach.depth += 1
         try:

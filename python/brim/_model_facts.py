@@ -1,0 +1,104 @@
+"""What the model and its optimizer are, read once at the first optimizer step.
+
+A tuned batch size can change more than the speed. brim names what changed from evidence, read
+here once (never again in the job's hot path) and sent as one `model_facts` event:
+
+- `lr`: each param group's learning rate as the first step uses it (a script that computes it from
+  the batch size shows it moved between two trials);
+- `batch_stat_layers`: the layers in training mode that normalise by the statistics of the batch
+  they see (BatchNorm and its kin), by class, from the module tree that holds the optimizer's
+  parameters: under a changed micro-batch they compute other numbers, even when micro-batch x
+  accumulation is held;
+- `models`: the class of each root module of that tree.
+
+The tree is found by walking the live torch modules once (gc), keeping the roots whose parameters
+the optimizer steps. A learning rate held as a tensor is read only on the CPU (reading one on a
+device would wait for it).
+"""
+
+import gc
+import math
+import sys
+from typing import Any, Dict, List, Optional
+
+from . import _state
+
+_done = [False]
+
+
+def first_step(optimizer: Any) -> None:
+    """Called by the attach before each optimizer step: the first one reads and sends the facts."""
+    if _done[0]:
+        return
+    _done[0] = True
+    try:
+        facts = read(optimizer)
+    except Exception:
+        return
+    _state.event("model_facts", message=_message(facts), **facts)
+
+
+def read(optimizer: Any) -> Dict[str, Any]:
+    """The facts of `optimizer` and the modules whose parameters it steps."""
+    groups = list(getattr(optimizer, "param_groups", []) or [])
+    params = {id(p) for group in groups for p in group.get("params", [])}
+    roots = _roots(params)
+    layers: Dict[str, int] = {}
+    seen = set()
+    for root in roots:
+        for module in root.modules():
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            if _batch_statistics(module):
+                name = type(module).__name__
+                layers[name] = layers.get(name, 0) + 1
+    return {
+        "lr": [_number(group.get("lr")) for group in groups],
+        "batch_stat_layers": layers,
+        "models": sorted({type(root).__name__ for root in roots}),
+    }
+
+
+def _roots(params: set) -> List[Any]:
+    torch = sys.modules.get("torch")
+    if torch is None or not params:
+        return []
+    module_type = torch.nn.Module
+    modules = [o for o in gc.get_objects() if isinstance(o, module_type)]
+    children = {id(child) for m in modules for child in getattr(m, "_modules", {}).values() if child is not None}
+    roots = []
+    for m in modules:
+        if id(m) in children:
+            continue
+        try:
+            if any(id(p) in params for p in m.parameters()):
+                roots.append(m)
+        except Exception:
+            continue
+    return roots
+
+
+def _batch_statistics(module: Any) -> bool:
+    """BatchNorm1d/2d/3d, SyncBatchNorm and the lazy ones, in training mode: statistics of the batch seen.
+    InstanceNorm shares their base class but normalises each sample alone, so it does not count."""
+    batchnorm = getattr(sys.modules.get("torch.nn.modules.batchnorm"), "_BatchNorm", None)
+    return batchnorm is not None and isinstance(module, batchnorm) and bool(getattr(module, "training", False))
+
+
+def _number(value: Any) -> Optional[float]:
+    number: Optional[float] = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    else:
+        try:
+            if value.device.type == "cpu" and value.numel() == 1:
+                number = float(value)
+        except Exception:
+            pass
+    return number if number is not None and math.isfinite(number) else None
+
+
+def _message(facts: Dict[str, Any]) -> str:
+    layers = ", ".join("%s x%d" % item for item in sorted(facts["batch_stat_layers"].items())) or "none"
+    return "learning rate %s at the first step; batch-statistic layers: %s" % (facts["lr"], layers)
