@@ -92,6 +92,14 @@ describe("the Python twin (it ships alone, with lists of its own)", () => {
   });
 });
 
+describe("the knobs as docs/tune.md tells them", () => {
+  it("names every knob of the table in its table of knobs", () => {
+    const doc = readFileSync(join(REPO, "docs", "tune.md"), "utf8");
+    const section = doc.slice(doc.indexOf("## Knobs and how they reach the job"), doc.indexOf("A knob reaches the job"));
+    for (const spec of KNOB_SPECS) expect(section, spec.name).toContain(`\`${spec.name}\``);
+  });
+});
+
 describe("src/knobs/ in the flow", () => {
   it("imports only its own files and the shared files at the root of src/", () => {
     const dir = join(REPO, "src", "knobs");
