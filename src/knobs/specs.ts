@@ -174,4 +174,12 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     walkFirst: true,
     evidence: { kind: "data-wait", gain: (wait) => wait * 0.3 },
   },
+  {
+    // torch.backends.cudnn.benchmark: cuDNN times its kernels for each new input shape and keeps the
+    // fastest; it pays on fixed shapes (convolutions) and costs a slow first step per shape
+    name: "cudnn_benchmark",
+    configKeys: ["cudnn_benchmark"],
+    type: "boolean",
+    candidates: (current, context) => onGpu(context, withCurrent(current, [false, true])),
+  },
 ];

@@ -17,6 +17,8 @@ import {
   switchOf,
   WALK_FIRST,
 } from "../../src/knobs/index.ts";
+import { findArgvKnobs, rewriteArgv } from "../../src/tune/argv.ts";
+import { detectKnobKeys } from "../../src/tune/knobs.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 
@@ -108,5 +110,20 @@ describe("src/knobs/ in the flow", () => {
       for (const [, from] of text.matchAll(/^(?:import|export)[^"']*from\s+["']([^"']+)["']/gm))
         expect(from, `${file} imports ${from}`).toMatch(/^(\.\/[\w-]+\.ts|\.\.\/(stats|format|bytes|files|version)\.ts|\.\.\/errors\/index\.ts|node:\w+)$/);
     }
+  });
+});
+
+describe("a knob added by its entry alone: cudnn_benchmark", () => {
+  it("is found in a config, on the command line, and tried on a GPU only", () => {
+    expect(detectKnobKeys({ trainer: { cudnn_benchmark: false } }).found).toEqual([{ knob: "cudnn_benchmark", key: "trainer.cudnn_benchmark", value: false }]);
+    const command = ["python", "train.py", "--cudnn-benchmark"];
+    const found = findArgvKnobs(command).found;
+    expect(found).toEqual([{ knob: "cudnn_benchmark", index: 2, form: "switch", flag: "--cudnn-benchmark", value: true }]);
+    expect(rewriteArgv(command, found, { cudnn_benchmark: false })).toEqual(["python", "train.py"]);
+    expect(findArgvKnobs(["python", "train.py", "model.cudnn_benchmark=False"]).found[0]?.value).toBe(false);
+    const gpu = { backend: "nvml", bf16: true, tensorCores: true, cpus: 4 } as const;
+    expect(candidateValues(["cudnn_benchmark"], { cudnn_benchmark: false }, gpu)).toEqual([{ knob: "cudnn_benchmark", values: [false, true] }]);
+    expect(candidateValues(["cudnn_benchmark"], { cudnn_benchmark: false }, { ...gpu, backend: "cpu" })).toEqual([]);
+    expect(BOOLEAN_KNOBS.has("cudnn_benchmark")).toBe(true);
   });
 });
