@@ -11,7 +11,7 @@ import { openDevices, type Devices } from "../devices/index.ts";
 import { BrimError, InputError, UsageError } from "../errors/index.ts";
 import { guardRun, type GuardResult } from "../guard/guard.ts";
 import { DEFAULT_SCRIPT_GPUS, planScript, pointFromEvents, type MeasuredPoint, type ScriptPlan } from "../plan/script.ts";
-import { PRECISIONS, type Precision } from "../plan/spec.ts";
+import { PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import { newRecordId, RunStore, storeRoot } from "../record/store.ts";
 import {
   codeKnobEnv,
@@ -49,6 +49,8 @@ export interface PlanScriptOptions {
   /** knob values set in both measuring runs (e.g. a stage) */
   knobs?: Record<string, number | string> | undefined;
   cwd?: string | undefined;
+  /** --optimizer: planned over the one the job was seen to create */
+  optimizer?: Optimizer | undefined;
 }
 
 const TAIL_LINES = 15;
@@ -148,6 +150,7 @@ export async function planScriptCommand(command: string[], options: PlanScriptOp
     margin: options.margin,
     notes: [...notes, ...a.cudnnNotes],
     convolutions: a.convolutions,
+    optimizer: options.optimizer,
   });
 }
 

@@ -50,7 +50,7 @@ export function renderScriptPlan(p: ScriptPlan): string {
   const runs = fit.points.map((pt) => `${pt.run_id} at micro-batch ${pt.micro_batch}`).join(", ");
   const lines = [
     `brim plan · ${p.profile.name ?? "the job"} · measured on this machine (${runs})`,
-    `model     ${num(p.params.total)} parameters, ${num(p.params.trainable)} trainable · optimizer ${p.optimizer_classes.join(", ") || "none seen"} (planned as ${p.optimizer})`,
+    `model     ${num(p.params.total)} parameters, ${num(p.params.trainable)} trainable · optimizer ${optimizerLine(p)}`,
     `per step  saved for backward ${formatBytes(fit.saved_per_sample_bytes)} per sample + ${formatBytes(fit.saved_fixed_bytes)} fixed (fp32) · input ${formatBytes(fit.input_per_sample_bytes)} per sample`,
     `yours     micro-batch ${p.yours.micro_batch} × accumulation ${p.yours.accumulation} = ${p.yours.effective_batch} per optimizer step, ${p.yours.precision} (${p.yours.precision_from})`,
     "",
@@ -108,4 +108,13 @@ export function renderScriptPlan(p: ScriptPlan): string {
   );
   if (p.notes.length > 0) lines.push("", ...p.notes.map((n) => `note: ${n}`));
   return `${lines.join("\n")}\n`;
+}
+
+/** The optimizer seen and the one planned, saying when brim could not see it. */
+function optimizerLine(p: ScriptPlan): string {
+  const seen = p.optimizer_classes.join(", ");
+  if (p.optimizer_from === "--optimizer") return `${seen || "none seen"} (planned as ${p.optimizer}, --optimizer)`;
+  if (p.optimizer_from === "unseen")
+    return `none brim can see (no torch.optim optimizer: Keras's own, optax or a hand-written update) · planned as ${p.optimizer}, 2 states per parameter; --optimizer to plan yours`;
+  return `${seen} (planned as ${p.optimizer})`;
 }

@@ -201,16 +201,23 @@ export function fitFootprint(points: readonly MeasuredPoint[]): FootprintFit {
   };
 }
 
+/** What the plan models when the job created no torch.optim optimizer: brim plan's default, 2 states per parameter. */
+export const UNSEEN_OPTIMIZER: Optimizer = "adamw";
+
 /**
  * The optimizer the planner should model, from the classes the job created and the state they
- * held per trainable parameter (measured): 2 states → adam(w), 1 → sgd-momentum, none → sgd.
+ * held per trainable parameter (measured): 2 states → adam(w), 1 → sgd-momentum, none → sgd. A job
+ * that created no torch.optim optimizer has one brim cannot see (Keras's own, optax, a hand-written
+ * update): that is {@link UNSEEN_OPTIMIZER}, never sgd, since nothing says it holds no state.
  *
  * @example
  * ```ts
  * optimizerOf(["AdamW"], 8 * 1000, 1000); // "adamw"
+ * optimizerOf([], 0, 1000); // "adamw" (none seen: a Keras Adam, say)
  * ```
  */
 export function optimizerOf(classes: readonly string[], stateBytes: number, trainable: number): Optimizer {
+  if (classes.length === 0 && stateBytes === 0) return UNSEEN_OPTIMIZER;
   const perParam = trainable > 0 ? stateBytes / (4 * trainable) : 0;
   const names = classes.map((c) => c.toLowerCase());
   if (names.some((n) => n.includes("8bit"))) return "adamw-8bit";
@@ -305,6 +312,8 @@ export interface ScriptPlan {
   fit: FootprintFit;
   params: { total: number; trainable: number };
   optimizer: Optimizer;
+  /** seen: from the job's torch.optim classes and state; unseen: none created, {@link UNSEEN_OPTIMIZER} planned; --optimizer: given */
+  optimizer_from: "seen" | "unseen" | "--optimizer";
   optimizer_classes: string[];
   yours: { micro_batch: number; accumulation: number; effective_batch: number; precision: Precision; precision_from: string };
   /** where each single-GPU term comes from (a script plan is for one GPU: no communication buffers) */
@@ -327,6 +336,8 @@ export interface ScriptPlanOptions {
   notes?: string[];
   /** the model has convolutions (cuDNN runs them with a workspace a CPU run does not show) */
   convolutions?: boolean;
+  /** --optimizer: the optimizer to plan, over the one seen */
+  optimizer?: Optimizer | undefined;
 }
 
 /**
@@ -347,7 +358,8 @@ export function planScript(
   const fit = fitFootprint(points);
   const profile = profileFromFit(fit, params, options.command.find((w) => w.endsWith(".py")) ?? options.command.join(" "));
   const hi = fit.points.at(-1) as MeasuredPoint;
-  const optimizer = optimizerOf(optimizerClasses, hi.optimizer_state_bytes, params.trainable);
+  const optimizer = options.optimizer ?? optimizerOf(optimizerClasses, hi.optimizer_state_bytes, params.trainable);
+  const optimizerFrom = options.optimizer !== undefined ? "--optimizer" : optimizerClasses.length === 0 && hi.optimizer_state_bytes === 0 ? "unseen" : "seen";
   const effective = options.yours.micro_batch * options.yours.accumulation;
   const model = { kind: "profile" as const, profile };
   const gpus = options.gpus.map((id) => gpuPlanOf(model, id, optimizer, options));
@@ -357,9 +369,10 @@ export function planScript(
     fit,
     params: { total: params.total, trainable: params.trainable },
     optimizer,
+    optimizer_from: optimizerFrom,
     optimizer_classes: [...optimizerClasses],
     yours: { ...options.yours, effective_batch: effective },
-    provenance: provenanceOf(fit, hi, optimizerClasses, optimizer),
+    provenance: provenanceOf(fit, hi, optimizerClasses, optimizer, optimizerFrom),
     accuracy: { ...PROFILE_ACCURACY, for_this_model: options.convolutions === true ? "convolution" : "no_own_term" },
     gpus,
     notes: scriptNotes(fit, hi, params, options.notes ?? []),
@@ -459,6 +472,7 @@ function provenanceOf(
   hi: MeasuredPoint,
   optimizerClasses: readonly string[],
   optimizer: ScriptPlan["optimizer"],
+  optimizerFrom: ScriptPlan["optimizer_from"],
 ): ScriptPlan["provenance"] {
   const two = fit.method === "two-point";
   return {
@@ -467,10 +481,15 @@ function provenanceOf(
       provenance: "measured",
       how: "one gradient per trainable parameter, in the precision's weight dtype (checked against the .grad bytes held)",
     },
-    optimizer_state: {
-      provenance: "measured",
-      how: `${optimizerClasses.join(", ") || "no optimizer"}: ${hi.optimizer_state_bytes} B of state held after a step; planned as ${optimizer}`,
-    },
+    optimizer_state:
+      optimizerFrom === "seen"
+        ? { provenance: "measured", how: `${optimizerClasses.join(", ")}: ${hi.optimizer_state_bytes} B of state held after a step; planned as ${optimizer}` }
+        : optimizerFrom === "unseen"
+          ? {
+              provenance: "modelled",
+              how: `the job created no torch.optim optimizer (Keras's own, optax or a hand-written update are not seen): planned as ${optimizer}, 2 states per parameter; give --optimizer to plan the job's own`,
+            }
+          : { provenance: "modelled", how: `planned as ${optimizer} (--optimizer); the job's: ${optimizerClasses.join(", ") || "none seen"}` },
     activations: {
       provenance: two ? "measured" : "modelled",
       how: two

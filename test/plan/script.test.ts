@@ -12,6 +12,7 @@ import {
   type MeasuredPoint,
 } from "../../src/plan/script.ts";
 import { footprintFromProfile } from "../../src/plan/profile.ts";
+import { renderScriptPlan } from "../../src/cli/render-plan-script.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 
@@ -107,7 +108,38 @@ describe("the script path's footprint", () => {
     expect(optimizerOf(["Adam"], 8_000, 1_000)).toBe("adam");
     expect(optimizerOf(["SGD"], 4_000, 1_000)).toBe("sgd-momentum");
     expect(optimizerOf(["SGD"], 0, 1_000)).toBe("sgd");
-    expect(optimizerOf([], 0, 1_000)).toBe("sgd");
+  });
+
+  // What the footprint of `brim plan -- python keras_train.py` holds for a Keras 3 model compiled
+  // with keras.optimizers.Adam on the torch backend: its layers are torch modules (parameters
+  // counted, backward seen) but Keras's optimizer is not a torch.optim.Optimizer, so no class and
+  // no state are reported; it was planned as sgd (no state) before.
+  it("plans an optimizer brim could not see (Keras's Adam) as adamw, never as sgd, and says so", () => {
+    const keras = [
+      event(1, null, 1_000_000, { optimizers: [], optimizer_state_bytes: 0 }),
+      event(2, null, 1_000_000, { optimizers: [], optimizer_state_bytes: 0 }),
+    ];
+    const { point: p, params: seen, optimizers } = pointFromEvents(keras, "run-keras", 32, null);
+    expect(optimizers).toEqual([]);
+    expect(optimizerOf(optimizers, p.optimizer_state_bytes, seen.trainable)).toBe("adamw");
+    const options = {
+      command: ["python", "keras_train.py"],
+      gpus: ["a100-80gb"],
+      yours: { micro_batch: 32, accumulation: 1, precision: "fp32" as const, precision_from: "test" },
+    };
+    const unseen = planScript([p], seen, optimizers, options);
+    expect(unseen).toMatchObject({ optimizer: "adamw", optimizer_from: "unseen" });
+    expect(unseen.provenance.optimizer_state.provenance).toBe("modelled");
+    expect(unseen.provenance.optimizer_state.how).toMatch(
+      /^the job created no torch\.optim optimizer \(Keras's own, optax or a hand-written update are not seen\): planned as adamw, 2 states per parameter; give --optimizer/,
+    );
+    const given = planScript([p], seen, optimizers, { ...options, optimizer: "sgd" });
+    expect(given).toMatchObject({ optimizer: "sgd", optimizer_from: "--optimizer" });
+    expect(given.gpus[0]?.yours.peak_bytes).toBeLessThan(unseen.gpus[0]?.yours.peak_bytes ?? 0);
+    expect(renderScriptPlan(unseen)).toMatch(
+      /optimizer none brim can see \(no torch\.optim optimizer: Keras's own, optax or a hand-written update\) · planned as adamw/,
+    );
+    expect(renderScriptPlan(planScript([p], seen, ["SGD"], options))).toMatch(/optimizer SGD \(planned as sgd\)/);
   });
 });
 
