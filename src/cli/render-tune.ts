@@ -1,4 +1,5 @@
 import { formatBytes } from "../bytes.ts";
+import { wrap } from "../format.ts";
 import type { TuneRecord } from "../record/types.ts";
 import type { ApplyTuneResult } from "../tune/apply.ts";
 import { pythonLiteral } from "../tune/loaders.ts";
@@ -217,21 +218,7 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   out.push(
     `cap ${formatBytes(record.cap_bytes)} ${record.cap_scope === "gpu" ? "GPU" : "RAM"} · ${searched}${budget} trials${confirming > 0 ? ` + ${confirming} to confirm` : ""} · stopped: ${record.stop_reason ?? "?"} · tune ${record.id}`,
   );
-  return `${out.map((text) => (text.length > avail + 1 && !text.startsWith("─") ? wrap(text, avail) : text)).join("\n")}\n`;
-}
-
-function wrap(text: string, width: number): string {
-  const words = text.split(" ");
-  const lines: string[] = [];
-  let current = "";
-  for (const word of words) {
-    if (current !== "" && current.length + 1 + word.length > width) {
-      lines.push(current);
-      current = `  ${word}`;
-    } else current = current === "" ? word : `${current} ${word}`;
-  }
-  if (current !== "") lines.push(current);
-  return lines.join("\n");
+  return `${out.map((text) => (text.length > avail + 1 && !text.startsWith("─") ? wrap(text, avail, "", "  ").join("\n") : text)).join("\n")}\n`;
 }
 
 /**
