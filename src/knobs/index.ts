@@ -106,6 +106,20 @@ export function switchOf(name: string): { knob: string; value: KnobValue } | und
 }
 
 /**
+ * The values of `knob` a command line can say by a switch or in another spelling (`--bf16`,
+ * `--dtype=float32`); empty for a knob with neither.
+ *
+ * @example
+ * ```ts
+ * spelledValues("precision"); // Set { "fp32", "bf16-mixed", "fp16-mixed" }
+ * ```
+ */
+export function spelledValues(knob: string): ReadonlySet<KnobValue> {
+  const spec = knobSpec(knob);
+  return new Set([...Object.values(spec?.switches ?? {}), ...(spec?.spellings ?? []).flatMap((spelling) => Object.keys(spelling))]);
+}
+
+/**
  * The candidate values of the knobs in `knobs` that have any, in the table's order, each with the
  * job's value in `baseline`; knobs with fewer than two values on this machine are left out.
  *

@@ -14,7 +14,7 @@ import { gpuCapabilities } from "../devices/gpu-facts.ts";
 import { UsageError } from "../errors/index.ts";
 import { findGpu } from "../plan/catalog.ts";
 import { formatBytes } from "../bytes.ts";
-import { ACCUMULATION_KNOB, MICRO_BATCH_KNOB, NEED_WORKERS } from "../knobs/index.ts";
+import { ACCUMULATION_KNOB, MICRO_BATCH_KNOB, NEED_WORKERS, spelledValues } from "../knobs/index.ts";
 import { candidateValues, type CandidateContext } from "./knobs.ts";
 import type { Knobs, KnobValue, TuneSpace } from "./types.ts";
 
@@ -27,7 +27,7 @@ export interface SpaceOptions {
   knobValues?: Record<string, KnobValue[]>;
   fixed?: string[];
   maxMicroBatch?: number;
-  /** precision reaches the job on its command line (--bf16, --dtype=bfloat16, --mixed_precision bf16): only fp32, fp16-mixed and bf16-mixed can be said */
+  /** precision reaches the job on its command line (--bf16, --dtype=bfloat16, --mixed_precision bf16): only the values a switch or spelling says (fp32, fp16-mixed, bf16-mixed) */
   precisionSwitch?: boolean;
   /** batches per optimizer step trial 0 reported (the attach counts them): the accumulation in force when no knob sets it */
   observedAccumulation?: number;
@@ -155,7 +155,7 @@ export function buildSpace(
   ]
     .map((entry) =>
       entry.knob === "precision" && options.precisionSwitch === true
-        ? { ...entry, values: entry.values.filter((v) => v === "fp32" || v === "fp16-mixed" || v === "bf16-mixed") }
+        ? { ...entry, values: entry.values.filter((v) => spelledValues(entry.knob).has(v)) }
         : entry,
     )
     .filter((entry) => entry.values.length > 1);

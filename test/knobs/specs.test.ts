@@ -14,6 +14,7 @@ import {
   MICRO_BATCH_NAMES,
   NEED_WORKERS,
   OWN_MEMORY_LINE,
+  spelledValues,
   switchOf,
   WALK_FIRST,
 } from "../../src/knobs/index.ts";
@@ -68,6 +69,7 @@ describe("the knob table", () => {
     expect(knobOfShortFlag("b")).toBe("batch_size");
     expect(knobOfShortFlag("j")).toBe("num_workers");
     expect(switchOf("bf16")).toEqual({ knob: "precision", value: "bf16-mixed" });
+    expect(spelledValues("precision")).toEqual(new Set(["fp32", "bf16-mixed", "fp16-mixed"]));
   });
 
   it("keeps the candidates' walk order: precision, then the loader's knobs", () => {
