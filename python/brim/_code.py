@@ -24,7 +24,7 @@ import sys
 from types import CodeType, ModuleType
 from typing import Any, Dict, List, Optional, Sequence
 
-ENV_CODE_KNOBS = "BRIM_CODE_KNOBS"
+from . import _env
 
 
 def edits_from_env(text: Optional[str]) -> Dict[str, List[Dict[str, Any]]]:
@@ -34,7 +34,7 @@ def edits_from_env(text: Optional[str]) -> Dict[str, List[Dict[str, Any]]]:
     try:
         parsed = json.loads(text)
     except ValueError:
-        sys.stderr.write("brim: warning: %s is not JSON; the code runs as written\n" % ENV_CODE_KNOBS)
+        sys.stderr.write("brim: warning: %s is not JSON; the code runs as written\n" % _env.ENV_CODE_KNOBS)
         return {}
     edits: Dict[str, List[Dict[str, Any]]] = {}
     for edit in parsed if isinstance(parsed, list) else []:
@@ -158,7 +158,7 @@ def _run_main(script: str, edits: Sequence[Dict[str, Any]]) -> None:
 
 def install(env_text: Optional[str] = None, argv: Optional[Sequence[str]] = None) -> None:
     """Apply BRIM_CODE_KNOBS: the import finder, and the main script run edited (this call then never returns)."""
-    edits = edits_from_env(os.environ.get(ENV_CODE_KNOBS) if env_text is None else env_text)
+    edits = edits_from_env(_env.code_knobs_text() if env_text is None else env_text)
     if not edits:
         return
     sys.meta_path.insert(0, _EditedFinder(edits))

@@ -1,4 +1,8 @@
-"""Environment variables the SDK reads, and the warning helper. Standard library only."""
+"""Environment variables the SDK reads, and the warning helper. Standard library only.
+
+The one Python reader of brim's job environment (src/job/contract.ts is the table of it): every other
+module asks here. The only exception is python/_brim_boot/sitecustomize.py, which decides whether to
+import brim at all and so cannot import it first; a test holds its words to these."""
 
 import json
 import math
@@ -18,6 +22,16 @@ ENV_MEMORY_CAP_OVERHEAD_BYTES = "BRIM_MEMORY_CAP_OVERHEAD_BYTES"
 ENV_RUN_ID = "BRIM_RUN_ID"
 ENV_FAULT_OOM_AT_STEP = "BRIM_FAULT_OOM_AT_STEP"
 ENV_FAULT_OOM_PHASE = "BRIM_FAULT_OOM_PHASE"
+ENV_ATTACH = "BRIM_ATTACH"
+ENV_CODE_KNOBS = "BRIM_CODE_KNOBS"
+ENV_LOADER_ARGS = "BRIM_LOADER_ARGS"
+ENV_FOOTPRINT = "BRIM_FOOTPRINT"
+ENV_METRICS = "BRIM_METRICS"
+ENV_LOSS = "BRIM_LOSS"
+
+#: the values that switch off an on-by-default switch (BRIM_ATTACH, BRIM_LOSS, BRIM_METRICS); the
+#: same words as src/job/environment.ts and sitecustomize.py (test/job/contract.test.ts)
+OFF_WORDS: FrozenSet[str] = frozenset(("0", "false", "no", "off"))
 
 _warned: Set[str] = set()
 
@@ -41,6 +55,31 @@ class KnobError(ValueError):
 def channel_path() -> Optional[str]:
     path = os.environ.get(ENV_CHANNEL, "")
     return path or None
+
+
+def switched_on(name: str) -> bool:
+    """An on-by-default switch: off only when set to one of OFF_WORDS (any case, spaces around)."""
+    return os.environ.get(name, "1").strip().lower() not in OFF_WORDS
+
+
+def attach_on() -> bool:
+    """Under brim (BRIM_CHANNEL) and the attach not switched off (BRIM_ATTACH)."""
+    return channel_path() is not None and switched_on(ENV_ATTACH)
+
+
+def footprint_on() -> bool:
+    """brim plan's measuring runs (BRIM_FOOTPRINT=1): record what a step holds."""
+    return os.environ.get(ENV_FOOTPRINT, "").strip() == "1"
+
+
+def code_knobs_text() -> Optional[str]:
+    """The JSON list of literals in the job's code a trial changes (BRIM_CODE_KNOBS), or None."""
+    return os.environ.get(ENV_CODE_KNOBS) or None
+
+
+def loader_args_text() -> str:
+    """The JSON list of DataLoader arguments a trial sets (BRIM_LOADER_ARGS), '[]' when unset."""
+    return os.environ.get(ENV_LOADER_ARGS) or "[]"
 
 
 def channel_token() -> Optional[str]:

@@ -27,20 +27,18 @@ The window of one forward opens at the DataLoader's fetch and closes at the back
 """
 
 import gc
-import os
 import warnings
 from typing import Any, Dict, Iterable, List, Optional, Set
 
-from . import _state
+from . import _env, _state
 
-ENV_FOOTPRINT = "BRIM_FOOTPRINT"
 _MAX_TENSORS = 4000
 # layers whose GPU kernels (cuDNN) take workspaces a CPU run never shows
 _CUDNN_KINDS = ("Conv", "LSTM", "GRU", "RNN", "ConvTranspose")
 
 
 def wanted() -> bool:
-    return os.environ.get(ENV_FOOTPRINT, "").strip() == "1"
+    return _env.footprint_on()
 
 
 def _storage(t: Any) -> Optional[tuple]:

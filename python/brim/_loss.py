@@ -24,13 +24,13 @@ loss-read bench compares with (bench/loss-read.bench.py).
 """
 
 import math
-import os
 import sys
 from typing import Any, Dict, List, Optional
 
+from . import _env
 from ._wrap import wrap_once
 
-ENABLED = os.environ.get("BRIM_LOSS", "1") != "0"
+ENABLED = _env.switched_on(_env.ENV_LOSS)
 _seen: Dict[str, Any] = {"tensor": None, "scaled": None, "unscaled": None}
 _pinned: Dict[Any, List[Any]] = {}
 

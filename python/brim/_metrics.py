@@ -9,15 +9,14 @@ out with the next step brim counts. Values logged outside training (validation) 
 BRIM_METRICS=0 turns this off.
 """
 
-import os
 import sys
 from typing import Any, Dict
 
-from . import _loss
+from . import _env, _loss
 from ._import_hook import OnImport
 from ._wrap import wrap_once
 
-ENABLED = os.environ.get("BRIM_METRICS", "1") != "0"
+ENABLED = _env.switched_on(_env.ENV_METRICS)
 #: at most this many names a run (a job logging per-layer figures must not flood the channel)
 MAX_NAMES = 32
 #: the Trainer's end-of-training summary, not a per-step figure

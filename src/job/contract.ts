@@ -82,8 +82,8 @@ export const JOB_ENV = {
     readBy: "the attach (python/brim/_footprint.py)",
     meaning: "1: record what a step holds (brim plan's measuring runs)",
   },
-  BRIM_LOSS: { setBy: "the user", readBy: "python/brim/_loss.py", meaning: "0: do not read the loss at backward(); default on" },
-  BRIM_METRICS: { setBy: "the user", readBy: "python/brim/_metrics.py", meaning: "0: do not read metrics the job logs; default on" },
+  BRIM_LOSS: { setBy: "the user", readBy: "python/brim/_loss.py", meaning: "0/false/no/off: do not read the loss at backward(); default on" },
+  BRIM_METRICS: { setBy: "the user", readBy: "python/brim/_metrics.py", meaning: "0/false/no/off: do not read metrics the job logs; default on" },
   BRIM_FAULT_OOM_AT_STEP: { setBy: "tests", readBy: "TrainStep", meaning: "test switch: TrainStep calls at which an out-of-memory error is injected" },
   BRIM_FAULT_OOM_PHASE: { setBy: "tests", readBy: "TrainStep", meaning: "test switch: forward (default) or backward, where the injected error is raised" },
 } as const satisfies Record<string, JobEnvVar>;

@@ -14,7 +14,16 @@ export const BUNDLED_SDK_PATH = join(dirname(fileURLToPath(import.meta.url)), ".
 /** The folder whose `sitecustomize` attaches brim to an unmodified Python job (docs/attach.md); first on PYTHONPATH. */
 export const ATTACH_BOOT_PATH = join(BUNDLED_SDK_PATH, "_brim_boot");
 
-const OFF = new Set(["0", "false", "no", "off"]);
+/**
+ * The values that switch off an on-by-default switch of the job's environment (BRIM_ATTACH, BRIM_LOSS,
+ * BRIM_METRICS): Python's `_env.OFF_WORDS` and the start-up's check say the same (test/job/contract.test.ts).
+ *
+ * @example
+ * ```ts
+ * OFF_WORDS.has("no"); // true
+ * ```
+ */
+export const OFF_WORDS: ReadonlySet<string> = new Set(["0", "false", "no", "off"]);
 
 /**
  * Whether brim attaches to the job: on unless `attach: false` (`--no-attach`) or `BRIM_ATTACH=0`.
@@ -25,7 +34,7 @@ const OFF = new Set(["0", "false", "no", "off"]);
  * ```
  */
 export function attachEnabled(env: NodeJS.ProcessEnv, attach?: boolean): boolean {
-  return attach !== false && !OFF.has((env.BRIM_ATTACH ?? "1").trim().toLowerCase());
+  return attach !== false && !OFF_WORDS.has((env.BRIM_ATTACH ?? "1").trim().toLowerCase());
 }
 
 /**

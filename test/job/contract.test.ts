@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BRIM_ENV, JOB_ENV } from "../../src/job/contract.ts";
+import { OFF_WORDS } from "../../src/job/environment.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 
@@ -39,6 +40,15 @@ describe("the job's environment contract", () => {
     ]);
     const unused = [...Object.keys(JOB_ENV), ...Object.keys(BRIM_ENV)].filter((name) => !anywhere.has(name));
     expect(unused).toEqual([]);
+  });
+
+  it("the start-up, which must not import brim first, and the Python package say brim's off-words", () => {
+    const words = (text: string | undefined): string[] => [...(text ?? "").matchAll(/"([a-z0-9]+)"/g)].map((m) => m[1] as string).sort();
+    const env = readFileSync(join(REPO, "python", "brim", "_env.py"), "utf8");
+    const boot = readFileSync(join(REPO, "python", "_brim_boot", "sitecustomize.py"), "utf8");
+    const ours = [...OFF_WORDS].sort();
+    expect(words(/OFF_WORDS[^=]*= frozenset\(\(([^)]*)\)\)/.exec(env)?.[1])).toEqual(ours);
+    expect(words(/BRIM_ATTACH", "1"\)\.strip\(\)\.lower\(\) in \(([^)]*)\)/.exec(boot)?.[1])).toEqual(ours);
   });
 
   it("docs/sdk.md's environment table lists exactly the job's variables", () => {
