@@ -65,6 +65,7 @@ export function trialRecord(index: number, knobs: Knobs, purpose: string, result
     samples_per_s: result.samplesPerSecond,
     ...(result.rateIsBound === true ? { samples_per_s_bound: true } : {}),
     ...(result.rateUnit !== undefined ? { rate_unit: result.rateUnit } : {}),
+    ...(result.rateFrom !== undefined ? { rate_from: result.rateFrom } : {}),
     peak_bytes: result.peakBytes,
     framework_peak_bytes: result.frameworkPeakBytes,
     gpu_util_mean: result.gpuUtilMean ?? null,

@@ -21,6 +21,7 @@ import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline/index.ts";
 import { rewriteArgv } from "./argv.ts";
+import { JobRates, withJobRate, type JobRate } from "./job-rate.ts";
 import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
 import { asKnobValue, codeKnobEnv, configEditsByFile, fillTemplate, type KnobBinding } from "./knobs.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
@@ -138,6 +139,7 @@ export async function runTrial(
         onState: settings.onState,
         onStart: (info) => watch.start(info.pid, info.control),
         onMessage: (message) => watch.message(message),
+        onOutput: (_stream, line) => watch.rates.line(line, Date.now() / 1000),
         removeOnLoss: trialFiles,
       },
       deps,
@@ -150,7 +152,7 @@ export async function runTrial(
       if (typeof details?.name === "string" && value !== undefined && !knobsRead.has(details.name)) knobsRead.set(details.name, value);
     }
     const loaders = loadersOf(run.timeline.events);
-    const result = classifyTrial(run, settings, watch.verdict, watch.timedOut, knobs, watch.stuck);
+    const result = classifyTrial(run, settings, watch.verdict, watch.timedOut, knobs, watch.stuck, watch.rates.rates);
     // a batch larger than the data the loader sees runs no step (drop_last) or fails: say so
     const data = dataLimit(loaders, typeof knobs.batch_size === "number" ? knobs.batch_size : null);
     if (data !== null && typeof knobs.batch_size === "number" && knobs.batch_size > data.samples && (result.end === "no_steps" || result.end === "crashed")) {
@@ -172,6 +174,8 @@ class TrialWatch {
   #ended = false;
   /** where a trial that made no step was stuck at its time limit (its stacks), when it could tell */
   stuck: { file: string | null; top: string | null } | null = null;
+  /** the job's own samples-a-second lines: the samples of steps that do not say theirs */
+  readonly rates = new JobRates();
   readonly #settings: TrialSettings;
   readonly #trialContext: TrialContext;
   #context: WindowContext;
@@ -227,19 +231,22 @@ class TrialWatch {
    * The main process's steps: the started process's when it reports, else the busiest reporter's. Steps
    * read from the job's printed progress are the last resort: none count once the attach or the SDK
    * reports steps, nor while the attach has seen the job's DataLoader and its first step is still to
-   * come (the HF Trainer's bar runs ahead of the attach's first step, counted at the next one).
+   * come (the HF Trainer's bar runs ahead of the attach's first step, counted at the next one). In
+   * their rate's unit: the job's own samples/s where the steps say no samples and the job prints it.
    */
-  #main(): StepTime[] {
+  #measured(): ReturnType<typeof inRateUnit> {
     let best: StepTime[] = [];
     if (this.#pid !== null && this.#steps.has(this.#pid)) best = this.#steps.get(this.#pid) ?? [];
     else for (const steps of this.#steps.values()) if (steps.length > best.length) best = steps;
-    return inRateUnit(countedSteps(best, this.#attached)).steps;
+    return inRateUnit(withJobRate(countedSteps(best, this.#attached), this.rates.rates).steps);
   }
 
   #check(): void {
     if (this.verdict !== null || this.#control === null) return;
     const window = { ...this.#settings.window, ...loaderWindow(this.#knobs) };
-    const verdict = windowVerdict(this.#main(), Date.now() / 1000, window, this.#context);
+    const { steps, unit } = this.#measured();
+    // steps/s before the job's first rate line is not the best's unit: no trial is stopped as slower on it
+    const verdict = windowVerdict(steps, Date.now() / 1000, window, unit === "samples" ? this.#context : { ...this.#context, best: null });
     if (verdict === null) return;
     this.verdict = verdict;
     if (verdict.stop === "slower") {
@@ -254,13 +261,13 @@ class TrialWatch {
   async #timeLimit(): Promise<void> {
     const control = this.#control;
     if (control === null) return;
-    const steady = splitWarmup(this.#main(), this.#settings.window.warmupSteps, loaderWindow(this.#knobs).queueSteps).steady;
+    const steady = splitWarmup(this.#measured().steps, this.#settings.window.warmupSteps, loaderWindow(this.#knobs).queueSteps).steady;
     let where = "";
     if (this.verdict === null && steady.length >= 2) {
       this.verdict = { stop: "window", detail: `the trial time limit of ${this.#settings.timeLimitS} s (${steady.length} steps)` };
     } else {
       this.timedOut = true;
-      if (this.#main().length === 0) {
+      if (this.#measured().steps.length === 0) {
         // no step at all: where it is stuck, while it is alive (a start-up that never ends, a lock)
         this.stuck = (await control.dumpStacks()).find((dump) => dump.file !== null) ?? null;
         if (this.stuck !== null) where = `; stacks in ${this.stuck.file}${this.stuck.top !== null ? ` (at ${this.stuck.top})` : ""}`;
@@ -314,12 +321,13 @@ export function classifyTrial(
   timedOut: boolean,
   knobs: Knobs = {},
   stuck: { file: string | null; top: string | null } | null = null,
+  jobRates: readonly JobRate[] = [],
 ): TrialResult {
   const all = mainSteps(run.timeline);
   // the printed progress is the last resort: the steps the attach or the SDK counted replace it
   const steps = all.some((step) => step.source !== "progress") ? all.filter((step) => step.source !== "progress") : all;
-  // steps brim counted are never thrown away: with no samples, their batches or the steps themselves are the rate
-  const { steps: times, unit } = inRateUnit(
+  // steps brim counted are never thrown away: with no samples, the job's own samples/s, else their batches or the steps themselves are the rate
+  const ownRate = withJobRate(
     steps.map((step) => ({
       t: step.t,
       samples: finite(step.samples) ? step.samples : samplesFromKnob(knobs, step.accumulation),
@@ -327,7 +335,9 @@ export function classifyTrial(
       warmup: step.warmup === true,
       batches: finite(step.accumulation) ? step.accumulation : null,
     })),
+    jobRates,
   );
+  const { steps: times, unit } = inRateUnit(ownRate.steps);
   const { queueSteps } = loaderWindow(knobs);
   const { warmup, steady } = splitWarmup(times, settings.window.warmupSteps, queueSteps);
   const mask = steadyMask(times, queueSteps);
@@ -350,7 +360,7 @@ export function classifyTrial(
   const start = run.timeline.start;
   const first = times[0];
   const fixedCostS = start !== null && first !== undefined ? Math.max(0, first.t - first.seconds - start.t) : null;
-  const samples = (unit === "samples" ? steady : [])
+  const samples = (unit === "samples" && !ownRate.fromJob ? steady : [])
     .map((s) => s.samples)
     .filter(finite)
     .sort((a, b) => a - b);
@@ -366,6 +376,7 @@ export function classifyTrial(
     samplesPerSecond: end === "ok" ? rateOf(steady) : end === "slower" ? (verdict?.rate ?? verdict?.bound ?? rateOf(steady)) : null,
     rateIsBound: end === "slower" && verdict?.rate === undefined && verdict?.bound !== undefined,
     ...(unit === "samples" ? {} : { rateUnit: unit }),
+    ...(ownRate.fromJob ? { rateFrom: "job" as const } : {}),
     stepSeconds: steady.map((s) => s.seconds),
     peakBytes: settings.capScope === "gpu" ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes,
     frameworkPeakBytes: summary.framework_peak_allocated_bytes,
@@ -383,7 +394,11 @@ export function classifyTrial(
     firstStepS: first?.seconds ?? null,
     precision: typeof precision === "string" ? precision : null,
     samplesFromKnob:
-      unit === "samples" && steady.length > 0 && steadyEntries.every((step) => !finite(step.samples)) && steady.some((step) => step.samples !== null),
+      unit === "samples" &&
+      !ownRate.fromJob &&
+      steady.length > 0 &&
+      steadyEntries.every((step) => !finite(step.samples)) &&
+      steady.some((step) => step.samples !== null),
     cpuCores: finite(run.timeline.measured.tree_cpu_percent_mean) ? run.timeline.measured.tree_cpu_percent_mean / 100 : null,
     cpus: run.meta.device.host.cpus,
     hostBusy: finite(run.timeline.measured.host_cpu_percent_mean) ? run.timeline.measured.host_cpu_percent_mean / 100 : null,

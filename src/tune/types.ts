@@ -51,6 +51,8 @@ export interface TrialResult {
   rateIsBound?: boolean;
   /** what samplesPerSecond counts when no step said its samples: batches or steps a second (absent: samples) */
   rateUnit?: "batches" | "steps";
+  /** "job": no step said its samples and samplesPerSecond is the job's own printed samples/s over the steps brim counted (tune/job-rate.ts) */
+  rateFrom?: "job";
   /** why it gave no throughput (null when it did) */
   failure?: TrialFailure | null;
   /** the last lines of the job's output, kept when the trial failed */
