@@ -292,7 +292,7 @@ def watching(framework: str) -> None:
     try:
         import multiprocessing
 
-        if multiprocessing.parent_process() is not None:
+        if multiprocessing.parent_process() is not None or multiprocessing.current_process().name != "MainProcess":
             return  # a worker (loader, environment) steps no optimizer
     except Exception:
         pass

@@ -15,6 +15,8 @@ export { ATTACH_BOOT_PATH, BUNDLED_SDK_PATH, attachEnabled, jobEnvironment } fro
 export type { JobOptions, JobResult, PtySize } from "./types.ts";
 
 const TAIL_LINES = 60;
+/** Events by which the attach says it counts the job's steps (python/brim/_step_state.py). */
+const ATTACH_COUNTS = new Set(["attach_on", "optimizer_built"]);
 
 /**
  * A user's command running under brim: its own process group, the SDK channel, output passed on
@@ -46,6 +48,8 @@ export class Job {
   #tail: string[] = [];
   #steps = 0;
   #channelSteps = 0;
+  /** The attach counts this job's steps (it watches torch in the job, or saw an optimizer built): printed progress is none of them. */
+  #attachCounts = false;
   #progress = new ProgressSteps();
   #pattern: RegExp | undefined;
   readonly #steppers = new Steppers();
@@ -215,6 +219,8 @@ export class Job {
       this.#steps++;
     } else if (message.type === "event" && message.kind === "oom_fatal") {
       this.#sdkOomFatal = true;
+    } else if (message.type === "event" && typeof message.kind === "string" && ATTACH_COUNTS.has(message.kind)) {
+      this.#attachCounts = true;
     }
     this.#options.onMessage?.(message);
   }
@@ -235,9 +241,14 @@ export class Job {
     options.onOutput?.(stream, line);
   }
 
-  /** The last resort: steps measured from the job's progress lines while no step comes over the channel. */
+  /**
+   * The last resort: steps measured from the job's progress lines while no step comes over the
+   * channel and the attach does not count the job's steps. Once the attach watches torch in the job
+   * (or saw an optimizer built), a bar the job prints before its first step (data preparation,
+   * compilation, a tokenizer) is no training step, and the training bar counts what the attach counts.
+   */
   #progressSegment(text: string, stream: 1 | 2): void {
-    if (this.#channelSteps > 0 || text.length > 4096) return;
+    if (this.#channelSteps > 0 || this.#attachCounts || text.length > 4096) return;
     const rate = parseProgressLine(text, this.#pattern);
     if (rate === null) return;
     const steps = this.#progress.push(rate, Date.now() / 1000, stream);

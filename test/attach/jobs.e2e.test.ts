@@ -127,7 +127,8 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
     const run = brimRun("manual-sgd", "manual_sgd.py", ["--max-steps", "1000", "--log-interval", String(LOG_EVERY)]);
     expectCleanStop(run);
     const steady = mainProcessSteps(run.timeline).filter((step) => step.warmup !== true);
-    expect(steady.every((step) => step.samples === null && step.trigger === "backward")).toBe(true);
+    // no DataLoader: the samples are the rows of the batch the model sees (--batch-size 32)
+    expect(steady.every((step) => step.samples === 32 && step.trigger === "backward")).toBe(true);
     const brimMs = (steady.reduce((sum, step) => sum + (step.wait_s ?? 0) + (step.compute_s ?? 0), 0) / steady.length) * 1000;
     const windows = [...run.output.matchAll(/(\d+)\/\s*\d+ batches .* ms\/batch\s+([\d.]+)/g)].filter((m) => Number(m[1]) > WARMUP).map((m) => Number(m[2]));
     expect(windows.length).toBe((STEPS - WARMUP) / LOG_EVERY);
