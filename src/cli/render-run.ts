@@ -1,13 +1,14 @@
 import type { RunCommandResult } from "./run.ts";
 import { formatBytes } from "../bytes.ts";
 import { formatDuration } from "../metrics/index.ts";
+import { isWarmupStep, mainSteps } from "../record/timeline/index.ts";
 
 /** Why steps were counted but none was steady: every one was warm-up (the first --warmup, or a step that compiled). */
 function noSteadyReason(run: RunCommandResult): string {
-  const steps = run.result.timeline.steps;
-  const warm = steps.filter((step) => step.warmup).length;
+  const steps = mainSteps(run.result.timeline);
+  const warm = steps.filter(isWarmupStep).length;
   if (steps.length === 0 || warm < steps.length) return "";
-  return `: all ${warm} step${warm === 1 ? " was" : "s were"} warm-up, left out of throughput (the first --warmup steps, and any step that compiled or ran a validation pass); run more steps than --warmup (--steps), or lower --warmup`;
+  return `: all ${warm} step${warm === 1 ? " was" : "s were"} warm-up, left out of throughput (the first --warmup steps, and any step that compiled or ran a validation pass); run more steps than --warmup (--steps), e.g. --steps ${warm + 10} for 10 steady steps, or lower --warmup (--warmup 1 where each step is slow)`;
 }
 
 /**

@@ -1,4 +1,4 @@
-// What `brim run` prints around the job: with `--steps 3` and the default --warmup 3 every step
+// What `brim run` prints around the job: with `--steps 3` on a job of slow (2 s) steps and the default --warmup 3 every step
 // counted is warm-up, and the summary says so, with what to change, instead of a bare "no steady
 // steps"; with `--json` stdout holds the record alone and the job's own output goes to stderr.
 import { spawnSync } from "node:child_process";
@@ -21,13 +21,27 @@ describe.skipIf(!hasTorch)("a run whose every step is warm-up", () => {
     () => {
       const result = spawnSync(
         process.execPath,
-        [join(REPO, "bin", "brim.js"), "run", "--store", join(root, "store"), "--steps", "3", "--", PYTHON, join(REPO, "test", "jobs", "plain_loop.py")],
+        [
+          join(REPO, "bin", "brim.js"),
+          "run",
+          "--store",
+          join(root, "store"),
+          "--steps",
+          "3",
+          "--",
+          PYTHON,
+          join(REPO, "test", "jobs", "open_progress_line.py"),
+          "--step-s",
+          "2",
+        ],
         { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: scaled(120_000) },
       );
       expect(result.status, result.stderr).toBe(0);
       const text = result.stderr.replace(/\s+/g, " ");
       expect(text).toMatch(/no steady steps reported: all 3 steps were warm-up, left out of throughput \(the first --warmup steps/);
-      expect(text).toMatch(/run more steps than --warmup \(--steps\), or lower --warmup/);
+      expect(text).toMatch(
+        /run more steps than --warmup \(--steps\), e\.g\. --steps 13 for 10 steady steps, or lower --warmup \(--warmup 1 where each step is slow\)/,
+      );
     },
     scaled(150_000),
   );
