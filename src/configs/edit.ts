@@ -10,7 +10,7 @@ import { InputError } from "../errors/index.ts";
 import { parsedFormatOf, parseFormat, type ParsedFormat } from "./document.ts";
 import { JSON_WORDS, jsonSplice } from "./json.ts";
 import { checkEditPath, getAt, isPlainObject, parseKeyPath, sameValue, setAt, type ContainerWords, type KeySegment } from "./keys.ts";
-import { applySplice, keepCommentColumn, type Splice } from "./spans.ts";
+import { applySplice, commentAbove, keepCommentColumn, type Splice } from "./spans.ts";
 import { TOML_WORDS, tomlSplice } from "./toml.ts";
 import type { ConfigChange, ConfigDocument, ConfigEdit, ConfigFormat, ConfigValue } from "./types.ts";
 import { YAML_WORDS, yamlSplice } from "./yaml.ts";
@@ -43,9 +43,12 @@ export function editConfigText(doc: ConfigDocument, edits: readonly ConfigEdit[]
     if (before !== undefined && sameValue(before, value)) continue;
     const root = parsed.empty ? {} : parsed.data;
     checkEditPath(root, segments, edit.key, doc.path, WORDS[doc.format]);
-    const next = applySplice(body, spliceFor(parsed, body, segments, value, doc.path));
+    const splice = spliceFor(parsed, body, segments, value, doc.path);
+    const spliced = applySplice(body, splice);
     const expected = cloneData(root);
     setAt(expected, segments, value);
+    // the note goes on the line above a key that was there: a key created has no line of its own to annotate yet
+    const next = edit.comment !== undefined && doc.format !== "json" && before !== undefined ? commentAbove(spliced, splice.start, edit.comment) : spliced;
     parsed = verify(next, expected, segments, value, doc, edit.key);
     body = next;
     const id = JSON.stringify(segments.map((s) => s.name));

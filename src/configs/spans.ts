@@ -134,3 +134,22 @@ export function keepCommentColumn(text: string, splice: Splice): Splice {
   const width = Math.max(1, pad.length - (splice.insert.length - (splice.end - splice.start)));
   return { start: splice.start, end: splice.end + pad.length, insert: splice.insert + " ".repeat(width) };
 }
+
+/**
+ * `text` with a `# comment` line above the line that holds `offset`, at that line's indentation; a
+ * comment starting `# brim` right above it (one brim wrote before) is replaced instead of stacked.
+ *
+ * @example
+ * ```ts
+ * commentAbove("data:\n  bs: 16\n", 12, "brim tune x: effective batch 16 held");
+ * // "data:\n  # brim tune x: effective batch 16 held\n  bs: 16\n"
+ * ```
+ */
+export function commentAbove(text: string, offset: number, comment: string): string {
+  const start = lineStartOf(text, offset);
+  const indent = /^[ \t]*/.exec(text.slice(start))?.[0] ?? "";
+  const line = `${indent}# ${comment.replace(/[\r\n]+/g, " ")}${eolOf(text)}`;
+  const above = start > 0 ? lineStartOf(text, start - 1) : start;
+  const replaced = above < start && /^[ \t]*# brim\b/.test(text.slice(above, start)) ? above : start;
+  return text.slice(0, replaced) + line + text.slice(start);
+}

@@ -63,6 +63,11 @@ export interface ConfigEdit {
    * (a value the user set since is not reverted, with `--force` too).
    */
   baseline?: ConfigValue;
+  /**
+   * A note written as a comment on the line above the key when its value changes (YAML and TOML;
+   * JSON has no comments): one line, starting `brim`; a comment brim wrote there before is replaced.
+   */
+  comment?: string;
 }
 
 /**

@@ -231,6 +231,8 @@ export const tuneSchema = z.looseObject({
       precision: z.string().optional(),
       baseline_losses: z.array(z.union([n, z.string(), z.null()])),
       winner_losses: z.array(z.union([n, z.string(), z.null()])),
+      /** each param group's learning rate at the first optimizer step of each run (the attach's model_facts), when it sent them */
+      lr: z.looseObject({ baseline: z.array(nn), winner: z.array(nn) }).optional(),
       /** what changed between the two runs, named from the attach's evidence (learning rate, batch-statistic layers) */
       evidence: z.array(z.looseObject({ kind: z.string(), text: z.string() })).default([]),
     })

@@ -3,6 +3,7 @@ import { BrimError, isBrimError } from "../errors/index.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv, type ArgvKnob } from "./argv.ts";
 import { configValue, fillTemplate } from "./knobs.ts";
+import { applyNote } from "./parity.ts";
 
 /** What applying a tune's winner did. */
 export interface ApplyTuneResult {
@@ -48,6 +49,7 @@ export async function applyTune(
   let templated = false;
   const argv: ArgvKnob[] = [];
   const codeEdits: ApplyTuneResult["codeEdits"] = [];
+  const note = applyNote(record);
   for (const binding of record.bindings) {
     const value = knobs[binding.knob];
     if (value === undefined) continue;
@@ -71,7 +73,12 @@ export async function applyTune(
       const config = { knob: binding.knob, via: "config" as const, file: binding.file, key: binding.key };
       const global = binding.global_batch_ranks === undefined ? config : { ...config, globalBatch: { ranks: binding.global_batch_ranks } };
       // a key the tune left at its baseline is not written: --force keeps what the user set since
-      entry.edits.push({ key: binding.key, value: configValue(global, knobs) ?? value, baseline: configValue(global, before) });
+      entry.edits.push({
+        key: binding.key,
+        value: configValue(global, knobs) ?? value,
+        baseline: configValue(global, before),
+        ...(note !== null ? { comment: note } : {}),
+      });
       byFile.set(binding.file, entry);
     }
   }

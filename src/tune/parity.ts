@@ -266,6 +266,7 @@ export function parityRecord(baseline: ParitySide, winner: ParitySide): ParityRe
     baseline_losses: baseline.losses.slice(0, PARITY_KEPT),
     winner_losses: winner.losses.slice(0, PARITY_KEPT),
     evidence,
+    ...(baseline.facts !== null && winner.facts !== null ? { lr: { baseline: baseline.facts.lr, winner: winner.facts.lr } } : {}),
   };
   if (!known) {
     const reason = "brim could not tell the effective batch of both runs (no micro-batch knob or sample count)";
@@ -282,4 +283,41 @@ export function parityRecord(baseline: ParitySide, winner: ParitySide): ParityRe
       ? undefined
       : { batch_norm: "the model has BatchNorm", lr: "the learning rate moved", loader_workers: "loader workers changed" }[named.kind];
   return { ...common, ...parity, line: parityLine(parity, expected === undefined ? undefined : `${expected} (below)`) };
+}
+
+/**
+ * The note `brim apply` writes above each key it changes: what the tune held (the effective batch, the
+ * learning rate) and what the loss parity showed, in one line; null for a tune without a parity record.
+ *
+ * @example
+ * ```ts
+ * applyNote(record);
+ * // "brim tune 20261129-052406-f6a8: effective batch 16 held (micro-batch × accumulation), learning rate 0.05 unchanged; loss parity: the first 19 steps' losses match within 1e-4 (largest difference 2e-7)"
+ * ```
+ */
+export function applyNote(record: Pick<TuneRecord, "id" | "parity">): string | null {
+  const parity = record.parity;
+  // a tune with no confirmation pair (or one older than parity) has nothing measured to say
+  if (parity === undefined) return null;
+  const held: string[] = [];
+  const { before, after } = parity.effective_batch;
+  if (before !== null)
+    held.push(
+      parity.effective_batch.held ? `effective batch ${before} held (micro-batch × accumulation)` : `effective batch changed ${before} → ${after ?? "?"}`,
+    );
+  const lr = parity.lr;
+  if (lr !== undefined && lr.baseline.length > 0) {
+    const same = lr.baseline.length === lr.winner.length && lr.baseline.every((v, i) => v === lr.winner[i]);
+    held.push(
+      same ? `learning rate ${lrText(lr.baseline)} unchanged` : `learning rate moved ${lrText(lr.baseline)} → ${lrText(lr.winner)} with the batch size`,
+    );
+  }
+  const sci = (x: number): string => (x === 0 ? "0" : x.toExponential(0).replace("e+", "e"));
+  let shown = "losses not compared step by step";
+  if (parity.verdict === "match" && parity.steps !== undefined && parity.tolerance !== undefined && parity.max_diff !== undefined)
+    shown = `loss parity: the first ${parity.steps} steps' losses match within ${sci(parity.tolerance)} (largest difference ${sci(parity.max_diff)})`;
+  else if (parity.verdict === "parted")
+    shown = `loss parity: the losses part at step ${parity.step ?? "?"}${typeof parity.diff === "number" ? ` (${(parity.diff * 100).toPrecision(2)} % apart)` : ""}`;
+  else if (parity.verdict === "nonfinite") shown = `loss parity: the winner's loss is non-finite at step ${parity.step ?? "?"}`;
+  return `brim tune ${record.id}: ${held.length > 0 ? `${held.join(", ")}; ` : ""}${shown}`;
 }
