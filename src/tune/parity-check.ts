@@ -9,7 +9,6 @@
  * ```
  * @module
  */
-import { BrimError } from "../errors/index.ts";
 import { loadRun } from "../record/load.ts";
 import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline/index.ts";
@@ -57,8 +56,8 @@ export async function confirmationParity(store: RunStore, record: Pick<TuneRecor
   try {
     return parityRecord(await sideOf(store, pair.a), await sideOf(store, pair.b));
   } catch (error) {
-    if (!(error instanceof BrimError)) throw error;
-    const reason = `the confirmation's runs could not be read: ${error.message}`;
+    // the tune's verdict stands without it: a parity that cannot be read is said, never the tune's failure
+    const reason = `the confirmation's runs could not be read: ${error instanceof Error ? error.message : String(error)}`;
     const batch = { before: pair.a.effective_batch ?? null, after: pair.b.effective_batch ?? null };
     return {
       verdict: "not_comparable",
