@@ -20,6 +20,7 @@ import {
 } from "../../src/knobs/index.ts";
 import { findArgvKnobs, rewriteArgv } from "../../src/tune/argv.ts";
 import { detectKnobKeys } from "../../src/tune/knobs.ts";
+import { LOADER_ARGUMENTS } from "../../src/tune/loaders.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 
@@ -70,6 +71,10 @@ describe("the knob table", () => {
     expect(knobOfShortFlag("j")).toBe("num_workers");
     expect(switchOf("bf16")).toEqual({ knob: "precision", value: "bf16-mixed" });
     expect(spelledValues("precision")).toEqual(new Set(["fp32", "bf16-mixed", "fp16-mixed"]));
+  });
+
+  it("names as DataLoader arguments exactly those the attach reports of a loader (tune/loaders.ts)", () => {
+    expect(new Set(KNOB_SPECS.filter((spec) => spec.loader !== undefined).map((spec) => spec.name))).toEqual(new Set(LOADER_ARGUMENTS));
   });
 
   it("keeps the candidates' walk order: precision, then the loader's knobs", () => {
