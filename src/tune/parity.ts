@@ -321,3 +321,21 @@ export function applyNote(record: Pick<TuneRecord, "id" | "parity">): string | n
   else if (parity.verdict === "nonfinite") shown = `loss parity: the winner's loss is non-finite at step ${parity.step ?? "?"}`;
   return `brim tune ${record.id}: ${held.length > 0 ? `${held.join(", ")}; ` : ""}${shown}`;
 }
+
+/**
+ * Why a winner whose loss went non-finite where yours did not (fp16 overflow) is no winner, and the
+ * fallback; null for any other parity. Not safe to apply whatever its speed.
+ *
+ * @example
+ * ```ts
+ * parityRefusal({ verdict: "nonfinite", step: 3, winner: "nan", precision: "fp16-mixed", ... })?.next;
+ * // "keep your precision, or try bf16-mixed where the GPU has it (--knob precision=bf16-mixed), and tune again"
+ * ```
+ */
+export function parityRefusal(parity: ParityRecord | undefined): { reason: string; next: string } | null {
+  if (parity?.verdict !== "nonfinite") return null;
+  return {
+    reason: `the best configuration found is not safe to apply: its loss is ${typeof parity.winner === "string" ? parity.winner : "non-finite"} at step ${parity.step ?? "?"} under ${parity.precision ?? parity.precisions.winner}, where yours stayed finite`,
+    next: "keep your precision, or try bf16-mixed where the GPU has it (--knob precision=bf16-mixed), and tune again",
+  };
+}

@@ -35,6 +35,7 @@ import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialOutcome, type TrialSettings } from "./trial.ts";
 import { contextFor, interruptedResult, repeatedRates } from "./trial-context.ts";
 import { confirmationParity } from "./parity-check.ts";
+import { parityRefusal } from "./parity.ts";
 import type { Knobs, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 import { ENDED_TOO_SOON } from "./types.ts";
 
@@ -434,6 +435,8 @@ async function finish(
     record.confirmation = noGain.confirmation;
     record.winner = noGain.winner;
   }
+  const refused = record.winner !== null ? parityRefusal(record.parity) : null;
+  if (refused !== null) record.winner = null;
   if (outcome !== null) {
     record.noise = outcome.noise;
     record.memory_line = outcome.memoryLine
@@ -453,7 +456,7 @@ async function finish(
   if (state.codeHints.length > 0) record.limits = [...(record.limits ?? []), ...state.codeHints];
   record.no_winner =
     record.winner === null && stopReason !== "interrupted"
-      ? (noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)))
+      ? (refused ?? noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)))
       : null;
   record.ended_at = new Date().toISOString();
   await deps.store.writeTune(record);

@@ -6,7 +6,7 @@ import { editConfigText, parseConfig } from "../../src/configs/index.ts";
 import { RunStore } from "../../src/record/store.ts";
 import type { TuneRecord } from "../../src/record/types.ts";
 import { applyTune } from "../../src/tune/apply.ts";
-import { applyNote } from "../../src/tune/parity.ts";
+import { applyNote, parityRefusal } from "../../src/tune/parity.ts";
 import { writeSyntheticTune } from "../analyze/synthetic.ts";
 
 // `brim apply` keeps the promise of issue 37: each key it changes gets a comment above it saying what
@@ -79,5 +79,17 @@ describe("the note apply writes on each changed key", () => {
     expect(readFileSync(config, "utf8")).toBe(
       `data_loader:\n  # brim tune ${tune.id}: effective batch changed 32 → 64, learning rate 0.05 unchanged; losses not compared step by step\n  batch_size: 64 # per device\n  num_workers: 0\n`,
     );
+  });
+});
+
+describe("a winner whose loss goes non-finite", () => {
+  it("is refused, with the step, the precision and the fallback named", () => {
+    const nonfinite = { ...matched, verdict: "nonfinite" as const, step: 3, winner: "nan", precision: "fp16-mixed" };
+    expect(parityRefusal(nonfinite)).toEqual({
+      reason: "the best configuration found is not safe to apply: its loss is nan at step 3 under fp16-mixed, where yours stayed finite",
+      next: "keep your precision, or try bf16-mixed where the GPU has it (--knob precision=bf16-mixed), and tune again",
+    });
+    expect(parityRefusal(matched)).toBeNull();
+    expect(parityRefusal(undefined)).toBeNull();
   });
 });
