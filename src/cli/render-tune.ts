@@ -72,6 +72,7 @@ export function renderTrialLine(index: number, planned: number, knobs: string, r
       result.dataWaitShare != null && result.dataWaitShare >= 0.05 ? `waits for data ${(result.dataWaitShare * 100).toFixed(0)} %` : null,
       result.gpuUtilMean != null ? `GPU ${result.gpuUtilMean.toFixed(0)} %` : null,
       result.samplesFromKnob === true ? "samples counted from the batch_size knob: the job reports none" : null,
+      result.rateFrom === "job" ? "the job's own samples/s over the steps brim counted: no step said its samples" : null,
     ].filter((part): part is string => part !== null);
     const recovered = result.oomRecoveries > 0 ? `, ${result.oomRecoveries} OOM split(s): did not fit as given` : "";
     return `${head} ${rateText(result.samplesPerSecond)} ${rateLabel(result.rateUnit)} (${how.join("; ")})${peak}${recovered}`;
@@ -192,6 +193,11 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   }
   const unseen = unseenSamples(unit);
   if (unseen !== null) out.push(unseen);
+  // rate_from is written by tune/record.ts (a key the loose trial schema keeps)
+  if ((record.trials.find((trial) => trial.index === 0) as { rate_from?: unknown } | undefined)?.rate_from === "job")
+    out.push(
+      "brim compared the job's own samples/s (the rate lines it prints, over the optimizer steps brim counted): no step said its samples; to count them itself, name the batch size as a knob (--knob batch_size=N) or report them (brim.track(loader, samples=lambda batch: …))",
+    );
   if (record.effective_batch_policy) out.push(record.effective_batch_policy.text);
   for (const limit of record.limits ?? []) out.push(limit);
   if (record.memory_line) {

@@ -4,6 +4,7 @@
 // arithmetic over the steps and lines given, nothing is timed.
 import { describe, expect, it } from "vitest";
 import type { GuardResult } from "../../src/guard/guard.ts";
+import { renderTrialLine } from "../../src/cli/render-tune.ts";
 import { readTimeline } from "../../src/record/timeline/index.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
 import { JobRates, withJobRate } from "../../src/tune/job-rate.ts";
@@ -85,6 +86,9 @@ describe("a trial whose steps brim counted but whose samples it could not see", 
     expect(result).toMatchObject({ rateFrom: "job", samplesFromKnob: false, samplesPerStep: null });
     expect(result.rateUnit).toBeUndefined();
     expect(trialRecord(1, { num_workers: 2 }, "num_workers", result, "run-1")).toMatchObject({ rate_from: "job", samples_per_s: result.samplesPerSecond });
+    expect(renderTrialLine(1, 4, "num_workers=2", result)).toMatch(
+      / samples\/s \(steps, .*; the job's own samples\/s over the steps brim counted: no step said its samples\)/,
+    );
   });
 
   it("keeps its counted steps as steps/s when the job prints no rate: never 'no steps'", () => {

@@ -45,6 +45,10 @@ describe.skipIf(!hasTorch)("a job that prints its own samples/s where brim canno
       expect(measured.every((trial) => trial.rate_from === "job" && trial.rate_unit === undefined)).toBe(true);
       expect(["confirmed", "slower", "no_gain"]).toContain(record.confirmation?.verdict);
       expect(result.stdout).toMatch(/#\s+knobs\s+samples\/s/);
+      expect(result.stdout.replace(/\s+/g, " ")).toMatch(
+        /brim compared the job's own samples\/s \(the rate lines it prints, over the optimizer steps brim counted\)/,
+      );
+      expect(result.stderr).toMatch(/trial 0\/\d+ .*→ [\d.]+ samples\/s \(.*the job's own samples\/s over the steps brim counted/);
     },
     scaled(600_000),
   );
