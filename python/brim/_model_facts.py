@@ -10,6 +10,9 @@ here once (never again in the job's hot path) and sent as one `model_facts` even
   parameters: under a changed micro-batch they compute other numbers, even when micro-batch x
   accumulation is held;
 - `models`: the class of each root module of that tree.
+- `clip_grad_norm_calls`: the calls of `torch.nn.utils.clip_grad_norm_` before the first optimizer
+  step (counted by a wrapper put on at torch's import): more than one is clipping per micro-batch,
+  which changes the update when the accumulation changes.
 
 The tree is found by walking the live torch modules once (gc), keeping the roots whose parameters
 the optimizer steps. A learning rate held as a tensor is read only on the CPU (reading one on a
@@ -22,8 +25,27 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from . import _state
+from ._wrap import wrap_once
 
 _done = [False]
+_clips = [0]
+
+
+def _wrap_clip(original: Any) -> Any:
+    def clip_with_brim(*args: Any, **kwargs: Any) -> Any:
+        _clips[0] += 1
+        return original(*args, **kwargs)
+
+    return clip_with_brim
+
+
+def patch_clip(torch: Any) -> None:
+    """Count gradient clipping by norm, by either name the job may call it by."""
+    utils = torch.nn.utils
+    wrap_once(utils, "clip_grad_norm_", _wrap_clip)
+    clip_module = getattr(utils, "clip_grad", None)
+    if clip_module is not None:
+        wrap_once(clip_module, "clip_grad_norm_", _wrap_clip)
 
 
 def first_step(optimizer: Any) -> None:
@@ -57,6 +79,7 @@ def read(optimizer: Any) -> Dict[str, Any]:
         "lr": [_number(group.get("lr")) for group in groups],
         "batch_stat_layers": layers,
         "models": sorted({type(root).__name__ for root in roots}),
+        "clip_grad_norm_calls": _clips[0],
     }
 
 

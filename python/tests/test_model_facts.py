@@ -33,7 +33,8 @@ for _ in range(3):
     assert out.returncode == 0, out.stderr
     facts = facts_of(srv)
     assert len(facts) == 1
-    assert facts[0]["details"] == {"lr": [0.1, 0.01], "batch_stat_layers": {"BatchNorm1d": 2}, "models": ["Sequential"]}
+    assert facts[0]["details"] == {"lr": [0.1, 0.01], "batch_stat_layers": {"BatchNorm1d": 2}, "models": ["Sequential"],
+                                   "clip_grad_norm_calls": 0}
     for m in srv.messages():
         schema_check.check(m, channel_schema)
 
@@ -50,3 +51,22 @@ opt.step()
     [facts] = facts_of(srv)
     assert facts["details"]["batch_stat_layers"] == {}
     assert facts["details"]["lr"] == [pytest.approx(0.003)]
+
+
+def test_counts_clipping_by_norm_before_the_first_step(srv):
+    out = run("""
+import torch
+from torch.nn.utils import clip_grad_norm_
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    for _ in range(4):  # accumulation 4, clipped per micro-batch (the mistake the evidence names)
+        (model(torch.randn(8, 4)).pow(2).mean() / 4).backward()
+        clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad()
+torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+""", srv)
+    assert out.returncode == 0, out.stderr
+    [facts] = facts_of(srv)
+    assert facts["details"]["clip_grad_norm_calls"] == 4

@@ -111,6 +111,8 @@ export interface ModelFacts {
   lr: (number | null)[];
   /** batch-statistic layers in training mode, by class: BatchNorm's statistics are over the micro-batch */
   batchStatLayers: Record<string, number>;
+  /** calls of clip_grad_norm_ before the first optimizer step (null from an attach that did not count them) */
+  clipCalls?: number | null;
 }
 
 /** One confirmation run as the comparison sees it. */
@@ -168,7 +170,8 @@ export function modelFactsOf(events: readonly EventEntry[]): ModelFacts | null {
   const raw = event.details.batch_stat_layers;
   if (typeof raw === "object" && raw !== null)
     for (const [name, count] of Object.entries(raw)) if (typeof count === "number" && count > 0) layers[name] = count;
-  return { lr, batchStatLayers: layers };
+  const clips = event.details.clip_grad_norm_calls;
+  return { lr, batchStatLayers: layers, clipCalls: typeof clips === "number" ? clips : null };
 }
 
 const num = (x: number): string => (Math.abs(x) >= 1e-3 && Math.abs(x) < 1e4 ? String(Number(x.toPrecision(4))) : x.toExponential(2));
@@ -217,6 +220,19 @@ export function parityEvidence(baseline: ParitySide, winner: ParitySide): { kind
     out.push({
       kind: "batch_norm",
       text: `BatchNorm in the model (${names}, in training mode, read from the module tree): its statistics are over each micro-batch (yours ${microA ?? "?"}, the winner's ${microB ?? "?"}), so holding the effective batch does not hold the model and the losses part by design; keep the micro-batch (--fix batch_size), or use SyncBatchNorm/GroupNorm where it must change`,
+    });
+  }
+  const accumulation = (side: ParitySide): number | null => {
+    const knob = side.knobs["accumulation"];
+    if (typeof knob === "number") return knob;
+    return side.effectiveBatch !== null && side.microBatch !== null && side.microBatch > 0 ? side.effectiveBatch / side.microBatch : null;
+  };
+  const [accA, accB] = [accumulation(baseline), accumulation(winner)];
+  const [clipA, clipB] = [baseline.facts?.clipCalls ?? 0, winner.facts?.clipCalls ?? 0];
+  if (accA !== accB && (clipA > 1 || clipB > 1)) {
+    out.push({
+      kind: "grad_clip",
+      text: `gradient clipping by norm per micro-batch (${clipA} call(s) in your configuration's first optimizer step, ${clipB} in the winner's; accumulation ${accA ?? "?"} and ${accB ?? "?"}): it clips partial gradients, so a changed accumulation changes the update even with the effective batch held; clip once per optimizer step, after the last micro-batch's backward`,
     });
   }
   if (baseline.knobs["num_workers"] !== winner.knobs["num_workers"] && winner.knobs["num_workers"] !== undefined) {
@@ -277,11 +293,20 @@ export function parityRecord(baseline: ParitySide, winner: ParitySide): ParityRe
     return { ...common, verdict: "batch_changed", reason, line: reason };
   }
   const parity = lossParity(baseline.losses, winner.losses, { baseline: baseline.precision, winner: winner.precision }, true);
-  const named = evidence.find((e) => e.kind === "batch_norm") ?? evidence.find((e) => e.kind === "lr") ?? evidence.find((e) => e.kind === "loader_workers");
+  const named =
+    evidence.find((e) => e.kind === "batch_norm") ??
+    evidence.find((e) => e.kind === "lr") ??
+    evidence.find((e) => e.kind === "grad_clip") ??
+    evidence.find((e) => e.kind === "loader_workers");
   const expected =
     named === undefined
       ? undefined
-      : { batch_norm: "the model has BatchNorm", lr: "the learning rate moved", loader_workers: "loader workers changed" }[named.kind];
+      : {
+          batch_norm: "the model has BatchNorm",
+          lr: "the learning rate moved",
+          grad_clip: "gradients are clipped per micro-batch",
+          loader_workers: "loader workers changed",
+        }[named.kind];
   return { ...common, ...parity, line: parityLine(parity, expected === undefined ? undefined : `${expected} (below)`) };
 }
 

@@ -94,6 +94,21 @@ describe("loss parity of a confirmation, from its recorded runs", () => {
     expect(parity?.evidence[0]?.text).toMatch(/^learning rate moved with the batch size: 0\.1 in your configuration, 0\.4 in the winner's \(×4\.00\)/);
   });
 
+  it("gradient clipping per micro-batch under a changed accumulation is named with its calls", async () => {
+    const clipped = (calls: number) => [{ step: 0, event: "model_facts", details: { lr: [0.05], batch_stat_layers: {}, clip_grad_norm_calls: calls } }];
+    const a = await trialRun(store, { batch: 4, accumulation: 4, loss, events: clipped(4) });
+    const b = await trialRun(store, { batch: 16, loss: (i) => loss(i) * (i > 2 ? 1.01 : 1), events: clipped(1) });
+    const parity = await confirmationParity(store, {
+      trials: [trial(1, A, a, { batch_size: 4, accumulation: 4 }, 16), trial(2, B, b, { batch_size: 16, accumulation: 1 }, 16)],
+    });
+    expect(parity).toMatchObject({ verdict: "parted", step: 3 });
+    expect(parity?.line).toMatch(/expected: gradients are clipped per micro-batch \(below\)$/);
+    expect(parity?.evidence.map((e) => e.kind)).toEqual(["grad_clip"]);
+    expect(parity?.evidence[0]?.text).toMatch(
+      /^gradient clipping by norm per micro-batch \(4 call\(s\) in your configuration's first optimizer step, 1 in the winner's; accumulation 4 and 1\)/,
+    );
+  });
+
   it("a winner that changes the effective batch is said loudly, with the losses compared by samples seen", async () => {
     const a = await trialRun(store, { batch: 16, loss, events: facts(0.1) });
     const b = await trialRun(store, { batch: 64, loss: (i) => loss(4 * i), events: facts(0.1) });
