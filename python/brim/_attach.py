@@ -283,7 +283,7 @@ def patch_torch(torch: Any) -> None:
     from ._ranks import _patch_init_process_group
 
     for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast, _loss._patch_scaler,
-                  _patch_init_process_group, _patch_model_input):
+                  _patch_init_process_group, _patch_model_input, _model_facts.patch_clip):
         try:
             patch(torch)
         except Exception as e:
