@@ -210,6 +210,9 @@ def _patch_loader_init(torch: Any) -> None:
                 details = _loader_details(self)
                 if given:
                     details["brim_args"] = given
+                source = _loader_args.workers_source(where)
+                if source is not None:
+                    details["num_workers_from"] = source
                 _state.event("loader", message="a DataLoader was built", where=where, loader=loader, **details)
             except Exception:
                 pass
