@@ -88,7 +88,8 @@ def _roots(params: set) -> List[Any]:
     if torch is None or not params:
         return []
     module_type = torch.nn.Module
-    modules = [o for o in gc.get_objects() if isinstance(o, module_type)]
+    # type(o), not isinstance: isinstance reads o.__class__, which some objects answer with a warning
+    modules = [o for o in gc.get_objects() if issubclass(type(o), module_type)]
     children = {id(child) for m in modules for child in getattr(m, "_modules", {}).values() if child is not None}
     roots = []
     for m in modules:
