@@ -20,14 +20,18 @@ export interface Output {
   bytes?(stream: 1 | 2, bytes: Uint8Array): void;
 }
 
-/** Whether stdout and stderr are one open file (same device and inode); false where either cannot be read. */
+let sameTargetOnce: boolean | null = null;
+
+/** Whether stdout and stderr are one open file (same device and inode); false where either cannot be read. Read once: the streams stay where they are. */
 function sameTarget(): boolean {
+  if (sameTargetOnce !== null) return sameTargetOnce;
   try {
     const [a, b] = [fstatSync(1), fstatSync(2)];
-    return a.dev === b.dev && a.ino === b.ino;
+    sameTargetOnce = a.dev === b.dev && a.ino === b.ino;
   } catch {
-    return false;
+    sameTargetOnce = false;
   }
+  return sameTargetOnce;
 }
 
 /** The process's own streams. */
