@@ -11,6 +11,8 @@
 import { parseProgressLine, progressPattern } from "../job/progress-lines.ts";
 import type { StepTime } from "./window.ts";
 
+const MAX_LINE = 4096;
+
 /** One rate line of the job's output: its samples a second, and when brim read it (seconds). */
 export interface JobRate {
   t: number;
@@ -43,6 +45,7 @@ export class JobRates {
   }
 
   line(text: string, t: number): void {
+    if (text.length > MAX_LINE) return; // a dump, not a rate line (the runner skips these too)
     const rate = parseProgressLine(text, this.#pattern);
     if (rate?.samplesPerSec !== undefined) this.rates.push({ t, samplesPerSec: rate.samplesPerSec });
   }
