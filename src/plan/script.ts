@@ -15,6 +15,9 @@ import { divisors, plan, type PlanReport } from "./planner.ts";
 import type { ModelProfile } from "./profile.ts";
 import { convolutionSchema, convWorkspaceBytes, recurrentBytes, recurrentCallSchema, type RecurrentBytes } from "./cudnn.ts";
 import type { Optimizer, Precision } from "./spec.ts";
+import { optimizerProvenance, scriptOptimizer, type OptimizerFrom } from "./script-optimizer.ts";
+
+export { optimizerOf, UNSEEN_OPTIMIZER } from "./script-optimizer.ts";
 
 /** The GPUs planned for when `--gpu` is not given: a Kaggle/Colab card, a workstation card, two datacentre cards. */
 export const DEFAULT_SCRIPT_GPUS = ["t4", "rtx-4090", "a100-80gb", "h100-sxm"] as const;
@@ -201,33 +204,6 @@ export function fitFootprint(points: readonly MeasuredPoint[]): FootprintFit {
   };
 }
 
-/** What the plan models when the job created no torch.optim optimizer: brim plan's default, 2 states per parameter. */
-export const UNSEEN_OPTIMIZER: Optimizer = "adamw";
-
-/**
- * The optimizer the planner should model, from the classes the job created and the state they
- * held per trainable parameter (measured): 2 states → adam(w), 1 → sgd-momentum, none → sgd. A job
- * that created no torch.optim optimizer has one brim cannot see (Keras's own, optax, a hand-written
- * update): that is {@link UNSEEN_OPTIMIZER}, never sgd, since nothing says it holds no state.
- *
- * @example
- * ```ts
- * optimizerOf(["AdamW"], 8 * 1000, 1000); // "adamw"
- * optimizerOf([], 0, 1000); // "adamw" (none seen: a Keras Adam, say)
- * ```
- */
-export function optimizerOf(classes: readonly string[], stateBytes: number, trainable: number): Optimizer {
-  if (classes.length === 0 && stateBytes === 0) return UNSEEN_OPTIMIZER;
-  const perParam = trainable > 0 ? stateBytes / (4 * trainable) : 0;
-  const names = classes.map((c) => c.toLowerCase());
-  if (names.some((n) => n.includes("8bit"))) return "adamw-8bit";
-  if (names.some((n) => n.includes("adafactor"))) return "adafactor";
-  if (perParam >= 1.5) return names.some((n) => n === "adam") ? "adam" : "adamw";
-  if (perParam >= 0.5) return "sgd-momentum";
-  if (stateBytes === 0 && names.some((n) => n.startsWith("adam"))) return "adamw";
-  return "sgd";
-}
-
 /**
  * A model profile (the SDK's schema) from a fit and the parameters the job held.
  *
@@ -313,7 +289,7 @@ export interface ScriptPlan {
   params: { total: number; trainable: number };
   optimizer: Optimizer;
   /** seen: from the job's torch.optim classes and state; unseen: none created, {@link UNSEEN_OPTIMIZER} planned; --optimizer: given */
-  optimizer_from: "seen" | "unseen" | "--optimizer";
+  optimizer_from: OptimizerFrom;
   optimizer_classes: string[];
   yours: { micro_batch: number; accumulation: number; effective_batch: number; precision: Precision; precision_from: string };
   /** where each single-GPU term comes from (a script plan is for one GPU: no communication buffers) */
@@ -358,8 +334,7 @@ export function planScript(
   const fit = fitFootprint(points);
   const profile = profileFromFit(fit, params, options.command.find((w) => w.endsWith(".py")) ?? options.command.join(" "));
   const hi = fit.points.at(-1) as MeasuredPoint;
-  const optimizer = options.optimizer ?? optimizerOf(optimizerClasses, hi.optimizer_state_bytes, params.trainable);
-  const optimizerFrom = options.optimizer !== undefined ? "--optimizer" : optimizerClasses.length === 0 && hi.optimizer_state_bytes === 0 ? "unseen" : "seen";
+  const { optimizer, from: optimizerFrom } = scriptOptimizer(optimizerClasses, hi.optimizer_state_bytes, params.trainable, options.optimizer);
   const effective = options.yours.micro_batch * options.yours.accumulation;
   const model = { kind: "profile" as const, profile };
   const gpus = options.gpus.map((id) => gpuPlanOf(model, id, optimizer, options));
@@ -481,15 +456,7 @@ function provenanceOf(
       provenance: "measured",
       how: "one gradient per trainable parameter, in the precision's weight dtype (checked against the .grad bytes held)",
     },
-    optimizer_state:
-      optimizerFrom === "seen"
-        ? { provenance: "measured", how: `${optimizerClasses.join(", ")}: ${hi.optimizer_state_bytes} B of state held after a step; planned as ${optimizer}` }
-        : optimizerFrom === "unseen"
-          ? {
-              provenance: "modelled",
-              how: `the job created no torch.optim optimizer (Keras's own, optax or a hand-written update are not seen): planned as ${optimizer}, 2 states per parameter; give --optimizer to plan the job's own`,
-            }
-          : { provenance: "modelled", how: `planned as ${optimizer} (--optimizer); the job's: ${optimizerClasses.join(", ") || "none seen"}` },
+    optimizer_state: optimizerProvenance(optimizerClasses, hi.optimizer_state_bytes, optimizer, optimizerFrom),
     activations: {
       provenance: two ? "measured" : "modelled",
       how: two
