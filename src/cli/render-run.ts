@@ -1,7 +1,17 @@
-import type { RunCommandResult } from "./run.ts";
+import type { GuardResult } from "../guard/guard.ts";
 import { formatBytes } from "../bytes.ts";
 import { formatDuration } from "../metrics/index.ts";
 import { isWarmupStep, mainSteps } from "../record/timeline/index.ts";
+
+/** What `brim run` returns: the guarded run and the exit status to give (the job's). */
+export interface RunCommandResult {
+  result: GuardResult;
+  exitCode: number;
+  storeRoot: string;
+  note: string | null;
+  /** The job's output left the summary's line (stderr, or one file behind both streams) unfinished: a progress bar's last `\r` update. */
+  lineOpen: boolean;
+}
 
 /** Why steps were counted but none was steady: every one was warm-up (the first --warmup, or a step that compiled). */
 function noSteadyReason(run: RunCommandResult): string {

@@ -4,14 +4,14 @@ import type { RunEnd } from "../record/types.ts";
 import { formatBytes, parseByteSize } from "../bytes.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
 import { UsageError } from "../errors/index.ts";
-import { guardRun, type GuardResult } from "../guard/guard.ts";
+import { guardRun } from "../guard/guard.ts";
 import { clusterLabels, formatPrometheus, parseListen, serveMetrics, StatusFooter, withRanksNode } from "../metrics/index.ts";
 import { progressPattern } from "../job/progress-lines.ts";
 import { RunStore, storeRoot } from "../record/store.ts";
 import { BRIM_VERSION } from "../version.ts";
 import { labelOptions, recordLabels } from "./labels.ts";
 import type { Output } from "./output.ts";
-import { renderRunSummary } from "./render-run.ts";
+import { renderRunSummary, type RunCommandResult } from "./render-run.ts";
 
 /** Options of `brim run` as the command line gives them. */
 export interface RunCommandOptions {
@@ -47,15 +47,7 @@ export interface RunCommandOptions {
   tag?: Record<string, string>;
 }
 
-/** What `brim run` returns: the guarded run and the exit status to give (the job's). */
-export interface RunCommandResult {
-  result: GuardResult;
-  exitCode: number;
-  storeRoot: string;
-  note: string | null;
-  /** The job's output left the summary's line (stderr, or one file behind both streams) unfinished: a progress bar's last `\r` update. */
-  lineOpen: boolean;
-}
+export type { RunCommandResult } from "./render-run.ts";
 
 /** Exit status of a run that brim stopped because the run store failed (BSD's EX_IOERR). */
 export const EXIT_STORE_FAILED = 74;
