@@ -36,7 +36,7 @@ from typing import Any, Dict, Optional
 from . import _env, _loader_args, _loss, _model_facts, _state
 from ._import_hook import OnImport
 from ._model_input import model_input
-from ._step_state import _grad_enabled, _uses, attach, watching
+from ._step_state import _grad_enabled, _uses, attach, watch_models
 from ._wrap import wrap_once
 
 ENV_ATTACH = "BRIM_ATTACH"
@@ -292,7 +292,10 @@ def patch_torch(torch: Any) -> None:
         except Exception as e:
             _env.warn_once("attach-" + patch.__name__, "attach could not wrap %s (%s: %s); brim sees less of this job"
                            % (patch.__name__[len("_patch_"):], type(e).__name__, e))
-    watching("torch")
+    try:
+        watch_models(torch)
+    except Exception:
+        pass
     if os.environ.get("BRIM_FOOTPRINT") == "1":  # brim plan's measuring runs only
         try:
             from . import _footprint

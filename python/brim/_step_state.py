@@ -282,10 +282,24 @@ class _Attach:
                 _tracking.count_step(**step)
 
 
+def watch_models(torch: Any) -> None:
+    """Say `attach_on` when this process first builds a module with parameters (a model): a launcher
+    that only imports torch (torchrun, DeepSpeed's) builds none and stays off the channel."""
+    register = getattr(torch.nn.modules.module, "register_module_parameter_registration_hook", None)
+    if register is None:
+        return
+
+    def built(module: Any, name: str, param: Any) -> None:
+        if not _said["watching"]:
+            watching("torch")
+
+    register(built)
+
+
 def watching(framework: str) -> None:
-    """The job's main process imported a framework the attach counts steps of: said once, so that
-    brim holds the job's printed progress lines (a data-preparation bar is no training step) until
-    the attach counts."""
+    """The job's main process built a model of a framework the attach counts steps of: said once, so
+    that brim stops counting the job's printed progress lines (a data-preparation bar is no training
+    step): the attach counts."""
     if _said["watching"]:
         return
     _said["watching"] = True

@@ -48,7 +48,7 @@ export class Job {
   #tail: string[] = [];
   #steps = 0;
   #channelSteps = 0;
-  /** The attach counts this job's steps (it watches torch in the job, or saw an optimizer built): printed progress is none of them. */
+  /** The attach counts this job's steps (a process built a torch model, or an optimizer): printed progress is none of them. */
   #attachCounts = false;
   #progress = new ProgressSteps();
   #pattern: RegExp | undefined;
@@ -243,8 +243,8 @@ export class Job {
 
   /**
    * The last resort: steps measured from the job's progress lines while no step comes over the
-   * channel and the attach does not count the job's steps. Once the attach watches torch in the job
-   * (or saw an optimizer built), a bar the job prints before its first step (data preparation,
+   * channel and the attach does not count the job's steps. Once a process of the job built a torch
+   * model or an optimizer (the attach counts its steps), a bar the job prints before its first step (data preparation,
    * compilation, a tokenizer) is no training step, and the training bar counts what the attach counts.
    */
   #progressSegment(text: string, stream: 1 | 2): void {

@@ -1,7 +1,8 @@
-"""A job that prints a tqdm-like bar before it trains: it "prepares" its data items one by one (a
-tokenizer, litdata's optimize), drawing `Preparing: n/N [..., it/s]` with \\r updates, builds its
-optimizer, then trains with a bar of its own per step. Under brim the attach counts the optimizer's
-steps; neither bar is a training step brim may count."""
+"""A job that prints a tqdm-like bar before it trains: it builds its model, then "prepares" its data
+items one by one (a tokenizer, litdata's optimize, as litgpt does after building its model),
+drawing `Preparing: n/N [..., it/s]` with \\r updates, builds its optimizer, then trains with a bar
+of its own per step. Under brim the attach counts the optimizer's steps; neither bar is a training
+step brim may count."""
 
 import argparse
 import sys
@@ -25,6 +26,7 @@ def bar(label: str, n: int, total: int, t0: float) -> None:
     sys.stderr.flush()
 
 
+model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
 t0 = time.perf_counter()
 data = []
 for i in range(args.items):
@@ -34,7 +36,6 @@ for i in range(args.items):
 sys.stderr.write("\n")
 print("prepared %d items" % args.items, flush=True)
 
-model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 t0 = time.perf_counter()
 for step in range(args.steps):
