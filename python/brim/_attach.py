@@ -39,14 +39,12 @@ from ._model_input import model_input
 from ._step_state import _grad_enabled, _uses, attach, watch_models
 from ._wrap import wrap_once
 
-ENV_ATTACH = "BRIM_ATTACH"
-_OFF = ("0", "false", "no", "off")
 _PRECISIONS = {"torch.bfloat16": "bf16-mixed", "torch.float16": "fp16-mixed"}
 
 
 def enabled() -> bool:
     """True when this process is under brim and the attach is not switched off (BRIM_ATTACH=0)."""
-    return _env.channel_path() is not None and os.environ.get(ENV_ATTACH, "1").strip().lower() not in _OFF
+    return _env.attach_on()
 
 
 # -- the wrappers ---------------------------------------------------------------------------------
@@ -296,7 +294,7 @@ def patch_torch(torch: Any) -> None:
         watch_models(torch)
     except Exception:
         pass
-    if os.environ.get("BRIM_FOOTPRINT") == "1":  # brim plan's measuring runs only
+    if _env.footprint_on():  # brim plan's measuring runs only
         try:
             from . import _footprint
 

@@ -17,6 +17,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import _env
+
 _NEED_WORKERS = ("persistent_workers", "prefetch_factor")
 _parsed = None  # type: Optional[Dict[str, Dict[str, Any]]]
 
@@ -27,7 +29,7 @@ def wanted(where: Optional[str]) -> Optional[Dict[str, Any]]:
     if _parsed is None:
         _parsed = {}
         try:
-            for edit in json.loads(os.environ.get("BRIM_LOADER_ARGS") or "[]"):
+            for edit in json.loads(_env.loader_args_text()):
                 place = "%s:%d" % (os.path.abspath(str(edit["file"])), int(edit["line"]))
                 _parsed.setdefault(place, {})[str(edit["name"])] = edit["value"]
         except Exception:
