@@ -896,6 +896,7 @@ function firstRunFigures(r) {
     (x.diff ?? [])
       .filter((l) => l.startsWith("+"))
       .map((l) => l.slice(1).split("#")[0].trim())
+      .filter((l) => l !== "") // apply's own comment lines above a changed key
       .join(", ") || "—";
   return [
     `${r.beside ?? ""}. ${r.note ?? ""}`.trim(),
