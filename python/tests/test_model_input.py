@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 import schema_check  # noqa: E402
 from test_attach import PRELUDE, run, steps_of  # noqa: E402
@@ -46,7 +46,10 @@ def test_rollout_minibatches_count_their_rows(srv, channel_schema):
     told = events_of(srv, "samples_source")
     assert len(told) == 1 and told[0]["details"] == {"source": "model_input", "samples": 16}
     assert len(events_of(srv, "optimizer_built")) == 1
-    assert len(events_of(srv, "attach_on")) == 1
+    # PyTorch before 2.0 has no hook for a parameter's registration: no attach_on there (optimizer_built
+    # is what stops brim counting printed progress on it)
+    hook = hasattr(torch.nn.modules.module, "register_module_parameter_registration_hook")
+    assert len(events_of(srv, "attach_on")) == (1 if hook else 0)
     for m in srv.messages():
         schema_check.check(m, channel_schema)
 
