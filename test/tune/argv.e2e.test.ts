@@ -14,15 +14,32 @@ const BRIM = join(REPO, "bin", "brim.js");
 const root = mkdtempSync(join(tmpdir(), "brim-argv-e2e-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
+// asked once per interpreter (an import of torch is seconds of CPU, and every describe asks)
+const torchVersions = new Map<string, string | null>();
 function torchOf(python: string): string | null {
-  if (!existsSync(python)) return null;
-  const probe = spawnSync(python, ["-c", "import torch; print(torch.__version__)"], { encoding: "utf8" });
-  return probe.status === 0 ? probe.stdout.trim() : null;
+  if (!torchVersions.has(python)) {
+    const probe = existsSync(python) ? spawnSync(python, ["-c", "import torch; print(torch.__version__)"], { encoding: "utf8" }) : null;
+    torchVersions.set(python, probe?.status === 0 ? probe.stdout.trim() : null);
+  }
+  return torchVersions.get(python) ?? null;
 }
 
 const PYTHONS = [process.env.BRIM_TEST_PYTHON, join(REPO, ".venv", "bin", "python"), "/usr/bin/python3"].filter(
   (python, index, all): python is string => python !== undefined && all.indexOf(python) === index,
 );
+// the first interpreter with PyTorch runs the whole case; the others (Debian's 1.13) its smallest form
+const MAIN = PYTHONS.find((python) => torchOf(python) !== null);
+
+/**
+ * The least tune that still varies a knob: the grid over the configuration as given and one smaller
+ * batch (`slower`), baseline first. The smaller batch of these jobs runs at fewer samples/s (their
+ * steps cost about the same whatever the batch), so the tune ends without a winner and without the A/B
+ * confirmation of one (4 more trials); if the machine makes it win, it is confirmed and the test only
+ * takes longer. A winner's confirmation and apply are run by the cases that need them.
+ */
+const oneSmallerBatch = (given: number, smaller: number): string[] => ["--strategy", "grid", "--knob", `batch_size=${given},${smaller}`, "--max-trials", "2"];
+/** The trials that ran the job on their knobs to the end of a measurement (a trial stopped as slower measured too). */
+const measured = (record: TuneRecord): TuneRecord["trials"] => record.trials.filter((trial) => trial.end === "ok" || trial.end === "slower");
 
 function brim(args: string[]): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [BRIM, ...args], {
@@ -43,32 +60,30 @@ describe.each(PYTHONS)("brim tune with knobs on the command line (%s)", (python)
   const version = torchOf(python);
   if (version === null) console.warn(`skipped: ${python} has no PyTorch (argv knobs are tested on the other interpreters)`);
   it.skipIf(version === null)(
-    `varies --batch-size / --workers of a plain argparse script (PyTorch ${version ?? "absent"})`,
+    `varies --batch-size${python === MAIN ? " / --workers" : ""} of a plain argparse script (PyTorch ${version ?? "absent"})`,
     { timeout: scaled(600_000) },
     () => {
       const store = join(root, `store-${python.replace(/\W/g, "_")}`);
+      // the main Python: the grid over given values, so both flags are varied whatever the search would
+      // pick first (a re-measure of a never-stable baseline, a walk of loader workers) within a small
+      // budget, and a winner is confirmed and applied; the others: one smaller batch, 2 trials
+      const [given, search] =
+        python === MAIN
+          ? [16, ["--strategy", "grid", "--knob", "batch_size=16,32", "--knob", "num_workers=0,1", "--max-trials", "5"]]
+          : [32, [...oneSmallerBatch(32, 16), "--fix", "num_workers"]];
       const result = brim([
         "tune",
         "--store",
         store,
         "--quiet",
-        // the grid over given values: both flags are varied whatever the search would pick first (a
-        // re-measure of a never-stable baseline, a walk of loader workers) within a small budget
-        "--strategy",
-        "grid",
-        "--knob",
-        "batch_size=16,32",
-        "--knob",
-        "num_workers=0,1",
-        "--max-trials",
-        "5",
+        ...search,
         "--steps",
         "6",
         "--",
         python,
         join(REPO, "test/jobs/plain_loop.py"),
         "--batch-size",
-        "16",
+        String(given),
         "--workers",
         "0",
         "--max-steps",
@@ -76,18 +91,18 @@ describe.each(PYTHONS)("brim tune with knobs on the command line (%s)", (python)
         "--hidden",
         "128",
       ]);
-      expect(result.stderr).toContain("knobs found: batch_size (command line: --batch-size 16), num_workers (command line: --workers 0)");
+      expect(result.stderr).toContain(`knobs found: batch_size (command line: --batch-size ${given}), num_workers (command line: --workers 0)`);
       const record = onlyTune(store);
       expect(record.bindings.map((binding) => `${binding.knob}:${binding.via}:${binding.flag ?? ""}`)).toEqual([
         "batch_size:argv:--batch-size",
         "num_workers:argv:--workers",
       ]);
-      const ok = record.trials.filter((trial) => trial.end === "ok");
+      const ok = python === MAIN ? record.trials.filter((trial) => trial.end === "ok") : measured(record);
       expect(ok.length).toBeGreaterThanOrEqual(2);
       expect(new Set(ok.map((trial) => trial.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
       // the job itself counts x.shape[0]: the samples of a step are the flag's value, so the flag reached it
       for (const trial of ok) expect(trial.samples_per_step).toBe(trial.knobs.batch_size);
-      if (record.winner !== null && record.winner.knobs.batch_size !== 16) {
+      if (record.winner !== null && record.winner.knobs.batch_size !== given) {
         const applied = brim(["apply", "--store", store]);
         expect(applied.stdout).toContain(`--batch-size ${String(record.winner.knobs.batch_size)} --workers`);
       }
@@ -130,8 +145,8 @@ describe("brim tune on an accelerate job with accumulation (the built CLI, real 
         "--store",
         store,
         "--quiet",
-        "--max-trials",
-        "3",
+        // 16 × 4 and 8 × 8: the accumulation follows the micro-batch, the effective batch held
+        ...oneSmallerBatch(16, 8),
         "--steps",
         "6",
         "--",
@@ -145,8 +160,9 @@ describe("brim tune on an accelerate job with accumulation (the built CLI, real 
       const record = onlyTune(store);
       expect(result.stderr).not.toMatch(/did not follow/);
       expect(record.stop_reason).not.toBe("untrusted");
-      const ok = record.trials.filter((trial) => trial.end === "ok");
-      expect(ok.length).toBeGreaterThanOrEqual(2);
+      const ok = measured(record);
+      expect(ok.length, result.stderr).toBeGreaterThanOrEqual(2);
+      expect(new Set(ok.map((trial) => trial.knobs.batch_size)).size).toBe(2);
       for (const trial of ok) {
         expect((trial.knobs.batch_size as number) * (trial.knobs.accumulation as number)).toBe(64);
         expect(trial.effective_batch).toBe(64);
@@ -161,10 +177,25 @@ describe("brim tune on an accelerate job with accumulation (the built CLI, real 
     { timeout: scaled(600_000) },
     () => {
       const store = join(root, "store-accel-free");
-      brim(["tune", "--store", store, "--quiet", "--free-batch", "--max-trials", "3", "--steps", "6", "--", python as string, job, "--batch-size", "16"]);
+      const result = brim([
+        "tune",
+        "--store",
+        store,
+        "--quiet",
+        "--free-batch",
+        ...oneSmallerBatch(16, 8),
+        "--steps",
+        "6",
+        "--",
+        python as string,
+        job,
+        "--batch-size",
+        "16",
+      ]);
       const record = onlyTune(store);
       expect(record.stop_reason).not.toBe("untrusted");
-      const ok = record.trials.filter((trial) => trial.end === "ok");
+      const ok = measured(record);
+      expect(new Set(ok.map((trial) => trial.knobs.batch_size)).size, result.stderr).toBe(2);
       for (const trial of ok) {
         expect(trial.accumulation).toBe(4);
         expect(trial.samples_per_step).toBe((trial.knobs.batch_size as number) * 4);
@@ -239,11 +270,24 @@ describe("brim tune on a job that reports no sample count", () => {
       ].join("\n"),
     );
     const store = join(root, "store-no-loader");
-    const result = brim(["tune", "--store", store, "--quiet", "--max-trials", "3", "--", python as string, script, "--batch-size", "8"]);
+    const result = brim([
+      "tune",
+      "--store",
+      store,
+      "--quiet",
+      ...oneSmallerBatch(32, 16),
+      "--steps",
+      "6",
+      "--",
+      python as string,
+      script,
+      "--batch-size",
+      "32",
+    ]);
     const record = onlyTune(store);
     expect(record.no_winner?.reason ?? "").not.toMatch(/no trial reported steps with samples/);
-    const ok = record.trials.filter((trial) => trial.end === "ok");
-    expect(ok.length, result.stderr).toBeGreaterThanOrEqual(2);
+    const ok = measured(record);
+    expect(new Set(ok.map((trial) => trial.knobs.batch_size)).size, result.stderr).toBe(2);
     // the attach counts them from the model's input (the rows of x), so no knob stands in for them
     for (const trial of ok) expect(trial.samples_per_step).toBe(trial.knobs.batch_size);
     expect(result.stderr).not.toContain("samples counted from the batch_size knob");
@@ -328,6 +372,7 @@ describe("brim tune with the knobs written in the code", () => {
     { timeout: scaled(600_000) },
     () => {
       const store = join(root, "store-code-sgd");
+      // the search, not a grid of given values: a knob found in the code is found by trial 0's attach
       const result = brim(["tune", "--store", store, "--max-trials", "3", "--steps", "6", "--", python as string, join(REPO, "test/jobs/literal_sgd.py")]);
       // the attach counts trial 0's samples from the model's input: it need not run again counted by the knob
       expect(result.stderr).not.toContain("trial 0 reported no sample count");
