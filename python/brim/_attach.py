@@ -20,6 +20,9 @@ else: torch is never imported by brim. When the job imports torch, brim wraps:
 - `torch.autocast.__enter__`: the precision in force;
 - `torch.cuda._lazy_init` when a GPU cap is set: the allocator limit before the first allocation.
 
+When torch is imported, the training process's intra-op threads are read as the knob `cpu_threads`
+(reported like any brim.knob read) and set to a trial's value of it (torch.set_num_threads).
+
 A step is counted at the next of these points (or at exit), so that a job that also reports
 through the SDK (brim.track, report_step, the Lightning/HF callbacks) counts each step once: the
 attach stands back for good as soon as the SDK reports a step. At the step budget, or when brim
@@ -249,6 +252,19 @@ def _cap_device(cuda: Any) -> int:
     return int(cuda.current_device())
 
 
+CPU_THREADS = "cpu_threads"
+
+
+def _patch_threads(torch: Any) -> None:
+    """The knob `cpu_threads`: the job's intra-op threads, reported as read and set to a trial's value."""
+    from ._knobs import knob
+
+    current = int(torch.get_num_threads())
+    wanted = knob(CPU_THREADS, current)
+    if wanted >= 1 and wanted != current:
+        torch.set_num_threads(wanted)
+
+
 def _patch_cap(torch: Any) -> None:
     """With a GPU cap, set the allocator limit right after CUDA initialises, before the job's
     first allocation. The overhead outside the allocator is BRIM_MEMORY_CAP_OVERHEAD_BYTES or
@@ -284,7 +300,7 @@ def patch_torch(torch: Any) -> None:
     from ._ranks import _patch_init_process_group
 
     for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast, _loss._patch_scaler,
-                  _patch_init_process_group, _patch_model_input, _model_facts.patch_clip):
+                  _patch_init_process_group, _patch_model_input, _model_facts.patch_clip, _patch_threads):
         try:
             patch(torch)
         except Exception as e:

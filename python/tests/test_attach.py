@@ -196,3 +196,19 @@ def test_batch_dimension_follows_a_short_last_batch_and_the_knob(monkeypatch):
     assert dim((torch.zeros(35, 7), torch.zeros(245))) == 7  # the last, shorter batch: same place
     monkeypatch.setenv("BRIM_KNOBS", '{"batch_size": 16}')
     assert BatchDim()((torch.zeros(35, 16), torch.zeros(35, 16))) == 16
+
+
+def test_cpu_threads_is_read_as_a_knob_and_set_to_a_trials_value(srv):
+    code = """
+import torch
+print(torch.get_num_threads())
+"""
+    before = run(code, srv, env_extra={"OMP_NUM_THREADS": "2"})
+    assert before.returncode == 0, before.stderr
+    assert before.stdout.split() == ["2"]
+    reads = [m for m in srv.messages() if m["type"] == "event" and m["kind"] == "knob_read"]
+    assert [(m["details"]["name"], m["details"]["value"], m["details"]["source"]) for m in reads] == [("cpu_threads", 2, "default")]
+
+    trial = run(code, env_extra={"OMP_NUM_THREADS": "2", "BRIM_CHANNEL": srv.path, "BRIM_KNOBS": '{"cpu_threads": 1}'})
+    assert trial.returncode == 0, trial.stderr
+    assert trial.stdout.split() == ["1"]

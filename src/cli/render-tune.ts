@@ -1,5 +1,6 @@
 import { formatBytes } from "../bytes.ts";
 import { wrap } from "../format.ts";
+import { knobSpec } from "../knobs/index.ts";
 import type { TuneRecord } from "../record/types.ts";
 import type { ApplyTuneResult } from "../tune/apply.ts";
 import { pythonLiteral } from "../tune/loaders.ts";
@@ -253,7 +254,12 @@ export function renderApply(result: ApplyTuneResult, dryRun: boolean): string {
         ? `brim: change your code at ${edit.file}:${edit.line}: give the DataLoader built there ${edit.name}=${pythonLiteral(edit.to)} (it ran with ${pythonLiteral(edit.from)}; brim does not edit source files)`
         : `brim: change your code at ${edit.file}:${edit.line}: ${edit.name}=${String(edit.from)} → ${edit.name}=${String(edit.to)} (brim does not edit source files)`,
     );
-  const env = Object.entries(result.envKnobs);
+  const entries = Object.entries(result.envKnobs);
+  for (const [knob, value] of entries) {
+    const jobWide = knobSpec(knob)?.jobWide;
+    if (jobWide !== undefined) out.push(`brim: ${knob}=${String(value)} has no key in your job: set ${jobWide.howToSet(value)}`);
+  }
+  const env = entries.filter(([knob]) => knobSpec(knob)?.jobWide === undefined);
   if (env.length > 0) {
     out.push(
       `brim: these knobs reach the job only through brim.knob; set them where your job takes its defaults: ${env.map(([k, v]) => `${k}=${String(v)}`).join(", ")}`,

@@ -30,10 +30,12 @@ export interface CandidateContext {
  * What a trial's evidence says of a knob (tune/evidence.ts): `data-wait` knobs gain with the share of
  * step time the loop waits for data (`gain(wait, workers)`, `workers` the trial's loader workers), and
  * are not tried when the loop hardly waits unless `whenFed` keeps them; `precision` gains on a GPU
- * with tensor cores while the job runs 32-bit. A knob with no rule is tried after those the evidence
- * favours.
+ * with tensor cores while the job runs 32-bit; `cpu-contention` gains when other processes keep the
+ * machine's cores busy (and is not tried when none do). A knob with no rule is tried after those the
+ * evidence favours.
  */
-export type EvidenceRule = { kind: "data-wait"; gain: (wait: number, workers: number) => number; whenFed?: "keep" } | { kind: "precision" };
+export type EvidenceRule =
+  { kind: "data-wait"; gain: (wait: number, workers: number) => number; whenFed?: "keep" } | { kind: "precision" } | { kind: "cpu-contention" };
 
 /** One knob. Only `name`, `configKeys` and `type` are needed; the rest says where it differs. */
 export interface KnobSpec {
@@ -66,6 +68,11 @@ export interface KnobSpec {
   /** a value of it decides the bytes of every memory term: each value gets a memory line of its own */
   ownMemoryLine?: true;
   evidence?: EvidenceRule;
+  /**
+   * A knob every job of a framework has without a key of its own: the attach sets it in a trial and
+   * reports the job's value (python/brim names the same knob); `apply` says how to set it for good.
+   */
+  jobWide?: { howToSet: (value: KnobValue) => string };
 }
 
 /**
@@ -173,6 +180,23 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     loader: { needsWorkers: true },
     walkFirst: true,
     evidence: { kind: "data-wait", gain: (wait) => wait * 0.3 },
+  },
+  {
+    // PyTorch's intra-op threads in the training process (torch.set_num_threads; default: the physical
+    // cores). Each parallel op waits at a barrier for all of them, so when other work holds a core
+    // every op waits for it: beside one busy core of 2, the cnn-lstm example with 4 loader workers ran
+    // 11 samples/s on 2 threads and 44 on 1 (bench/results/cpu-threads.json). Fewer is tried, never more.
+    name: "cpu_threads",
+    configKeys: ["cpu_threads", "num_threads", "torch_num_threads", "intra_op_threads", "omp_num_threads"],
+    flagNames: ["torch_threads", "intra_op_parallelism"],
+    type: "integer",
+    candidates: (current) => {
+      if (typeof current !== "number" || current <= 1) return [];
+      const fewer = [1, 2, 4, 8, 16, 32, 64].filter((n) => n < current);
+      return withCurrent(current, fewer).sort((a, b) => Number(a) - Number(b));
+    },
+    evidence: { kind: "cpu-contention" },
+    jobWide: { howToSet: (value) => `OMP_NUM_THREADS=${String(value)} in the job's environment (or torch.set_num_threads(${String(value)}) at its start)` },
   },
   {
     // torch.backends.cudnn.benchmark: cuDNN times its kernels for each new input shape and keeps the

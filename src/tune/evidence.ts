@@ -98,6 +98,30 @@ export const ONE_WORKER_NOISES = 3;
 /** A host busier than this share (all cores, every process) starves every process: the I/O-bound bar is lower. */
 export const HOST_SATURATED = 0.85;
 
+/** Cores other processes keep busy from which the job's threads are contended: fewer threads are worth a trial. */
+export const CONTENDED_CORES = 0.5;
+/**
+ * The gain contended threads promise: ranked above every loader knob, because a trial of more loader
+ * workers beside threads that wait for a core reads slower (more processes to wait for) and would end
+ * the workers' walk before the value that helps.
+ */
+export const CONTENTION_GAIN = 1.5;
+
+/**
+ * The cores the machine's other processes keep busy during a trial (the whole machine's use less the
+ * job's), null without both readings.
+ *
+ * @example
+ * ```ts
+ * otherWork({ hostBusy: 0.75, cpus: 2, cpuCores: 0.5 }); // 1
+ * ```
+ */
+export function otherWork(evidence: Pick<TrialEvidence, "hostBusy" | "cpus" | "cpuCores">): number | null {
+  const { hostBusy, cpus, cpuCores } = evidence;
+  if (hostBusy == null || cpus == null || cpuCores == null) return null;
+  return Math.max(0, hostBusy * cpus - cpuCores);
+}
+
 /** A knob with the gain its evidence promises and the evidence, in words. */
 export interface RankedKnob {
   knob: string;
@@ -218,6 +242,27 @@ export function rankByEvidence(
       } else {
         ranked.push({ knob, values, gain: 0.02 + tie, why: `already ${current}` });
       }
+      return;
+    }
+    if (rule?.kind === "cpu-contention") {
+      const other = otherWork(evidence);
+      const threads = knobs[knob];
+      if (other === null || other < CONTENDED_CORES) {
+        skipped.push({
+          knob,
+          why:
+            other === null
+              ? "no reading of the machine's other work"
+              : `other processes keep only ${other.toFixed(2)} of ${evidence.cpus ?? "?"} cores busy: fewer threads pay only when they hold cores`,
+        });
+        return;
+      }
+      ranked.push({
+        knob,
+        values,
+        gain: CONTENTION_GAIN + tie,
+        why: `other processes keep ${other.toFixed(2)} of ${evidence.cpus ?? "?"} cores busy: each parallel op of the job's ${String(threads)} threads waits for the slowest of them`,
+      });
       return;
     }
     ranked.push({ knob, values, gain: 0.05 + tie, why: "no evidence either way" });
