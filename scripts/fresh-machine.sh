@@ -92,8 +92,10 @@ if [ "$dry_run" -eq 1 ]; then
 fi
 
 if [ "$busy" -eq 1 ]; then
-  # another process keeps one core busy beside the commands, as a browser or a call would
-  yes >/dev/null &
+  # another process keeps one core busy beside the commands, as a browser or a call would: in a
+  # session of its own, as other work on a user's machine is (the kernel's autogroup scheduling
+  # weighs sessions, not processes)
+  setsid yes >/dev/null &
   busy_pid=$!
   echo "fresh-machine: one core kept busy beside the commands (pid $busy_pid)"
 fi
