@@ -300,6 +300,11 @@ export function stillLimits(evidence: Pick<TrialEvidence, "dataWait" | "cpuCores
           : "";
     out.push(`still waits for data ${pct(wait)} of step time${workers}${cores}${why}`);
   }
+  const other = otherWork(evidence);
+  if (other !== null && other >= CONTENDED_CORES && evidence.cpus != null)
+    out.push(
+      `other processes kept ${other.toFixed(2)} of ${evidence.cpus} cores busy beside the job: its figures, and the winner's edge, hold for a machine this busy${typeof knobs.cpu_threads === "number" ? ` (the job ran ${knobs.cpu_threads} intra-op thread${knobs.cpu_threads === 1 ? "" : "s"})` : ""}`,
+    );
   if (evidence.gpuUtil !== null && evidence.gpuUtil < 80 && (wait === null || wait < 0.1))
     out.push(`the GPU is busy ${evidence.gpuUtil.toFixed(0)} % of the time: the host side of each step (Python, launches, copies) is the bottleneck`);
   return out;

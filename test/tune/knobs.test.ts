@@ -103,6 +103,11 @@ describe("knob bindings", () => {
       /CPU-bound in too few processes — more loader workers \(num_workers, up to the idle cores\)/,
     );
     expect(stillLimits({ dataWait: 0.9, cpuCores: 1.95, cpus: 2, gpuUtil: null }, { num_workers: 1 })[0]).toMatch(/more cores, or cheaper per-sample work/);
+    // beside other work: said, with the threads the job ran
+    expect(stillLimits({ dataWait: 0.01, cpuCores: 0.3, cpus: 2, gpuUtil: null, hostBusy: 0.65 }, { cpu_threads: 1 })).toEqual([
+      "other processes kept 1.00 of 2 cores busy beside the job: its figures, and the winner's edge, hold for a machine this busy (the job ran 1 intra-op thread)",
+    ]);
+    expect(stillLimits({ dataWait: 0.01, cpuCores: 0.3, cpus: 2, gpuUtil: null, hostBusy: 0.2 }, {})).toEqual([]);
     const h100 = candidateValues(
       ["precision", "pin_memory"],
       { precision: "fp32", pin_memory: false },
