@@ -3,6 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 
 // `brim plan -- <command>` through the built CLI, on bundled examples and on jobs of ours shaped like
 // the scripts users bring (test/jobs/: an argv batch flag on a sequence-first LSTM, a batch size that is
@@ -30,7 +31,7 @@ interface Plan {
 }
 
 const plan = (cwd: string, env: Record<string, string>, ...args: string[]) =>
-  spawnSync(process.execPath, [BRIM, "plan", "--store", store, ...args], { cwd, encoding: "utf8", timeout: 240_000, env: { ...process.env, ...env } });
+  spawnSync(process.execPath, [BRIM, "plan", "--store", store, ...args], { cwd, encoding: "utf8", timeout: scaled(240_000), env: { ...process.env, ...env } });
 
 describe("brim plan -- <command>", () => {
   it("plans a bundled example from its own config, at two micro-batches, for three GPUs side by side", () => {

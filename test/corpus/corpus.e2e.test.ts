@@ -8,6 +8,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } fr
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { scaled } from "../helpers/time.ts";
 import { CORPUS, corpus, type Entry, REPO } from "./manifest.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-corpus-test-"));
@@ -82,7 +83,7 @@ describe.skipIf(!built)(`brim run --steps N on the quick subset, through the rea
         const r = spawnSync(
           process.execPath,
           [join(REPO, "bin", "brim.js"), "run", "--quiet", "--store", store, "--steps", String(entry.run_steps), "--", ...program, ...entry.command],
-          { cwd: work, encoding: "utf8", timeout: 240_000, env },
+          { cwd: work, encoding: "utf8", timeout: scaled(240_000), env },
         );
         expect(r.status, r.stderr.slice(-1500)).toBe(0);
         const [id = "(no run)"] = readdirSync(join(store, "runs"));
