@@ -7,14 +7,13 @@ import { OFFLOADS, type Offload, type Sharding } from "../plan/memory.ts";
 import { parseShardings, planStrategies, type StrategyRow } from "../plan/strategies.ts";
 import { parseModelFile } from "../plan/model-file.ts";
 import { plan, type PlanReport, type PlanTrial } from "../plan/planner.ts";
-import type { MeasuredJobPlan } from "../plan/plan-types.ts";
 import { openDevices, type Devices } from "../devices/index.ts";
-import { knobList, runCommand, type RunCommandResult } from "./run.ts";
-import { fillTemplate, templateKnobs } from "../tune/tune.ts";
+import { knobList } from "./run.ts";
+import { measuredTrial, planMeasuredJob } from "../plan/measure/measured.ts";
+import { planScriptStages } from "../plan/measure/script.ts";
 import { OPTIMIZERS, PRECISIONS, type Optimizer, type Precision } from "../plan/spec.ts";
 import type { Output } from "./output.ts";
 import { renderMeasuredJobPlan, renderPlanComparison, renderPlanMarkdown, renderPlanText, renderStrategyComparison, renderGpuList } from "./render-plan.ts";
-import { planScriptStages } from "./plan-script.ts";
 import { renderScriptPlan } from "./render-plan-script.ts";
 
 /** Options of `brim plan` as the command line gives them. */
@@ -139,142 +138,13 @@ export async function planMeasured(file: string, options: PlanCommandOptions, co
       `this machine has no GPU: --measure would measure the job's RAM, not ${first.gpu.name}'s memory; measure on the GPU host, or plan against RAM with --gpu-memory <size>`,
     );
   }
-  const microBatch = options.measureBatch ?? first.setup.micro_batch;
-  const precision = first.setup.precision;
-  const steps = options.steps ?? 6;
-  const run = await measuringRun(
+  const trial = await measuredTrial(
     command,
-    { batch_size: microBatch, precision, accumulation: 1 },
-    steps,
-    options.store,
-    out,
+    { microBatch: options.measureBatch ?? first.setup.micro_batch, precision: first.setup.precision, steps: options.steps ?? 6, store: options.store },
+    (text) => out.stderr(text),
     machine,
-    "the plan is not re-anchored",
   );
-  const { meta, summary } = run.result;
-  if (summary.micro_batch !== null && summary.micro_batch !== microBatch) {
-    throw new BrimError("E_INPUT", `the job ran micro-batch ${summary.micro_batch}, not the ${microBatch} asked for: does it read brim.knob("batch_size")?`);
-  }
-  const onGpu = meta.device.backend !== "cpu";
-  const peak = onGpu ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes;
-  if (peak === null) throw new BrimError("E_INPUT", `the measuring run ${meta.id} recorded no ${onGpu ? "GPU" : "RAM"} peak; the plan is not re-anchored`);
-  const trial: PlanTrial = {
-    micro_batch: microBatch,
-    precision,
-    peak_bytes: peak,
-    allocated_bytes: onGpu ? (summary.framework_peak_allocated_bytes ?? undefined) : undefined,
-    reserved_bytes: onGpu ? (summary.framework_peak_reserved_bytes ?? undefined) : undefined,
-    memory: onGpu ? "gpu" : "ram",
-    source: `run ${meta.id}, ${summary.steps} steps${summary.micro_batch === null ? ", micro-batch not reported by the job" : ""}`,
-  };
   return planCommand(file, { ...options, batch: options.batch ?? first.setup.micro_batch }, trial);
-}
-
-const TAIL_LINES = 15;
-
-/**
- * Runs the job briefly under the guard with `knobs` (a `{name}` template in the command filled from
- * them) and returns the run; a run that did not end ok is an error, its last lines printed first.
- */
-async function measuringRun(
-  command: string[],
-  knobs: Record<string, number | string>,
-  steps: number,
-  store: string | undefined,
-  out: Output,
-  machine: Devices,
-  consequence: string,
-): Promise<RunCommandResult> {
-  const missing = templateKnobs(command).filter((name) => knobs[name] === undefined);
-  if (missing.length > 0)
-    throw new UsageError(
-      `the command uses {${missing.join("}, {")}} and brim plan has no value for ${missing.length === 1 ? "it" : "them"}${missing.includes("batch_size") ? ": give the micro-batch to measure with --measure-batch <n>" : ""}`,
-    );
-  const filled = fillTemplate(command, knobs);
-  const at =
-    knobs.batch_size !== undefined
-      ? `at micro-batch ${knobs.batch_size}${knobs.precision !== undefined ? ` (${knobs.precision})` : ""}`
-      : `at its own config${knobs.precision !== undefined ? ` (${knobs.precision})` : ""}`;
-  out.stderr(`brim: measuring the job ${at} for ${steps} steps: ${filled.join(" ")}\n`);
-  const run = await runCommand(
-    filled,
-    { hz: 20, hungAfter: 900, grace: 10, steps, warmup: 1, knob: knobs, shrink: false, json: true, ...(store === undefined ? {} : { store }) },
-    { ...out, stdout: () => {} },
-    machine,
-  );
-  const { meta } = run.result;
-  const end = run.result.job.end;
-  if (end.cause !== "ok") {
-    const tail = run.result.job.tail.slice(-TAIL_LINES);
-    if (tail.length > 0)
-      out.stderr(
-        `brim: the last lines of the measuring run's output (all of it in ${run.storeRoot}/runs/${meta.id}/output.log):\n${tail.map((l) => `  | ${l}`).join("\n")}\n`,
-      );
-    throw new BrimError(
-      "E_JOB_START",
-      `the measuring run ${meta.id} did not end ok (${end.cause}: ${end.message.replace(/the last lines of its output are above and in output\.log/, "its last lines are printed above")}); ${consequence}`,
-    );
-  }
-  return run;
-}
-
-/**
- * `brim plan --measure -- <command>`: runs the job briefly at its own config (or at `--measure-batch`,
- * filling a `{batch_size}` template), and plans from the measured peak: whether it fits the memory
- * there is, and a safe lower bound of the largest micro-batch. A model spec gives the memory by
- * component ({@link planMeasured}).
- *
- * @example
- * ```ts
- * const plan = await planMeasuredCommand({ measureBatch: 32 }, ["python", "train.py", "--bs", "{batch_size}"], out);
- * plan.fits;
- * ```
- */
-export async function planMeasuredCommand(options: PlanCommandOptions, command: string[], out: Output, devices?: Devices): Promise<MeasuredJobPlan> {
-  if (command.length === 0) throw new UsageError("--measure needs the job's command after --, e.g. brim plan --measure -- python train.py");
-  if (options.gpu !== undefined)
-    throw new UsageError("--gpu needs a model spec to plan for a card not measured here: brim plan <model> --gpu <id> --measure -- <command>");
-  const machine = devices ?? openDevices();
-  const batch = options.measureBatch ?? options.batch;
-  const knobs: Record<string, number | string> = {};
-  if (batch !== undefined) knobs.batch_size = batch;
-  if (options.precision !== undefined) knobs.precision = options.precision;
-  const steps = options.steps ?? 6;
-  const run = await measuringRun(command, knobs, steps, options.store, out, machine, "nothing is planned");
-  const { meta, summary, timeline } = run.result;
-  const onGpu = meta.device.backend !== "cpu";
-  const peak = onGpu ? summary.peak_tree_gpu_bytes : summary.peak_tree_rss_bytes;
-  if (peak === null) throw new BrimError("E_INPUT", `the measuring run ${meta.id} recorded no ${onGpu ? "GPU" : "RAM"} peak; nothing is planned`);
-  const gpu = meta.device.gpus.find((g) => timeline.measured.gpu_indexes.includes(g.index)) ?? meta.device.gpus[0];
-  const [limit, limitSource]: [number, MeasuredJobPlan["limit_source"]] =
-    options.cap !== undefined
-      ? [options.cap, "--cap"]
-      : options.gpuMemory !== undefined
-        ? [options.gpuMemory, "--gpu-memory"]
-        : onGpu && gpu !== undefined
-          ? [gpu.total_bytes, "gpu_total"]
-          : [meta.device.host.mem_total_bytes, "host_total"];
-  const margin = options.margin ?? 0.1;
-  const usable = limit * (1 - margin);
-  const microBatch = summary.micro_batch ?? batch ?? null;
-  const precisions = new Set(timeline.steps.map((s) => s.precision).filter((p): p is string => p !== null));
-  return {
-    schema: "brim.plan-measured/v1",
-    run_id: meta.id,
-    command: meta.command,
-    memory: onGpu ? "gpu" : "ram",
-    device: onGpu ? (gpu?.name ?? "GPU") : `CPU (${meta.device.host.cpus} cores)`,
-    micro_batch: microBatch,
-    precision: options.precision ?? (precisions.size === 1 ? ([...precisions][0] as string) : null),
-    steps: summary.steps,
-    peak_bytes: peak,
-    limit_bytes: limit,
-    limit_source: limitSource,
-    margin,
-    usable_bytes: usable,
-    fits: peak <= usable,
-    largest_micro_batch_at_least: microBatch !== null && peak > 0 ? Math.max(1, Math.floor((microBatch * usable) / peak)) : null,
-  };
 }
 
 /** Prints a plan as text, JSON or Markdown. */
@@ -436,13 +306,13 @@ export function registerPlan(program: Command, out: Output): void {
       const dashes = raw.indexOf("--");
       if (options.measure === true && model !== undefined && dashes >= 0 && !raw.slice(0, dashes).includes(model)) {
         if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
-        const measured = await planMeasuredCommand(options, [model, ...command], out);
+        const measured = await planMeasuredJob(options, [model, ...command], (text) => out.stderr(text));
         out.stdout(options.json === true ? `${JSON.stringify(measured, null, 2)}\n` : renderMeasuredJobPlan(measured));
         return;
       }
       if (model !== undefined && dashes >= 0 && !raw.slice(0, dashes).includes(model)) {
         if (options.json === true && options.markdown === true) throw new UsageError("choose one of --json and --markdown");
-        const staged = await planScriptStages([model, ...command], { ...options, timeLimitS: options.timeLimit }, out);
+        const staged = await planScriptStages([model, ...command], { ...options, timeLimitS: options.timeLimit }, (text) => out.stderr(text));
         if (options.json === true) out.stdout(`${JSON.stringify(staged.knob === null ? staged.plans[0]?.plan : staged, null, 2)}\n`);
         else
           out.stdout(staged.plans.map((p) => (staged.knob === null ? "" : `== ${staged.knob}=${String(p.value)} ==\n`) + renderScriptPlan(p.plan)).join("\n"));

@@ -23,4 +23,16 @@ export { unifiedDiff } from "./diff.ts";
 export { applyConfigEdits, writeFileAtomic } from "./write.ts";
 export { removeStaleTemps } from "../files.ts";
 export { formatKeyPath, parseKeyPath, type KeySegment } from "./keys.ts";
-export { interruptedMessage, removeStaleTrialCopies, trialCopiesOf, tuneState, type TrialCopy } from "./trial-copies.ts";
+export {
+  brimCopiesOf,
+  COPY_KINDS,
+  copyPathOf,
+  interruptedMessage,
+  planCopyState,
+  removeStaleTrialCopies,
+  trialCopiesOf,
+  tuneState,
+  type BrimCopy,
+  type CopyKind,
+  type TrialCopy,
+} from "./trial-copies.ts";

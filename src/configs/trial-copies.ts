@@ -1,14 +1,19 @@
 /**
- * Trial copies a killed tune left behind. A tune writes each trial's values into a copy beside the
- * user's config (`.<name>.brim-trial-<tune id>-<index><ext>`) and removes it after the trial; a
- * `brim tune` killed with SIGKILL cannot. Its tune.json then has no end and no winner: it was
- * interrupted, and saying "no winner" would be wrong. Here: which tune state a record is in, and
- * the removal of copies whose tune no longer runs.
+ * Config copies a killed tune or plan left behind. brim runs the user's job with knob values by
+ * writing them into a copy beside the user's config, `.<name>.brim-<kind>-<owner>-<index><ext>`
+ * ({@link copyPathOf}; kind `trial` for a tune's trials, owner its tune id; kind `plan` for
+ * `brim plan -- <command>`'s measuring runs, owner the plan's session id), and removes it after the
+ * run; a brim killed with SIGKILL before its watchdog started cannot. Here: the copies' names, which
+ * tune state a record is in, and the removal of copies whose tune or plan no longer runs
+ * ({@link removeStaleTrialCopies}, called when `brim tune` and `brim plan -- <command>` start).
+ * An interrupted tune's tune.json has no end and no winner: `apply` says it was interrupted
+ * ({@link interruptedMessage}) rather than "no winner".
  *
- * Where tune should call these (src/tune is not edited here): `removeStaleTrialCopies` for each bound
- * config file when `brim tune` starts (before its first trial) and when `apply` runs; `tuneState`
- * in `applyTune` before "has no winner", answering `interruptedMessage` when it is "interrupted".
- *
+ * @example
+ * ```ts
+ * copyPathOf("/p/conf.yaml", "plan", "20261122-101000-aa01", 1); // "/p/.conf.yaml.brim-plan-20261122-101000-aa01-1.yaml"
+ * await removeStaleTrialCopies("/p/conf.yaml", store);
+ * ```
  * @module
  */
 import { readdir, stat, unlink } from "node:fs/promises";
@@ -47,6 +52,77 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
+function extensionOf(name: string): string {
+  return name.includes(".") ? name.slice(name.lastIndexOf(".")) : "";
+}
+
+/**
+ * The kinds of config copy brim writes: a tune's trial, a plan's measuring run.
+ *
+ * @example
+ * ```ts
+ * COPY_KINDS; // ["trial", "plan"]
+ * ```
+ */
+export const COPY_KINDS = ["trial", "plan"] as const;
+/** One of {@link COPY_KINDS}. */
+export type CopyKind = (typeof COPY_KINDS)[number];
+
+/**
+ * One config copy found beside a config, of any kind.
+ *
+ * @example
+ * ```ts
+ * const c: BrimCopy = { path: "/p/.conf.yaml.brim-plan-20261122-101000-aa01-0.yaml", kind: "plan", owner: "20261122-101000-aa01", index: 0 };
+ * ```
+ */
+export interface BrimCopy {
+  path: string;
+  kind: CopyKind;
+  /** the tune id of a trial's copy, the plan session's id of a plan's */
+  owner: string;
+  index: number;
+}
+
+/**
+ * Where the copy of `configPath` for run `index` of tune or plan `owner` goes: beside it, hidden,
+ * with the same extension (the job's config reader goes by it).
+ *
+ * @example
+ * ```ts
+ * copyPathOf("/p/conf.yaml", "trial", "20261122-101000-aa01", 3); // "/p/.conf.yaml.brim-trial-20261122-101000-aa01-3.yaml"
+ * ```
+ */
+export function copyPathOf(configPath: string, kind: CopyKind, owner: string, index: number): string {
+  const name = basename(configPath);
+  return join(dirname(configPath), `.${name}.brim-${kind}-${owner}-${index}${extensionOf(name)}`);
+}
+
+/**
+ * The copies brim wrote beside `configPath`, of every kind, whatever tune or plan made them.
+ *
+ * @example
+ * ```ts
+ * (await brimCopiesOf("conf.yaml")).map((c) => `${c.kind} ${c.owner}`);
+ * ```
+ */
+export async function brimCopiesOf(configPath: string): Promise<BrimCopy[]> {
+  const dir = dirname(configPath);
+  const name = basename(configPath);
+  const kinds = COPY_KINDS.join("|");
+  const pattern = new RegExp(`^\\.${escapeRegExp(name)}\\.brim-(${kinds})-(\\d{8}-\\d{6}-[0-9a-f]{4})-(\\d+)${escapeRegExp(extensionOf(name))}$`);
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return [];
+  }
+  return names.flatMap((n) => {
+    const m = pattern.exec(n);
+    return m?.[2] === undefined ? [] : [{ path: join(dir, n), kind: m[1] as CopyKind, owner: m[2], index: Number(m[3]) }];
+  });
+}
+
 /**
  * The trial copies beside `configPath`, whatever tune made them.
  *
@@ -56,20 +132,7 @@ function escapeRegExp(text: string): string {
  * ```
  */
 export async function trialCopiesOf(configPath: string): Promise<TrialCopy[]> {
-  const dir = dirname(configPath);
-  const name = basename(configPath);
-  const ext = name.includes(".") ? name.slice(name.lastIndexOf(".")) : "";
-  const pattern = new RegExp(`^\\.${escapeRegExp(name)}\\.brim-trial-(\\d{8}-\\d{6}-[0-9a-f]{4})-(\\d+)${escapeRegExp(ext)}$`);
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return [];
-  }
-  return names.flatMap((n) => {
-    const m = pattern.exec(n);
-    return m?.[1] === undefined ? [] : [{ path: join(dir, n), tuneId: m[1], index: Number(m[2]) }];
-  });
+  return (await brimCopiesOf(configPath)).flatMap((c) => (c.kind === "trial" ? [{ path: c.path, tuneId: c.owner, index: c.index }] : []));
 }
 
 /**
@@ -128,27 +191,62 @@ export function interruptedMessage(tune: TuneRecord): string {
 }
 
 /**
- * Removes the trial copies beside `configPath` whose tune no longer runs (interrupted or ended); a
- * running tune's copies are left alone, and those of a tune the store does not know (it may run with
- * another store) until they are a day old. Resolves with the paths removed.
+ * Where the plan that wrote `copy` stands, read from its measuring run (the run in the store whose
+ * command names the copy): `ended` (the run has its end), `running` (no end, and it wrote within
+ * {@link TUNE_QUIET_S}), `interrupted` (no end and quiet), or `missing` (no such run in the store:
+ * the plan may use another store, or was killed before its run began).
+ *
+ * @example
+ * ```ts
+ * await planCopyState(store, { path: "/p/.conf.yaml.brim-plan-20261122-101000-aa01-0.yaml", owner: "20261122-101000-aa01" }); // "ended"
+ * ```
+ */
+export async function planCopyState(
+  store: RunStore,
+  copy: Pick<BrimCopy, "path" | "owner">,
+  nowMs = Date.now(),
+): Promise<"ended" | "running" | "interrupted" | "missing"> {
+  // a plan's measuring runs begin right after its session id was drawn
+  for (const id of (await store.runIds()).filter((runId) => runId >= copy.owner).slice(0, 16)) {
+    try {
+      const meta = await store.readRunMeta(id);
+      if (!meta.command.some((arg) => arg.includes(copy.path))) continue;
+      if (meta.end != null) return "ended";
+      const written = await stat(join(store.runDir(id), "timeline.ndjson")).then(
+        (st) => st.mtimeMs,
+        () => Date.parse(meta.started_at),
+      );
+      return (nowMs - written) / 1000 <= TUNE_QUIET_S ? "running" : "interrupted";
+    } catch {
+      // a damaged run says nothing about the plan
+    }
+  }
+  return "missing";
+}
+
+/**
+ * Removes the copies beside `configPath` (a tune's trials' and a plan's measuring runs') whose tune
+ * or plan no longer runs (interrupted or ended); a running one's copies are left alone, and those of
+ * a tune or plan the store does not know (it may run with another store) until they are a day old.
+ * Resolves with the paths removed.
  *
  * @example
  * ```ts
  * const removed = await removeStaleTrialCopies("conf.yaml", store);
- * if (removed.length > 0) console.error(`removed ${removed.length} trial copies an interrupted tune left`);
+ * if (removed.length > 0) console.error(`removed ${removed.length} copies an interrupted tune or plan left`);
  * ```
  */
 export async function removeStaleTrialCopies(configPath: string, store: RunStore, nowMs = Date.now()): Promise<string[]> {
   const removed: string[] = [];
   const states = new Map<string, string>();
-  for (const copy of await trialCopiesOf(configPath)) {
-    let state = states.get(copy.tuneId);
+  for (const copy of await brimCopiesOf(configPath)) {
+    let state = copy.kind === "trial" ? states.get(copy.owner) : undefined;
     if (state === undefined) {
-      state = await tuneState(store, copy.tuneId, nowMs);
-      states.set(copy.tuneId, state);
+      state = copy.kind === "trial" ? await tuneState(store, copy.owner, nowMs) : await planCopyState(store, copy, nowMs);
+      if (copy.kind === "trial") states.set(copy.owner, state);
     }
     if (state === "running") continue;
-    // A tune this store does not know may run with another store: its copy goes only once it is old.
+    // A tune or plan this store does not know may run with another store: its copy goes only once it is old.
     if (
       state === "missing" &&
       nowMs -

@@ -1,8 +1,9 @@
 /**
- * One trial of a tune: the user's command with the trial's knob values (config copies next to the
- * originals, removed after), run through the guard, measured over a time window (window.ts) and
- * ended from brim's side once the measurement is in, then classified: what it measured, or why it
- * measured nothing (out of memory, the cap, a crash with its cause, the time limit).
+ * One trial of a tune: the user's command with the trial's knob values (launch.ts: config copies
+ * next to the originals, removed after), run through the guard, measured over a time window
+ * (window.ts) and ended from brim's side once the measurement is in, then classified: what it
+ * measured, or why it measured nothing (out of memory, the cap, a crash with its cause, the time
+ * limit).
  *
  * @example
  * ```ts
@@ -11,19 +12,17 @@
  * ```
  * @module
  */
-import { rmSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
-import { editConfigText, writeFileAtomic, type ConfigDocument } from "../configs/index.ts";
+import type { ConfigDocument } from "../configs/index.ts";
 import type { Devices } from "../devices/index.ts";
 import { guardRun, type GuardResult, type RunControl } from "../guard/guard.ts";
 import type { LiveState } from "../guard/live.ts";
 import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline/index.ts";
-import { rewriteArgv } from "./argv.ts";
 import { JobRates, withJobRate, type JobRate } from "./job-rate.ts";
 import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
-import { asKnobValue, codeKnobEnv, configEditsByFile, fillTemplate, type KnobBinding } from "./knobs.ts";
+import { asKnobValue, type KnobBinding } from "./knobs.ts";
+import { launchWithKnobs } from "./launch.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { ENDED_TOO_SOON } from "./types.ts";
 import {
@@ -98,33 +97,24 @@ export async function runTrial(
   deps: { devices: Devices; store: RunStore },
   index: number,
 ): Promise<TrialOutcome> {
-  const trialFiles: string[] = [];
+  const launch = await launchWithKnobs(settings.command, settings.bindings, knobs, {
+    copyTag: { kind: "trial", owner: settings.tuneId, index },
+    documents: settings.documents,
+    cwd: settings.cwd,
+    namedInCommand: settings.namedInCommand,
+  });
   try {
-    const command = [...settings.command];
-    for (const [file, edits] of configEditsByFile(settings.bindings, knobs)) {
-      const document = settings.documents.get(file);
-      const places = settings.namedInCommand.filter((entry) => entry.path === file);
-      if (!document || places.length === 0) continue;
-      const { text } = editConfigText(document, edits);
-      const copy = trialFileName(file, settings.tuneId, index);
-      await writeFileAtomic(copy, text);
-      trialFiles.push(copy);
-      for (const place of places) command[place.index] = (command[place.index] ?? "").replace(place.arg, copy);
-    }
-    const argv = settings.bindings.filter((binding): binding is Extract<KnobBinding, { via: "argv" }> => binding.via === "argv");
-    const trialCommand = rewriteArgv(fillTemplate(command, knobs), argv, knobs);
-    const env = codeKnobEnv(settings.bindings, knobs);
     const watch = new TrialWatch(settings, context, knobs);
     const run = await guardRun(
       {
-        command: trialCommand,
+        command: launch.command,
         cwd: settings.cwd,
         kind: "trial",
         tuneId: settings.tuneId,
         capBytes: settings.capBytes,
         shrink: false,
         knobs,
-        env: Object.keys(env).length > 0 ? env : undefined,
+        env: Object.keys(launch.env).length > 0 ? launch.env : undefined,
         // the window ends a measured trial (a floor of steady seconds, then stable / steps / window): the
         // SDK's budget is only a safety net, large enough for fast steps to fill the floor (a job that
         // takes its step count from brim's budget must not stop at its own short default either)
@@ -140,7 +130,7 @@ export async function runTrial(
         onStart: (info) => watch.start(info.pid, info.control),
         onMessage: (message) => watch.message(message),
         onOutput: (_stream, line) => watch.rates.line(line, Date.now() / 1000),
-        removeOnLoss: trialFiles,
+        removeOnLoss: launch.copies,
       },
       deps,
     ).finally(() => watch.end());
@@ -163,7 +153,7 @@ export async function runTrial(
     }
     return { result, runId: run.meta.id, knobsRead, loaders };
   } finally {
-    for (const file of trialFiles) rmSync(file, { force: true });
+    launch.cleanup();
   }
 }
 
@@ -491,8 +481,4 @@ function lastLines(tail: readonly string[], n: number): string[] {
   const lines = [...tail];
   while (lines.length > 0 && (lines[lines.length - 1] ?? "").trim() === "") lines.pop();
   return lines.slice(-n);
-}
-
-function trialFileName(file: string, tuneId: string, index: number): string {
-  return join(dirname(file), `.${basename(file)}.brim-trial-${tuneId}-${index}${file.slice(file.lastIndexOf("."))}`);
 }

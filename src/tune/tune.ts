@@ -41,22 +41,7 @@ import { ENDED_TOO_SOON } from "./types.ts";
 
 export { resolveBindings } from "./bindings.ts";
 export { samplesMismatch, SAMPLES_TOLERANCE } from "./effective.ts";
-export { ACCUMULATION_KNOB, buildSpace, MICRO_BATCH_KNOB } from "./space.ts";
-export {
-  codeKnobEnv,
-  configBaseline,
-  configEditsByFile,
-  configFilesInCommand,
-  fillTemplate,
-  parseBinding,
-  templateKnobs,
-  type CodeKnob,
-  type KnobBinding,
-} from "./knobs.ts";
-export { codeKnobs, loadersOf, scriptLiteral, type LoaderSeen } from "./loaders.ts";
-export { codePlace } from "./bindings.ts";
-export { rewriteArgv } from "./argv.ts";
-export { describeBindings } from "./bindings.ts";
+export { buildSpace } from "./space.ts";
 export {
   DEFAULT_STABLE_WITHIN,
   DEFAULT_WINDOW_S,
