@@ -16,6 +16,7 @@ const python = process.env.BRIM_TEST_PYTHON ?? (existsSync(venv) ? venv : "/usr/
 const legacy = process.env.BRIM_TEST_LEGACY_PYTHON ?? "/usr/bin/python3";
 const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: "inherit", ...opts });
+const startedAll = Date.now();
 let failedSteps = 0;
 let passed = 0;
 let failed = 0;
@@ -56,11 +57,13 @@ for (const [cmd, args] of [
   ["npx", ["tsc", "-p", "tsconfig.build.json"]],
   ["npx", ["tsc", "-p", "tsconfig.json", "--noEmit"]],
 ]) {
+  const started = Date.now();
   const r = run(cmd, args);
   if (r.status !== 0) {
     console.error(`test: ${cmd} ${args.join(" ")} failed`);
     process.exit(1);
   }
+  console.log(`test: ${cmd} ${args.join(" ")} took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 const out = mkdtempSync(join(tmpdir(), "brim-test-"));
@@ -86,7 +89,9 @@ function pytest(name, py) {
   const pyTests = "python/tests";
   if (!existsSync(pyTests) || !readdirSync(pyTests).some((f) => f.startsWith("test_") && f.endsWith(".py"))) return;
   const junit = join(out, `${name}.xml`);
+  const started = Date.now();
   const r = run(py, ["-m", "pytest", pyTests, "-q", `--junitxml=${junit}`], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
+  console.log(`test: ${name} took ${Math.round((Date.now() - started) / 1000)} s`);
   if (existsSync(junit)) {
     const xml = readFileSync(junit, "utf8");
     const suite = /<testsuite [^>]*>/.exec(xml)?.[0] ?? "";
@@ -118,6 +123,8 @@ if (old?.torch !== undefined) {
   if (required) failedSteps++;
 }
 
-console.log(`test: ran on ${describe(main)}${old?.torch !== undefined ? `; smoke job on torch ${old.torch}` : ""}`);
+console.log(
+  `test: ran on ${describe(main)}${old?.torch !== undefined ? `; smoke job on torch ${old.torch}` : ""}, in ${Math.round((Date.now() - startedAll) / 1000)} s`,
+);
 console.log(`${passed} passed, ${failed + (failed === 0 ? failedSteps : 0)} failed`);
 process.exit(failed > 0 || failedSteps > 0 ? 1 : 0);
