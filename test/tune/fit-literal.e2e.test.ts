@@ -30,7 +30,24 @@ describe.skipIf(!hasTorch || !built)("a batch size written as a literal and hand
     "brim tune finds fit_literal.py:30 and its trials vary it there, the file untouched",
     () => {
       const store = join(root, "tune-store");
-      const r = brim("tune", "--store", store, "--max-trials", "2", "--steps", "6", "--", PYTHON, "fit_literal.py");
+      // no batch above the code's 32: the trial goes down to a slower one, so no winner to confirm (2
+      // trials, not 6), and PyTorch's threads (tried first beside busy cores) stay as they are
+      const r = brim(
+        "tune",
+        "--store",
+        store,
+        "--max-batch",
+        "32",
+        "--fix",
+        "cpu_threads",
+        "--max-trials",
+        "2",
+        "--steps",
+        "6",
+        "--",
+        PYTHON,
+        "fit_literal.py",
+      );
       // a winner or no gain, whichever the measurements say: never an error
       expect([0, 3], r.stderr.slice(-2000)).toContain(r.status);
       expect(r.stderr).toMatch(/batch_size=32 is written in the code at fit_literal\.py:30: trials vary it there, in memory/);
@@ -40,7 +57,8 @@ describe.skipIf(!hasTorch || !built)("a batch size written as a literal and hand
         trials: { knobs: Record<string, unknown>; end: string }[];
       };
       expect(record.bindings.map((b) => `${b.knob}:${b.via}:${b.line ?? ""}`)).toEqual(["batch_size:code:30"]);
-      expect(new Set(record.trials.filter((t) => t.end === "ok").map((t) => t.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
+      // measured to the end, or stopped as slower once measured: both ran the batch they were given
+      expect(new Set(record.trials.filter((t) => t.end === "ok" || t.end === "slower").map((t) => t.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
       expect(readFileSync(join(root, "fit_literal.py"), "utf8")).toBe(before);
     },
     scaled(360_000),
