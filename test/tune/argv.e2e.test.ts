@@ -35,9 +35,20 @@ const MAIN = PYTHONS.find((python) => torchOf(python) !== null);
  * batch (`slower`), baseline first. The smaller batch of these jobs runs at fewer samples/s (their
  * steps cost about the same whatever the batch), so the tune ends without a winner and without the A/B
  * confirmation of one (4 more trials); if the machine makes it win, it is confirmed and the test only
- * takes longer. A winner's confirmation and apply are run by the cases that need them.
+ * takes longer. A winner's confirmation and apply are run by the cases that need them. The PyTorch
+ * threads (cpu_threads, tried first when other processes hold cores, as on a busy test machine) are
+ * fixed: on the grid they would join the smaller batch's trial and could make it the faster one.
  */
-const oneSmallerBatch = (given: number, smaller: number): string[] => ["--strategy", "grid", "--knob", `batch_size=${given},${smaller}`, "--max-trials", "2"];
+const oneSmallerBatch = (given: number, smaller: number): string[] => [
+  "--strategy",
+  "grid",
+  "--knob",
+  `batch_size=${given},${smaller}`,
+  "--fix",
+  "cpu_threads",
+  "--max-trials",
+  "2",
+];
 /** The trials that ran the job on their knobs to the end of a measurement (a trial stopped as slower measured too). */
 const measured = (record: TuneRecord): TuneRecord["trials"] => record.trials.filter((trial) => trial.end === "ok" || trial.end === "slower");
 
@@ -66,10 +77,12 @@ describe.each(PYTHONS)("brim tune with knobs on the command line (%s)", (python)
       const store = join(root, `store-${python.replace(/\W/g, "_")}`);
       // the main Python: the grid over given values, so both flags are varied whatever the search would
       // pick first (a re-measure of a never-stable baseline, a walk of loader workers) within a small
-      // budget, and a winner is confirmed and applied; the others: one smaller batch, 2 trials
+      // budget, and a winner is confirmed and applied (PyTorch's threads, tried first beside busy cores,
+      // fixed: the grid is the 4 the flags make, of which the baseline, 32 and workers 1 run); the others:
+      // one smaller batch, 2 trials
       const [given, search] =
         python === MAIN
-          ? [16, ["--strategy", "grid", "--knob", "batch_size=16,32", "--knob", "num_workers=0,1", "--max-trials", "5"]]
+          ? [16, ["--strategy", "grid", "--knob", "batch_size=16,32", "--knob", "num_workers=0,1", "--fix", "cpu_threads", "--max-trials", "3"]]
           : [32, [...oneSmallerBatch(32, 16), "--fix", "num_workers"]];
       const result = brim([
         "tune",
@@ -224,6 +237,10 @@ describe("brim tune on an I/O-bound loader (the built CLI, real DataLoader worke
         "--quiet",
         "--fix",
         "batch_size",
+        // the loader is the subject: PyTorch's threads, tried first when other processes hold cores
+        // (a busy test machine), have tests of their own (cpu-threads.test.ts)
+        "--fix",
+        "cpu_threads",
         "--max-trials",
         "6",
         "--",
@@ -372,8 +389,25 @@ describe("brim tune with the knobs written in the code", () => {
     { timeout: scaled(600_000) },
     () => {
       const store = join(root, "store-code-sgd");
-      // the search, not a grid of given values: a knob found in the code is found by trial 0's attach
-      const result = brim(["tune", "--store", store, "--max-trials", "3", "--steps", "6", "--", python as string, join(REPO, "test/jobs/literal_sgd.py")]);
+      // the search, not a grid of given values: a knob found in the code is found by trial 0's attach;
+      // no batch above the code's 32, so the trials go down to slower ones (no winner to confirm: 3
+      // trials, not 7), and PyTorch's threads (tried first beside busy cores) stay as they are
+      const result = brim([
+        "tune",
+        "--store",
+        store,
+        "--max-batch",
+        "32",
+        "--fix",
+        "cpu_threads",
+        "--max-trials",
+        "3",
+        "--steps",
+        "6",
+        "--",
+        python as string,
+        join(REPO, "test/jobs/literal_sgd.py"),
+      ]);
       // the attach counts trial 0's samples from the model's input: it need not run again counted by the knob
       expect(result.stderr).not.toContain("trial 0 reported no sample count");
       const record = onlyTune(store);
