@@ -20,8 +20,9 @@ else: torch is never imported by brim. When the job imports torch, brim wraps:
 - `torch.autocast.__enter__`: the precision in force;
 - `torch.cuda._lazy_init` when a GPU cap is set: the allocator limit before the first allocation.
 
-When torch is imported, the training process's intra-op threads are read as the knob `cpu_threads`
-(reported like any brim.knob read) and set to a trial's value of it (torch.set_num_threads).
+When torch is imported, the process's intra-op threads are set to a trial's value of the knob
+`cpu_threads` (torch.set_num_threads); the value in force is reported as that knob's read once the
+process builds an optimizer.
 
 A step is counted at the next of these points (or at exit), so that a job that also reports
 through the SDK (brim.track, report_step, the Lightning/HF callbacks) counts each step once: the
@@ -74,6 +75,7 @@ def _patch_optimizer(torch: Any) -> None:
         def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
             original(self, *args, **kwargs)
             attach.optimizer_built(self)
+            _report_threads()
             # torch's own profiling wrapper (1.13 and 2.x) is put on the class by __init__ once and
             # marked `hooked`; functools.wraps carries that mark, so it is not put on twice
             wrap_once(type(self), "step", _wrap_step)
@@ -253,16 +255,27 @@ def _cap_device(cuda: Any) -> int:
 
 
 CPU_THREADS = "cpu_threads"
+_threads: Dict[str, Any] = {}
 
 
 def _patch_threads(torch: Any) -> None:
-    """The knob `cpu_threads`: the job's intra-op threads, reported as read and set to a trial's value."""
-    from ._knobs import knob
-
+    """The knob `cpu_threads`: the job's intra-op threads, set to a trial's value now (before any op
+    runs) and reported as read once the process builds an optimizer: a launcher that imports torch
+    (torchrun) is no training process and says nothing."""
     current = int(torch.get_num_threads())
-    wanted = knob(CPU_THREADS, current)
-    if wanted >= 1 and wanted != current:
-        torch.set_num_threads(wanted)
+    values = _env.knobs()
+    wanted = current
+    if values.get(CPU_THREADS) is not None:
+        wanted = int(_env.cast_knob(CPU_THREADS, values[CPU_THREADS], current))
+        if wanted >= 1 and wanted != current:
+            torch.set_num_threads(wanted)
+    _threads.update(value=wanted, default=current, source="knobs" if wanted != current or CPU_THREADS in values else "default")
+
+
+def _report_threads() -> None:
+    if _threads and not _threads.get("said"):
+        _threads["said"] = True
+        _state.note_knob(CPU_THREADS, _threads["value"], _threads["default"], _threads["source"])
 
 
 def _patch_cap(torch: Any) -> None:

@@ -202,6 +202,7 @@ def test_cpu_threads_is_read_as_a_knob_and_set_to_a_trials_value(srv):
     code = """
 import torch
 print(torch.get_num_threads())
+torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
 """
     before = run(code, srv, env_extra={"OMP_NUM_THREADS": "2"})
     assert before.returncode == 0, before.stderr
@@ -212,3 +213,8 @@ print(torch.get_num_threads())
     trial = run(code, env_extra={"OMP_NUM_THREADS": "2", "BRIM_CHANNEL": srv.path, "BRIM_KNOBS": '{"cpu_threads": 1}'})
     assert trial.returncode == 0, trial.stderr
     assert trial.stdout.split() == ["1"]
+    said = len(srv.messages())
+    # a process that builds no optimizer (a launcher importing torch) says nothing
+    quiet = run("import torch", env_extra={"BRIM_CHANNEL": srv.path, "BRIM_KNOBS": '{"cpu_threads": 1}'})
+    assert quiet.returncode == 0, quiet.stderr
+    assert len(srv.messages()) == said

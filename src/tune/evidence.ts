@@ -101,11 +101,13 @@ export const HOST_SATURATED = 0.85;
 /** Cores other processes keep busy from which the job's threads are contended: fewer threads are worth a trial. */
 export const CONTENDED_CORES = 0.5;
 /**
- * The gain contended threads promise: ranked above every loader knob, because a trial of more loader
- * workers beside threads that wait for a core reads slower (more processes to wait for) and would end
- * the workers' walk before the value that helps.
+ * The gain contended threads promise when the loop waits for data: ranked above every loader knob,
+ * because a trial of more loader workers beside threads that wait for a core reads slower (more
+ * processes to wait for) and would end the workers' walk before the value that helps.
  */
 export const CONTENTION_GAIN = 1.5;
+/** The same for a loop that hardly waits for data: no loader walk to spoil, so it is tried after the micro-batch phase. */
+export const CONTENTION_LATE = 0.06;
 
 /**
  * The cores the machine's other processes keep busy during a trial (the whole machine's use less the
@@ -257,10 +259,12 @@ export function rankByEvidence(
         });
         return;
       }
+      // before the loader knobs when the loop waits for data (their walk reads wrong on contended threads); else after the micro-batch phase
+      const waits = wait !== null && wait >= STARVED_MIN;
       ranked.push({
         knob,
         values,
-        gain: CONTENTION_GAIN + tie,
+        gain: (waits ? CONTENTION_GAIN : CONTENTION_LATE) + tie,
         why: `other processes keep ${other.toFixed(2)} of ${evidence.cpus ?? "?"} cores busy: each parallel op of the job's ${String(threads)} threads waits for the slowest of them`,
       });
       return;

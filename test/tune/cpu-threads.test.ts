@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { candidateValues } from "../../src/knobs/index.ts";
-import { evidenceOf, otherWork, rankByEvidence } from "../../src/tune/evidence.ts";
+import { EVIDENCE_FIRST, evidenceOf, otherWork, rankByEvidence } from "../../src/tune/evidence.ts";
 import { searchKnobs } from "../../src/tune/search.ts";
 import type { Knobs, TrialResult, TrialRunner, TuneSpace } from "../../src/tune/types.ts";
 
@@ -69,6 +69,9 @@ describe("cpu_threads: fewer intra-op threads when other work holds the cores", 
     expect(quiet.skipped).toEqual([
       { knob: "cpu_threads", why: "other processes keep only 0.05 of 2 cores busy: fewer threads pay only when they hold cores" },
     ]);
+    // a loop that does not wait for data: no loader walk to spoil, tried after the micro-batch phase
+    const fed = rankByEvidence(others, evidenceOf(trial(8, 1, 0.01), { num_workers: 0, cpu_threads: 2 }, 1e9), { num_workers: 0, cpu_threads: 2 });
+    expect(fed.ranked.map((r) => [r.knob, r.gain < EVIDENCE_FIRST])).toEqual([["cpu_threads", true]]);
     const unread = { ...evidenceOf(trial(8, 1), {}, 1e9), hostBusy: null };
     expect(rankByEvidence(others, unread, {}).skipped[0]?.why).toBe("no reading of the machine's other work");
   });
