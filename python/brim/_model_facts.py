@@ -13,6 +13,12 @@ here once (never again in the job's hot path) and sent as one `model_facts` even
 - `clip_grad_norm_calls`: the calls of `torch.nn.utils.clip_grad_norm_` before the first optimizer
   step (counted by a wrapper put on at torch's import): more than one is clipping per micro-batch,
   which changes the update when the accumulation changes.
+- `token_loss` (only when seen): the tokens each micro-batch's loss is averaged over, from the
+  model's input (_model_input.TokenInput: labels with the ignore index -100, or the attention
+  mask), and whether the Hugging Face Trainer passed `num_items_in_batch` to the model's loss. A
+  model given `labels` (Hugging Face's) averages its loss over the labels that are not -100 unless
+  it is given `num_items_in_batch`; a mean over a number of tokens that varies from micro-batch to
+  micro-batch is not the mean over the step's tokens: a changed accumulation changes the loss.
 
 The tree is found by walking the live torch modules once (gc), keeping the roots whose parameters
 the optimizer steps. A learning rate held as a tensor is read only on the CPU (reading one on a
@@ -25,6 +31,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from . import _state
+from ._model_input import token_input
 from ._wrap import wrap_once
 
 _done = [False]
@@ -57,6 +64,12 @@ def first_step(optimizer: Any) -> None:
         facts = read(optimizer)
     except Exception:
         return
+    try:
+        tokens = token_input.take()
+    except Exception:
+        tokens = None
+    if tokens is not None:
+        facts["token_loss"] = tokens
     _state.event("model_facts", message=_message(facts), **facts)
 
 
@@ -125,4 +138,8 @@ def _number(value: Any) -> Optional[float]:
 
 def _message(facts: Dict[str, Any]) -> str:
     layers = ", ".join("%s x%d" % item for item in sorted(facts["batch_stat_layers"].items())) or "none"
-    return "learning rate %s at the first step; batch-statistic layers: %s" % (facts["lr"], layers)
+    text = "learning rate %s at the first step; batch-statistic layers: %s" % (facts["lr"], layers)
+    tokens = facts.get("token_loss")
+    if tokens is not None and tokens["varying"]:
+        text += "; loss over %s tokens a row (%s)" % ("-".join(str(n) for n in tokens["row_tokens"]), tokens["source"])
+    return text

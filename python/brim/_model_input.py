@@ -14,7 +14,8 @@ nothing, so it puts no guard on brim's state. It is taken off as soon as a DataL
 step: a job with a DataLoader pays for it only until its first batch.
 """
 
-from typing import Any, Callable, List, Optional, Tuple
+import sys
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ._samples import BatchDim, has_tensor
 
@@ -55,6 +56,7 @@ class ModelInput:
         self.compiling = getattr(compiler, "is_compiling", None) or _never
         self.grad_enabled = torch.is_grad_enabled
         self.handle = register(self._hook)
+        token_input.install(torch)
 
     def off(self) -> None:
         """Take the hook off for good: a DataLoader tells the samples."""
@@ -112,3 +114,148 @@ class StepSamples:
 
 # what the attach told the job's record once: the step's samples came from the model's input
 told: List[bool] = [False]
+
+
+# -- the tokens a loss is averaged over ------------------------------------------------------------
+
+IGNORE_INDEX = -100
+_MAX_READS = 64
+_MAX_LOOKS = 20000
+_MODULE_FILE = ("torch", "nn", "modules", "module.py")
+
+
+def _call_kwargs() -> Optional[Dict[str, Any]]:
+    """The keyword arguments of the module call whose forward pre-hooks run now: torch's global
+    pre-hooks get the positional ones only, so they are read from the frame of torch's module call
+    (`_call_impl`, or its `inner` closure in torch 2.x) that called the hook."""
+    frame: Any = sys._getframe(2)
+    for _ in range(3):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if code.co_filename.replace("\\", "/").endswith("/".join(_MODULE_FILE)):
+            kwargs = frame.f_locals.get("kwargs")
+            return kwargs if isinstance(kwargs, dict) else None
+        frame = frame.f_back
+    return None
+
+
+def _batch_of(args: Tuple[Any, ...]) -> Optional[Any]:
+    """A mapping passed as the call's one positional argument (`model(batch)`), else None."""
+    if len(args) == 1 and isinstance(args[0], Mapping):
+        return args[0]
+    return None
+
+
+class TokenInput:
+    """The tokens each micro-batch's loss is averaged over, before the first optimizer step.
+
+    A global forward pre-hook finds the model as the first module called with gradients on and a
+    batch of `labels` or `attention_mask` (by keyword, `model(**batch)`, or one mapping), and for
+    each of its calls keeps the tokens of each row: the labels that are not the ignore index -100,
+    else the attention mask's ones. The counts stay on the batch's device (no sync) until the first
+    optimizer step reads them once (take()); the hook is then taken off. Whether the call carries
+    `num_items_in_batch` (the Hugging Face Trainer's count of the whole step's tokens, passed to a
+    model whose loss takes it) is kept too.
+
+        token_input.install(torch)
+        ...                                   # model(**batch) per micro-batch, then optimizer.step()
+        token_input.take()                    # {"source": "labels", "tokens": [412, 388], ...}
+    """
+
+    def __init__(self) -> None:
+        self.handle: Any = None
+        self.compiling: Callable[[], bool] = _never
+        self.grad_enabled: Callable[[], bool] = _always
+        self.model: Optional[int] = None
+        self.rows: List[Any] = []
+        self.source: Optional[str] = None
+        self.width = 0
+        self.num_items = False
+        self.looks = 0
+
+    def install(self, torch: Any) -> None:
+        """Put the hook on (once); nothing when this torch has no global module hooks."""
+        if self.handle is not None:
+            return
+        register = getattr(torch.nn.modules.module, "register_module_forward_pre_hook", None)
+        if register is None:
+            return
+        compiler = getattr(torch, "compiler", None)
+        self.compiling = getattr(compiler, "is_compiling", None) or _never
+        self.grad_enabled = torch.is_grad_enabled
+        self.handle = register(self._hook)
+
+    def off(self) -> None:
+        """Take the hook off for good."""
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            try:
+                handle.remove()
+            except Exception:
+                pass
+
+    def _hook(self, module: Any, args: Tuple[Any, ...]) -> None:
+        if self.model is not None and id(module) != self.model:
+            return None
+        if self.compiling() or not self.grad_enabled():
+            return None
+        try:
+            self._look(module, args)
+        except Exception:
+            self.off()
+        return None
+
+    def _look(self, module: Any, args: Tuple[Any, ...]) -> None:
+        self.looks += 1
+        if self.model is None and self.looks > _MAX_LOOKS:
+            self.off()  # no module call carried labels or a mask: nothing here to read
+            return
+        batch = _batch_of(args)
+        if batch is None:
+            batch = _call_kwargs()
+        if not batch:
+            return
+        labels: Any = batch.get("labels")
+        mask: Any = batch.get("attention_mask")
+        rows = None
+        if getattr(labels, "ndim", 0) >= 2:
+            rows, source = (labels != IGNORE_INDEX).reshape(labels.shape[0], -1).sum(-1), "labels"
+            width = int(labels[0].numel())
+        elif getattr(mask, "ndim", 0) == 2:
+            rows, source, width = mask.sum(-1), "attention_mask", int(mask.shape[-1])
+        if rows is None:
+            return
+        self.model = id(module)
+        if self.source is None:
+            self.source = source
+        self.width = max(self.width, width)
+        self.rows.append(rows.detach())
+        if batch.get("num_items_in_batch") is not None:
+            self.num_items = True
+        if len(self.rows) >= _MAX_READS:
+            self.off()
+
+    def take(self) -> Optional[Dict[str, Any]]:
+        """At the first optimizer step: what the micro-batches so far were averaged over (None when
+        no model call carried labels or an attention mask); the hook is taken off."""
+        self.off()
+        rows, self.rows = self.rows, []
+        if not rows or self.source is None:
+            return None
+        per_batch = [[int(n) for n in r.tolist()] for r in rows]
+        tokens = [sum(r) for r in per_batch]
+        flat = [n for r in per_batch for n in r]
+        low, high = min(flat), max(flat)
+        return {
+            "source": self.source,
+            "micro_batches": len(per_batch),
+            "tokens": tokens,
+            "row_tokens": [low, high],
+            "row_length": self.width,
+            "varying": low != high or len(set(tokens)) > 1,
+            "num_items_in_batch": self.num_items,
+        }
+
+
+token_input = TokenInput()

@@ -70,3 +70,114 @@ torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     assert out.returncode == 0, out.stderr
     [facts] = facts_of(srv)
     assert facts["details"]["clip_grad_norm_calls"] == 4
+
+
+TOKEN_MODEL = """
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+
+class LM(torch.nn.Module):
+    # a causal LM as Hugging Face's are called: model(input_ids=..., attention_mask=..., labels=...)
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(32, 8)
+        self.head = torch.nn.Linear(8, 32)
+
+    def forward(self, input_ids=None, attention_mask=None, labels=None, num_items_in_batch=None, **kwargs):
+        logits = self.head(self.emb(input_ids))
+        reduction = "mean" if num_items_in_batch is None else "sum"
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction=reduction)
+        return loss if num_items_in_batch is None else loss / num_items_in_batch
+
+
+def padded(lengths, width=6):
+    ids = torch.randint(0, 32, (len(lengths), width))
+    mask = torch.zeros(len(lengths), width, dtype=torch.long)
+    for row, n in enumerate(lengths):
+        mask[row, :n] = 1
+    return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
+
+
+model = LM()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+"""
+
+
+def test_a_padded_batch_called_by_keywords_is_a_loss_over_varying_tokens(srv, channel_schema):
+    out = run(TOKEN_MODEL + """
+with torch.no_grad():
+    model(**padded([1, 1]))  # evaluation: not looked at
+for lengths in ([6, 3], [2, 2]):  # accumulation 2
+    (model(**padded(lengths)) / 2).backward()
+opt.step()
+(model(**padded([5, 5]))).backward()  # after the first step: not read
+opt.step()
+""", srv)
+    assert out.returncode == 0, out.stderr
+    [facts] = facts_of(srv)
+    assert facts["details"]["token_loss"] == {"source": "labels", "micro_batches": 2, "tokens": [9, 4], "row_tokens": [2, 6],
+                                              "row_length": 6, "varying": True, "num_items_in_batch": False}
+    assert "loss over 2-6 tokens a row (labels)" in facts["message"]
+    for m in srv.messages():
+        schema_check.check(m, channel_schema)
+
+
+def test_num_items_in_batch_and_a_mapping_batch_are_seen(srv):
+    out = run(TOKEN_MODEL + """
+class Wrapper(torch.nn.Module):  # model(batch): one mapping, the labels read from it
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, batch):
+        return self.inner(**batch)
+
+
+wrapped = Wrapper(model)
+batches = [padded([6, 4]), padded([3, 3])]
+total = sum(int((b["labels"] != -100).sum()) for b in batches)
+for b in batches:
+    wrapped(dict(b, num_items_in_batch=torch.tensor(total))).backward()
+opt.step()
+""", srv)
+    assert out.returncode == 0, out.stderr
+    [facts] = facts_of(srv)
+    assert facts["details"]["token_loss"]["tokens"] == [10, 6]
+    assert facts["details"]["token_loss"]["num_items_in_batch"] is True
+
+
+def test_the_attention_mask_alone_and_full_rows(srv):
+    out = run(TOKEN_MODEL + """
+class Masked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(6, 1)
+
+    def forward(self, x, attention_mask=None):
+        return self.lin(x * attention_mask).mean()
+
+
+m = Masked()
+o = torch.optim.SGD(m.parameters(), lr=0.1)
+m(torch.randn(3, 6), attention_mask=torch.ones(3, 6)).backward()
+o.step()
+""", srv)
+    assert out.returncode == 0, out.stderr
+    [facts] = facts_of(srv)
+    assert facts["details"]["token_loss"] == {"source": "attention_mask", "micro_batches": 1, "tokens": [18], "row_tokens": [6, 6],
+                                              "row_length": 6, "varying": False, "num_items_in_batch": False}
+
+
+def test_a_model_called_with_tensors_has_no_token_loss(srv):
+    out = run("""
+import torch
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model(torch.randn(8, 4)).pow(2).mean().backward()
+opt.step()
+""", srv)
+    assert out.returncode == 0, out.stderr
+    [facts] = facts_of(srv)
+    assert "token_loss" not in facts["details"]

@@ -113,6 +113,23 @@ export interface ModelFacts {
   batchStatLayers: Record<string, number>;
   /** calls of clip_grad_norm_ before the first optimizer step (null from an attach that did not count them) */
   clipCalls?: number | null;
+  /** the tokens the loss was averaged over in the first optimizer step's micro-batches, when the model's input showed them */
+  tokenLoss?: TokenLoss | null;
+}
+
+/** What the attach saw of a loss averaged per token: the model's input before the first optimizer step (`model_facts.token_loss`). */
+export interface TokenLoss {
+  /** where the tokens were counted: the labels that are not the ignore index -100, or the attention mask */
+  source: string;
+  /** the tokens of each micro-batch of the first optimizer step */
+  tokens: number[];
+  /** the fewest and the most tokens of one row, and the rows' padded length */
+  rowTokens: [number, number];
+  rowLength: number;
+  /** whether the number of tokens differs from row to row or micro-batch to micro-batch */
+  varying: boolean;
+  /** whether the model's call carried `num_items_in_batch` (the Hugging Face Trainer's count of the whole step's tokens) */
+  numItems: boolean;
 }
 
 /** One confirmation run as the comparison sees it. */
@@ -171,7 +188,27 @@ export function modelFactsOf(events: readonly EventEntry[]): ModelFacts | null {
   if (typeof raw === "object" && raw !== null)
     for (const [name, count] of Object.entries(raw)) if (typeof count === "number" && count > 0) layers[name] = count;
   const clips = event.details.clip_grad_norm_calls;
-  return { lr, batchStatLayers: layers, clipCalls: typeof clips === "number" ? clips : null };
+  return { lr, batchStatLayers: layers, clipCalls: typeof clips === "number" ? clips : null, tokenLoss: tokenLossOf(event.details.token_loss) };
+}
+
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
+
+/** The `token_loss` of a model_facts event, or null when absent or malformed. */
+function tokenLossOf(raw: unknown): TokenLoss | null {
+  if (typeof raw !== "object" || raw === null) return null;
+  const t = raw as Record<string, unknown>;
+  const rows = t["row_tokens"];
+  const tokens = t["tokens"];
+  if (typeof t["source"] !== "string" || !Array.isArray(tokens) || !tokens.every(isCount)) return null;
+  if (!Array.isArray(rows) || rows.length !== 2 || !isCount(rows[0]) || !isCount(rows[1])) return null;
+  return {
+    source: t["source"],
+    tokens,
+    rowTokens: [rows[0], rows[1]],
+    rowLength: isCount(t["row_length"]) ? t["row_length"] : 0,
+    varying: t["varying"] === true,
+    numItems: t["num_items_in_batch"] === true,
+  };
 }
 
 const num = (x: number): string => (Math.abs(x) >= 1e-3 && Math.abs(x) < 1e4 ? String(Number(x.toPrecision(4))) : x.toExponential(2));
@@ -180,7 +217,8 @@ const lrText = (lr: readonly (number | null)[]): string => (lr.length === 1 ? nu
 /**
  * What changed between your configuration's run and the winner's beyond the knobs, named from the
  * attach's evidence: a learning rate that moved with the batch size (or did not, while the effective
- * batch changed), batch-statistic layers under a changed micro-batch, loader workers.
+ * batch changed), batch-statistic layers under a changed micro-batch, clipping per micro-batch or a
+ * loss averaged per token over varying lengths under a changed accumulation, loader workers.
  *
  * @example
  * ```ts
@@ -235,6 +273,8 @@ export function parityEvidence(baseline: ParitySide, winner: ParitySide): { kind
       text: `gradient clipping by norm per micro-batch (${clipA} call(s) in your configuration's first optimizer step, ${clipB} in the winner's; accumulation ${accA ?? "?"} and ${accB ?? "?"}): it clips partial gradients, so a changed accumulation changes the update even with the effective batch held; clip once per optimizer step, after the last micro-batch's backward`,
     });
   }
+  const tokens = tokenLossEvidence(baseline, winner, accA, accB, held);
+  if (tokens !== null) out.push(tokens);
   if (baseline.knobs["num_workers"] !== winner.knobs["num_workers"] && winner.knobs["num_workers"] !== undefined) {
     out.push({
       kind: "loader_workers",
@@ -242,6 +282,42 @@ export function parityEvidence(baseline: ParitySide, winner: ParitySide): { kind
     });
   }
   return out;
+}
+
+/**
+ * A loss averaged per token over a number of tokens that varies (padded sequences of different
+ * lengths), when the winner changes the accumulation (or the micro-batch with the effective batch
+ * held): each micro-batch's mean weighs its tokens by one over its own count, so the step's loss is
+ * a mean of means that another split of the same samples changes. Not when the Hugging Face Trainer
+ * passes `num_items_in_batch` to the model's loss: it is then over the whole step's tokens.
+ */
+function tokenLossEvidence(
+  baseline: ParitySide,
+  winner: ParitySide,
+  accA: number | null,
+  accB: number | null,
+  held: boolean,
+): { kind: string; text: string } | null {
+  const split = accA !== accB || (held && baseline.microBatch !== winner.microBatch);
+  const seen = [baseline.facts?.tokenLoss, winner.facts?.tokenLoss].filter((t): t is TokenLoss => t !== null && t !== undefined && t.varying);
+  const first = seen[0];
+  if (!split || first === undefined) return null;
+  const where = first.source === "labels" ? "labels with the ignore index -100" : "an attention mask";
+  const low = Math.min(...seen.map((t) => t.rowTokens[0]));
+  const high = Math.max(...seen.map((t) => t.rowTokens[1]));
+  const counts = (t: TokenLoss | null | undefined): string => (t === null || t === undefined ? "?" : t.tokens.join(", "));
+  const evidence =
+    `${where}: ${low} to ${high} tokens a row of ${first.rowLength}; the first optimizer step's micro-batches held ` +
+    `${counts(baseline.facts?.tokenLoss)} tokens in your configuration, ${counts(winner.facts?.tokenLoss)} in the winner's (accumulation ${accA ?? "?"} and ${accB ?? "?"})`;
+  if (seen.every((t) => t.numItems))
+    return {
+      kind: "token_loss_step",
+      text: `loss averaged per token over varying lengths (${evidence}), normalised over the whole step: the Hugging Face Trainer passes num_items_in_batch (the step's token count) to the model's loss, seen in its call, so a changed accumulation does not change it: parity holds, up to rounding`,
+    };
+  return {
+    kind: "token_loss",
+    text: `your loss is token-averaged per micro-batch over a varying number of tokens (${evidence}): the step's loss is then a mean of the micro-batches' means, which another accumulation weighs differently, so accumulation changes it even with the effective batch held; keep accumulation = 1, or pass num_items_in_batch / sum the loss and divide by the tokens of the whole step`,
+  };
 }
 
 /** The loss of each run at the most samples both saw within the kept steps, for a winner that changes the effective batch. */
@@ -297,6 +373,7 @@ export function parityRecord(baseline: ParitySide, winner: ParitySide): ParityRe
     evidence.find((e) => e.kind === "batch_norm") ??
     evidence.find((e) => e.kind === "lr") ??
     evidence.find((e) => e.kind === "grad_clip") ??
+    evidence.find((e) => e.kind === "token_loss") ??
     evidence.find((e) => e.kind === "loader_workers");
   const expected =
     named === undefined
@@ -305,6 +382,7 @@ export function parityRecord(baseline: ParitySide, winner: ParitySide): ParityRe
           batch_norm: "the model has BatchNorm",
           lr: "the learning rate moved",
           grad_clip: "gradients are clipped per micro-batch",
+          token_loss: "the loss is token-averaged per micro-batch",
           loader_workers: "loader workers changed",
         }[named.kind];
   return { ...common, ...parity, line: parityLine(parity, expected === undefined ? undefined : `${expected} (below)`) };
