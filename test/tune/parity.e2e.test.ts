@@ -10,7 +10,8 @@ import { scaled } from "../helpers/time.ts";
 // your configuration 4 × 4 against the winner 16 × 1, the effective batch held at 16. The grid of
 // given values makes 16 × 1 the one candidate, and the job waits 15 ms a micro-batch, so it is the
 // search's best by construction; what is asserted is the parity of the confirmation's runs, which
-// holds whatever the confirmation's speedup verdict.
+// holds whatever the confirmation's speedup verdict. PyTorch's threads (cpu_threads, tried first beside
+// busy cores) are fixed, or the grid's one candidate would change them too.
 const REPO = resolve(import.meta.dirname, "..", "..");
 const BRIM = join(REPO, "bin", "brim.js");
 const JOB = join(REPO, "test", "jobs", "parity_mlp.py");
@@ -28,7 +29,24 @@ function tune(name: string, jobArgs: string[]): { stdout: string; record: TuneRe
     process.execPath,
     [
       BRIM,
-      ...["tune", "--store", store, "--quiet", "--strategy", "grid", "--knob", "batch_size=4,16", "--fix", "num_workers", "--max-trials", "2", "--steps", "20"],
+      ...[
+        "tune",
+        "--store",
+        store,
+        "--quiet",
+        "--strategy",
+        "grid",
+        "--knob",
+        "batch_size=4,16",
+        "--fix",
+        "num_workers",
+        "--fix",
+        "cpu_threads",
+        "--max-trials",
+        "2",
+        "--steps",
+        "20",
+      ],
       ...["--", python as string, JOB, "--batch-size", "4", "--accumulation", "4", "--sleep-ms", "15", ...jobArgs],
     ],
     { cwd: root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: scaled(540_000) },
