@@ -15,6 +15,7 @@ import { UsageError } from "../errors/index.ts";
 import { findGpu } from "../plan/catalog.ts";
 import { formatBytes } from "../bytes.ts";
 import { ACCUMULATION_KNOB, MICRO_BATCH_KNOB, NEED_WORKERS, spelledValues } from "../knobs/index.ts";
+import { dividingMicroBatches, keptBatchLine, type GlobalBatch } from "./divisible.ts";
 import { candidateValues, type CandidateContext } from "./knobs.ts";
 import type { Knobs, KnobValue, TuneSpace } from "./types.ts";
 
@@ -31,6 +32,8 @@ export interface SpaceOptions {
   precisionSwitch?: boolean;
   /** batches per optimizer step trial 0 reported (the attach counts them): the accumulation in force when no knob sets it */
   observedAccumulation?: number;
+  /** the global batch the job derives its accumulation from (tune/divisible.ts), over `ranks` ranks */
+  jobBatch?: GlobalBatch & { ranks: number };
 }
 
 /** The effective-batch policy in force, for the record and the final table. */
@@ -132,6 +135,7 @@ export function buildSpace(
       ...(listed !== null ? { values: listed } : {}),
     };
     if (listed !== null) note(`micro-batch: exactly the listed values ${listed.join(", ")} (--knob ${MICRO_BATCH_KNOB})`);
+    else if (options.jobBatch !== undefined && options.effectiveBatch === undefined) keepToDivisors(space, options.jobBatch, options.maxMicroBatch, note);
   } else note("the job has no batch_size knob (no config key found, not read through brim.knob): the micro-batch is not tuned");
   if (has(ACCUMULATION_KNOB)) space.accumulation = { knob: ACCUMULATION_KNOB };
   const micro = baseline[MICRO_BATCH_KNOB];
@@ -175,6 +179,12 @@ export function effectiveBatchPolicy(space: TuneSpace, options: Pick<SpaceOption
   const micro = space.baseline[MICRO_BATCH_KNOB];
   const accumulation = space.baseline[ACCUMULATION_KNOB] ?? space.observedAccumulation ?? 1;
   if (space.microBatch === undefined) return { kind: "none", value: null, text: "effective batch: not touched (no micro-batch knob)" };
+  if (space.jobBatch !== undefined)
+    return {
+      kind: "held",
+      value: space.jobBatch.value,
+      text: `effective batch held at ${space.jobBatch.value} by the job itself (${space.jobBatch.from}): it derives its accumulation from it, so the optimisation maths stay the same`,
+    };
   if (space.effectiveBatch !== undefined) {
     const why =
       options.effectiveBatch !== undefined
@@ -195,6 +205,21 @@ export function effectiveBatchPolicy(space: TuneSpace, options: Pick<SpaceOption
       ? `effective batch free: the job accumulates ${space.observedAccumulation} batches per optimizer step in its code (no knob brim can change), so the effective batch (now ${String(before)} = ${String(micro)} × ${space.observedAccumulation}) changes with the micro-batch, and so may the learning rate that suits it`
       : `effective batch free: it changes with the micro-batch${before === null ? "" : ` (now ${before})`}, and so may the learning rate that suits it (give --effective-batch N to hold it)`,
   };
+}
+
+/** A job that derives its accumulation from a global batch: only micro-batches that divide it per rank are tried (a value that does not crashes the trial or changes the batch). */
+function keepToDivisors(space: TuneSpace, global: GlobalBatch & { ranks: number }, max: number | undefined, note: (line: string) => void): void {
+  const values = dividingMicroBatches(global.value, global.ranks, { min: 1, ...(max !== undefined ? { max } : {}) });
+  const micro = space.baseline[MICRO_BATCH_KNOB];
+  if (values.length === 0 || typeof micro !== "number" || !values.includes(micro)) {
+    note(
+      `${global.from} = ${global.value} is not a whole number of micro-batches of ${String(micro)} per rank: the micro-batch is searched as if it were free`,
+    );
+    return;
+  }
+  if (space.microBatch !== undefined) space.microBatch.values = values;
+  space.jobBatch = { value: global.value, from: global.from, ranks: global.ranks };
+  note(keptBatchLine(global, global.ranks, values));
 }
 
 /** The micro-batches of `--knob batch_size=a,b,c` (two or more positive integers), ascending; null without such a list. */

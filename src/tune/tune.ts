@@ -28,6 +28,7 @@ import { buildSpace, contextOfDevices, effectiveBatchPolicy, MICRO_BATCH_KNOB } 
 import { planPrior, type PlanPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
 import { judgeSamples, winnerPolicy } from "./effective.ts";
+import { globalBatchBeside, type GlobalBatch } from "./divisible.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
 import { codeKnobs, codeValues, dataLimit, loaderArguments, pythonLiteral, scriptLiteral, type LoaderSeen } from "./loaders.ts";
 import { knobsKey } from "./strategies/axis.ts";
@@ -254,12 +255,29 @@ function discoverSpace(options: TuneOptions, deps: TuneDeps, state: TuneState, f
       ...options,
       maxMicroBatch: microBatchLimit(options, state, first.loaders),
       observedAccumulation: first.result.accumulation ?? undefined,
+      jobBatch: jobBatchOf(state, first.result.accumulation ?? 1),
       precisionSwitch: bindings.some((b) => b.via === "argv" && b.knob === "precision"),
     },
     [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})],
     context,
     note,
   );
+}
+
+/**
+ * The global batch a config holds beside the micro-batch's key (litgpt's `global_batch_size`), from
+ * which the job derives its accumulation; its ranks are what trial 0's micro-batch and accumulation
+ * leave of it (1 when they do not divide it).
+ */
+function jobBatchOf({ bindings, documents, baseline }: TuneState, accumulation: number): (GlobalBatch & { ranks: number }) | undefined {
+  const micro = baseline[MICRO_BATCH_KNOB];
+  const binding = bindings.find((b) => b.via === "config" && b.knob === MICRO_BATCH_KNOB && b.globalBatch === undefined);
+  if (binding?.via !== "config" || typeof micro !== "number" || bindings.some((b) => b.knob === "accumulation")) return undefined;
+  const document = documents.get(binding.file);
+  const global = document === undefined ? null : globalBatchBeside(document, binding.key);
+  if (global === null) return undefined;
+  const ranks = global.value / (micro * Math.max(1, accumulation));
+  return { ...global, ranks: Number.isInteger(ranks) && ranks >= 1 ? ranks : 1 };
 }
 
 /** `--max-micro-batch`, lowered to the samples the job's loader sees. */

@@ -102,6 +102,8 @@ export interface TuneSpace {
   effectiveBatch?: number;
   /** batches per optimizer step the job runs by itself (reported by trial 0), when no accumulation knob sets it and it is > 1 */
   observedAccumulation?: number;
+  /** the job derives its accumulation from this batch per optimizer step (a config's global_batch_size beside the micro-batch key): micro-batches keep to its divisors */
+  jobBatch?: { value: number; from: string; ranks: number };
   /** precision, num_workers, pin_memory, persistent_workers, prefetch_factor, user knobs; in priority order */
   others: { knob: string; values: KnobValue[] }[];
 }

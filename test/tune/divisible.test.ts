@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { divisibilityFailure, dividingMicroBatches, globalBatchBeside, globalBatchObserved, keptBatchLine, nearestDividing } from "../../src/tune/divisible.ts";
+import { buildSpace, effectiveBatchPolicy } from "../../src/tune/space.ts";
 
 const doc = (values: Record<string, unknown>) => ({ get: (key: string) => values[key] });
 
@@ -49,5 +50,36 @@ describe("micro-batches that divide the job's global batch", () => {
     expect(divisibilityFailure(["ValueError: batch size 6 must be divisible by the number of devices"])).toMatch(/divisible/);
     expect(divisibilityFailure(["RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"])).toBeNull();
     expect(divisibilityFailure(["the batch is divisible by 8, fine"])).toBeNull();
+  });
+});
+
+describe("a space whose job derives its accumulation from a global batch", () => {
+  const context = { backend: "cpu" as const, bf16: false, tensorCores: false, cpus: 2 };
+
+  it("keeps the micro-batch to the divisors per rank and calls the effective batch held by the job", () => {
+    const notes: string[] = [];
+    const space = buildSpace(
+      { batch_size: 4 },
+      { jobBatch: { value: 8, from: "train.global_batch_size", ranks: 1 }, maxMicroBatch: 6 },
+      ["batch_size"],
+      context,
+      (line) => notes.push(line),
+    );
+    expect(space.microBatch?.values).toEqual([1, 2, 4]);
+    expect(notes).toContain(
+      "micro-batch: only values that divide train.global_batch_size = 8 (1, 2, 4): the job derives its accumulation from it, so the effective batch stays 8",
+    );
+    expect(effectiveBatchPolicy(space, {})).toMatchObject({ kind: "held", value: 8 });
+    expect(
+      buildSpace({ batch_size: 2 }, { jobBatch: { value: 8, from: "global_batch_size", ranks: 2 } }, ["batch_size"], context, () => {}).microBatch?.values,
+    ).toEqual([1, 2, 4]);
+  });
+
+  it("leaves the micro-batch free when the job's own value does not divide it, and says so", () => {
+    const notes: string[] = [];
+    const space = buildSpace({ batch_size: 3 }, { jobBatch: { value: 8, from: "global_batch_size", ranks: 1 } }, ["batch_size"], context, (l) => notes.push(l));
+    expect(space.microBatch?.values).toBeUndefined();
+    expect(notes[0]).toMatch(/global_batch_size = 8 is not a whole number of micro-batches of 3 per rank/);
+    expect(effectiveBatchPolicy(space, {}).kind).toBe("free");
   });
 });
