@@ -1,6 +1,8 @@
 """The attach's model facts (issue 37) in real child processes: the learning rate the first optimizer
 step uses and the batch-statistic layers of the module tree it steps, sent once as a model_facts event."""
 
+import os
+
 import pytest
 
 pytest.importorskip("torch")
@@ -181,3 +183,16 @@ opt.step()
     assert out.returncode == 0, out.stderr
     [facts] = facts_of(srv)
     assert "token_loss" not in facts["details"]
+
+
+@pytest.mark.parametrize("loss_kwargs", [True, False])
+def test_the_hugging_face_trainer_passes_num_items_in_batch_to_a_model_that_takes_it(srv, loss_kwargs):
+    pytest.importorskip("transformers")
+    job = os.path.join(os.path.dirname(__file__), "..", "..", "test", "jobs", "hf_padded_lm.py")
+    argv = [job, "--max-steps", "2", "--batch-size", "2", "--accumulation", "2"] + ([] if loss_kwargs else ["--no-loss-kwargs"])
+    out = run("import runpy, sys\nsys.argv = %r\nrunpy.run_path(sys.argv[0], run_name='__main__')\n" % argv, srv, timeout=120)
+    assert out.returncode == 0, out.stderr
+    [facts] = facts_of(srv)
+    tokens = facts["details"]["token_loss"]
+    assert tokens["source"] == "labels" and tokens["micro_batches"] == 2 and tokens["varying"] is True
+    assert tokens["num_items_in_batch"] is loss_kwargs
