@@ -12,6 +12,7 @@
  * ```
  * @module
  */
+import { workersSourceIn, type WorkersSource } from "./worker-flag.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { NEED_WORKERS } from "../knobs/index.ts";
@@ -34,6 +35,8 @@ export interface LoaderSeen {
   samplesPerRank: number | null;
   /** what the attach saw it feed: "train" (optimizer steps) or "eval" (batches with gradients off); null when unseen (older events, never iterated) */
   use?: "train" | "eval" | null;
+  /** the command-line option its num_workers comes from, when the attach found one (argparse) */
+  workersFrom?: WorkersSource | null;
 }
 
 const num = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) ? value : null);
@@ -69,6 +72,7 @@ export function loadersOf(events: readonly { event: string; details: Record<stri
       datasetLen: num(details.dataset_len),
       samplesPerRank: num(details.samples_per_rank) ?? num(details.dataset_len),
       use: uses.get(num(details.loader) ?? -1) ?? null,
+      workersFrom: workersSourceIn(details),
     }));
   // the training loaders first (the one the tune's ceilings and hints are about), validation last
   return seen

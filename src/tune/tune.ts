@@ -29,6 +29,7 @@ import { planPrior, type PlanPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
 import { judgeSamples, winnerPolicy } from "./effective.ts";
 import { globalBatchBeside, type GlobalBatch } from "./divisible.ts";
+import { workersArgvKnob, workersFlagNote } from "./worker-flag.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
 import { codeKnobs, codeValues, dataLimit, loaderArguments, pythonLiteral, scriptLiteral, type LoaderSeen } from "./loaders.ts";
 import { knobsKey } from "./strategies/axis.ts";
@@ -236,6 +237,7 @@ function discoverSpace(options: TuneOptions, deps: TuneDeps, state: TuneState, f
     if (baseline[knob] === undefined && (knob in KNOWN_KNOBS || options.knobValues?.[knob] !== undefined)) baseline[knob] = value;
   }
   const context = { ...contextOfDevices(deps.devices), loader: loaderBound(evidenceOf(first.result, baseline, settings.capBytes)) };
+  bindWorkersFlag(options, state, first.loaders);
   // values written in the code: varied there when a literal (in memory), else the file:line to change, said now and at the end
   const seen = first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, settings.cwd);
   for (const code of codeKnobs(seen, baseline)) bindCode(state, code);
@@ -261,6 +263,28 @@ function discoverSpace(options: TuneOptions, deps: TuneDeps, state: TuneState, f
     [...bindings.map((b) => b.knob), ...first.knobsRead.keys(), ...Object.keys(options.knobValues ?? {})],
     context,
     note,
+  );
+}
+
+/** Loader workers that come from a flag brim has no name for (`--threads`): trials vary them on that flag, or the note says to give it. */
+function bindWorkersFlag(options: TuneOptions, state: TuneState, loaders: readonly LoaderSeen[]): void {
+  const { bindings, record, documents, baseline, settings, note } = state;
+  const loader = loaders.find((l) => l.workersFrom != null);
+  const source = loader?.workersFrom;
+  if (loader === undefined || source == null || bindings.some((b) => b.knob === "num_workers") || baseline.num_workers !== undefined) return;
+  const found = workersArgvKnob(options.command, source);
+  if (found === null) {
+    note(workersFlagNote(source, loader.numWorkers));
+    return;
+  }
+  const binding: KnobBinding = { via: "argv", ...found };
+  bindings.push(binding);
+  record.bindings.push(bindingRecord(binding, documents));
+  baseline.num_workers = found.value;
+  const line = loader.where === null ? null : /^(.*):(\d+)$/.exec(loader.where);
+  const where = line == null ? "" : ` at ${codePlace({ file: line[1] as string, line: Number(line[2]) }, settings.cwd)}`;
+  note(
+    `num_workers=${found.value} comes from ${found.flag} on the command line (num_workers=${source.expr}${where}): trials vary it there, and apply rewrites the command`,
   );
 }
 

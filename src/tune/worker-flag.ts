@@ -21,6 +21,18 @@ export interface LoaderEventLike {
   details?: Record<string, unknown>;
 }
 
+/**
+ * The source of num_workers one loader event's details give (`num_workers_from`), null for none.
+ *
+ * @example
+ * ```ts
+ * workersSourceIn({ num_workers_from: { dest: "threads", flags: ["--threads"], expr: "args.threads" } })?.flags; // ["--threads"]
+ * ```
+ */
+export function workersSourceIn(details: Record<string, unknown> | undefined): WorkersSource | null {
+  return sourceOf(details);
+}
+
 function sourceOf(details: Record<string, unknown> | undefined): WorkersSource | null {
   const from = details?.num_workers_from;
   if (typeof from !== "object" || from === null) return null;
