@@ -144,6 +144,9 @@ describe("brim tune on the bundled examples (CPU), with --apply", () => {
         "1",
         "--steps",
         "4",
+        // at most 2 s measured a trial: the record and the config's edit are asserted, not a speed
+        "--window",
+        "2s",
         "--max-batch",
         "128",
         "--",
