@@ -323,6 +323,8 @@ describe.skipIf(!usable)(`brim on launchers, 2 CPU ranks (${usable ? PYTHON : `s
           "2",
           "--steps",
           "6",
+          "--window",
+          "2s",
           "--fix",
           "num_workers",
           // PyTorch's threads, tried first beside busy cores, would join the grid's trial at 8
