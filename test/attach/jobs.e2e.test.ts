@@ -214,6 +214,12 @@ describe.sequential("brim run attaches to unmodified training scripts", () => {
           "6",
           "--knob",
           "batch_size=32,64",
+          // PyTorch's threads, tried first beside busy cores: not this test's subject; nor is a speed (at
+          // most 2 s measured a trial)
+          "--fix",
+          "cpu_threads",
+          "--window",
+          "2s",
           "--",
           PYTHON,
           join(REPO, "test", "jobs", "plain_loop.py"),
