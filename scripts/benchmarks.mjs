@@ -70,11 +70,13 @@ const SOURCES = {
   // brim's own code, and the corpus itself (its entries, configs and pinned packages) with its bench
   "tune-corpus.json": ["src", "python/brim", "bin", "corpus", "bench/tune-corpus.bench.mjs"],
   "first-run.json": ["src", "python/brim", "bin", "scripts/first-run.sh", "examples/cnn-lstm", "bench/first-run.bench.mjs"],
+  // the example run plainly (no brim): only the example and the bench decide it
+  "cpu-threads.json": ["examples/cnn-lstm", "bench/cpu-threads.bench.mjs"],
   "loss-read.json": ["python/brim/_loss.py", "python/brim/_attach.py", "python/brim/_tracking.py", "bench/loss-read.bench.py"],
   // the prediction side: the H100 peaks it is compared with are fixed records
   "plan-script-h100.json": [
     "src/plan",
-    "src/cli/plan-script.ts",
+    "src/plan/measure/script.ts",
     "src/cli/plan.ts",
     "src/tune/tune.ts",
     "src/configs",
@@ -86,7 +88,7 @@ const SOURCES = {
   // the plan of unmodified scripts: the measuring runs, the knobs they vary, the footprint capture and the planner
   "plan-script.json": [
     "src/plan",
-    "src/cli/plan-script.ts",
+    "src/plan/measure/script.ts",
     "src/tune/knobs.ts",
     "src/tune/loaders.ts",
     "src/tune/bindings.ts",
@@ -726,6 +728,7 @@ function cpuFigures(name, r) {
     ]);
   if (name === "tune-corpus.json" && Array.isArray(r.entries)) return corpusFigures(r);
   if (name === "first-run.json" && Array.isArray(r.rounds)) return firstRunFigures(r);
+  if (name === "cpu-threads.json" && Array.isArray(r.results)) return cpuThreadsFigures(r);
   if (name === "plan-script-h100.json" && r.summary?.per_job_precision) return planScriptH100Figures(r);
   if (name === "plan-script.json" && Array.isArray(r.rows)) return planScriptFigures(r);
   if (name === "search-sim.json" && Array.isArray(r.results)) {
@@ -890,6 +893,19 @@ function planScriptH100Figures(r) {
 }
 
 /** bench/first-run.bench.mjs: the README's first command, round by round, beside a busy core. */
+/** bench/cpu-threads.bench.mjs: the cnn-lstm example's samples/s by intra-op threads and loader workers, beside a busy core. */
+function cpuThreadsFigures(r) {
+  return [
+    `${r.job}; ${r.beside}; ${r.machine?.torch ? `torch ${r.machine.torch.split(" ")[0]}` : ""}, load ${fmt(r.machine?.load_1m_at_end, 2)} at the end.`,
+    "",
+    table(
+      ["intra-op threads", "loader workers", "samples/s (median)", "each round"],
+      r.results.map((x) => [x.threads === null ? "default" : String(x.threads), String(x.workers), fmt(x.median, 1), x.samples_per_s.map((v) => fmt(v, 1)).join(", ")]),
+    ),
+    "",
+  ];
+}
+
 function firstRunFigures(r) {
   // the config lines the round's apply --dry-run would write: "+  num_workers: 8   # ..." → "num_workers: 8"
   const change = (x) =>

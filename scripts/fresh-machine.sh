@@ -8,7 +8,7 @@
 # beside them. The machine's own configuration (certificates, proxies, ~/.npmrc) is kept. Reports each
 # command's exit code and wall time, and the closing "N passed, N failed" line of the one that prints it.
 #
-#   scripts/fresh-machine.sh [--repo PATH] [--ref REF] [--first-only] [--dry-run] [--keep] [--warm-caches] [--no-busy]
+#   scripts/fresh-machine.sh [--repo PATH] [--ref REF] [--first-only] [--dry-run] [--keep] [--warm-caches] [--no-busy] [--record FILE]
 #
 #   --repo PATH    the repository to clone (default: the one this script is in)
 #   --ref REF      what to check out (default: its HEAD)
@@ -17,6 +17,8 @@
 #   --keep         keep the clone (default: removed at the end; the logs are always kept)
 #   --warm-caches  use this user's caches instead of empty ones
 #   --no-busy      no busy process beside the commands
+#   --record FILE  also write what it found as JSON (bench/results/fresh-machine.json is the committed one):
+#                  each command's exit code, wall time and closing line, and the tune's winner lines
 #
 # Exit status: 0 when every command that ran exited 0, 1 otherwise, 2 for bad arguments.
 # System packages (apt) are the machine's: a set-up that installs them does so once for every run.
@@ -29,6 +31,7 @@ dry_run=0
 keep=0
 warm_caches=0
 busy=1
+record=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --repo) repo="${2:?--repo needs a path}"; shift 2 ;;
@@ -38,7 +41,8 @@ while [ $# -gt 0 ]; do
     --keep) keep=1; shift ;;
     --warm-caches) warm_caches=1; shift ;;
     --no-busy) busy=0; shift ;;
-    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --record) record="${2:?--record needs a file}"; shift 2 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh-machine: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -102,6 +106,8 @@ fi
 
 status=0
 summary=()
+walls=()
+codes=()
 for i in "${!commands[@]}"; do
   n=$((i + 1))
   log="$logs/command-$n.log"
@@ -114,9 +120,46 @@ for i in "${!commands[@]}"; do
   wall=$((($(date +%s%N) - start) / 1000000000))
   closing=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)
   summary+=("command $n: exit $rc in $wall s${closing:+, closing line: $closing} (log $log)")
+  walls+=("$wall")
+  codes+=("$rc")
   [ "$rc" -eq 0 ] || status=1
 done
 
 echo "fresh-machine: $(nproc) cores, $([ "$busy" -eq 1 ] && echo "one kept busy" || echo "none kept busy"), caches $([ "$warm_caches" -eq 1 ] && echo "warm" || echo "empty at the start")"
 for line in "${summary[@]}"; do echo "fresh-machine: $line"; done
+if [ -n "$record" ]; then
+  node - "$record" "$logs" "$(git -C "$clone" rev-parse --short HEAD)" "$busy" "$warm_caches" "${walls[@]}" -- "${codes[@]}" -- "${commands[@]}" <<'NODE'
+const { readFileSync, writeFileSync } = require("node:fs");
+const os = require("node:os");
+const [file, logs, commit, busy, warm, ...rest] = process.argv.slice(2);
+const cut = rest.indexOf("--");
+const walls = rest.slice(0, cut).map(Number);
+const after = rest.slice(cut + 1);
+const cut2 = after.indexOf("--");
+const codes = after.slice(0, cut2).map(Number);
+const commands = after.slice(cut2 + 1);
+const rounds = commands.map((command, i) => {
+  const log = readFileSync(`${logs}/command-${i + 1}.log`, "utf8").split("\n");
+  const pick = (re) => log.filter((l) => re.test(l)).map((l) => l.trim());
+  return {
+    command,
+    exit_code: codes[i],
+    wall_s: walls[i],
+    closing_line: pick(/^\d+ passed, \d+ failed$/).at(-1) ?? null,
+    tune_lines: pick(/^(winner:|no winner:|  interleaved A\/B|first-run: training Python)|^\s*[-+] {2}\S.*:/),
+  };
+});
+const report = {
+  command: "bash scripts/fresh-machine.sh --record " + file,
+  commit,
+  measured_at: new Date().toISOString(),
+  machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, load_1m_at_end: Number(os.loadavg()[0].toFixed(2)) },
+  beside: busy === "1" ? "one core kept busy by another process in its own session (setsid yes)" : "nothing started beside the commands",
+  caches: warm === "1" ? "this user's (warm)" : "empty at the start",
+  commands: rounds,
+};
+writeFileSync(file, JSON.stringify(report, null, 2) + "\n");
+console.log(`fresh-machine: wrote ${file}`);
+NODE
+fi
 exit "$status"

@@ -78,7 +78,7 @@ export const JOB_ENV = {
   BRIM_STACKS_SIGNAL: { setBy: "src/job/runner.ts", readBy: "start-up (sitecustomize)", meaning: "the signal number brim sends for a stack dump" },
   BRIM_PROGRESS_PATTERN: { setBy: "src/cli/run.ts", readBy: "brim (not the job)", meaning: "the user's pattern for progress lines (--progress-pattern)" },
   BRIM_FOOTPRINT: {
-    setBy: "src/cli/plan-script.ts",
+    setBy: "src/plan/measure/script.ts",
     readBy: "the attach (python/brim/_footprint.py)",
     meaning: "1: record what a step holds (brim plan's measuring runs)",
   },

@@ -32,7 +32,7 @@ export interface TuneCap {
 export async function removeInterruptedCopies(bindings: readonly KnobBinding[], store: RunStore, note: (line: string) => void): Promise<void> {
   for (const file of new Set(bindings.flatMap((b) => (b.via === "config" ? [b.file] : [])))) {
     const removed = await removeStaleTrialCopies(file, store);
-    if (removed.length > 0) note(`removed ${removed.length} trial cop${removed.length === 1 ? "y" : "ies"} of ${file} that an interrupted tune left`);
+    if (removed.length > 0) note(`removed ${removed.length} cop${removed.length === 1 ? "y" : "ies"} of ${file} that an interrupted tune or plan left`);
   }
 }
 
