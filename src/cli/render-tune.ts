@@ -194,8 +194,7 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   }
   const unseen = unseenSamples(unit);
   if (unseen !== null) out.push(unseen);
-  // rate_from is written by tune/record.ts (a key the loose trial schema keeps)
-  if ((record.trials.find((trial) => trial.index === 0) as { rate_from?: unknown } | undefined)?.rate_from === "job")
+  if (record.trials.find((trial) => trial.index === 0)?.rate_from === "job")
     out.push(
       "brim compared the job's own samples/s (the rate lines it prints, over the optimizer steps brim counted): no step said its samples; to count them itself, name the batch size as a knob (--knob batch_size=N) or report them (brim.track(loader, samples=lambda batch: …))",
     );

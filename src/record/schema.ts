@@ -136,6 +136,8 @@ export const trialSchema = z.looseObject({
    * knob does not change the samples of a step); absent: samples.
    */
   rate_unit: z.enum(["batches", "steps"]).optional(),
+  /** "job": samples_per_s is the job's own printed rate over the steps brim counted (no step said its samples) */
+  rate_from: z.enum(["job"]).optional(),
   peak_bytes: nn,
   framework_peak_bytes: nn.default(null),
   gpu_util_mean: nn,
