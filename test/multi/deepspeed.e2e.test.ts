@@ -147,6 +147,9 @@ describe.skipIf(!usable)(`brim on DeepSpeed's launcher, 2 CPU ranks (${why})`, (
           "cpu_threads",
           "--max-trials",
           "2",
+          // at most 2 s measured a trial: what reached DeepSpeed is asserted, not a speed
+          "--window",
+          "2s",
           "--",
           ...launch(),
           "--max-steps",
