@@ -14,7 +14,8 @@ import { gpuCapabilities } from "../devices/gpu-facts.ts";
 import { UsageError } from "../errors/index.ts";
 import { findGpu } from "../plan/catalog.ts";
 import { formatBytes } from "../bytes.ts";
-import { ACCUMULATION_KNOB, MICRO_BATCH_KNOB, NEED_WORKERS, spelledValues } from "../knobs/index.ts";
+import { ACCUMULATION_KNOB, knobSpec, MICRO_BATCH_KNOB, NEED_WORKERS, spelledValues } from "../knobs/index.ts";
+import { rankByEvidence, type TrialEvidence } from "./evidence.ts";
 import { dividingMicroBatches, keptBatchLine, type GlobalBatch } from "./divisible.ts";
 import { candidateValues, type CandidateContext } from "./knobs.ts";
 import type { Knobs, KnobValue, TuneSpace } from "./types.ts";
@@ -205,6 +206,23 @@ export function effectiveBatchPolicy(space: TuneSpace, options: Pick<SpaceOption
       ? `effective batch free: the job accumulates ${space.observedAccumulation} batches per optimizer step in its code (no knob brim can change), so the effective batch (now ${String(before)} = ${String(micro)} × ${space.observedAccumulation}) changes with the micro-batch, and so may the learning rate that suits it`
       : `effective batch free: it changes with the micro-batch${before === null ? "" : ` (now ${before})`}, and so may the learning rate that suits it (give --effective-batch N to hold it)`,
   };
+}
+
+/**
+ * When the only knobs of a space with no micro-batch are job-wide ones (every PyTorch job has them,
+ * `cpu_threads`) and trial 0's evidence rules each out, the lines that say why: the job has nothing to
+ * tune. Null when something is left to try.
+ *
+ * @example
+ * ```ts
+ * jobWideRuledOut({ baseline: { cpu_threads: 2 }, others: [{ knob: "cpu_threads", values: [1, 2] }] }, quietEvidence);
+ * // ["cpu_threads not tried: other processes keep only 0.02 of 2 cores busy: fewer threads pay only when they hold cores"]
+ * ```
+ */
+export function jobWideRuledOut(space: TuneSpace, evidence: TrialEvidence): string[] | null {
+  if (space.microBatch !== undefined || space.others.some((other) => knobSpec(other.knob)?.jobWide === undefined)) return null;
+  const { ranked, skipped } = rankByEvidence(space.others, evidence, space.baseline);
+  return ranked.length > 0 ? null : skipped.map((s) => `${s.knob} not tried: ${s.why}`);
 }
 
 /** A job that derives its accumulation from a global batch: only micro-batches that divide it per rank are tried (a value that does not crashes the trial or changes the batch). */

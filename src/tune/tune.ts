@@ -24,7 +24,7 @@ import type { TuneDeps, TuneOptions, TuneResult } from "./options.ts";
 import { noWinnerAdvice, recordTrial, trialRecord, bindingRecord } from "./record.ts";
 import { budgetLine, newTuneRecord, removeInterruptedCopies, trialSettings, tuneBaseline, tuneCap } from "./setup.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
-import { buildSpace, contextOfDevices, effectiveBatchPolicy, MICRO_BATCH_KNOB } from "./space.ts";
+import { buildSpace, contextOfDevices, effectiveBatchPolicy, jobWideRuledOut, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior, type PlanPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
 import { judgeSamples, winnerPolicy } from "./effective.ts";
@@ -138,8 +138,10 @@ async function runTune(options: TuneOptions, deps: TuneDeps, state: TuneState): 
   const first = await countedByLiteral(options, deps, state, await runBaseline(options, deps, state));
   if (untunable(first.result)) return finish(options, deps, state, null, first.result.end === "interrupted" ? "interrupted" : "converged");
   const space = discoverSpace(options, deps, state, first);
-  if (space.microBatch === undefined && space.others.length === 0) {
+  const ruledOut = jobWideRuledOut(space, evidenceOf(first.result, state.baseline, state.settings.capBytes));
+  if (space.microBatch === undefined && (space.others.length === 0 || ruledOut !== null)) {
     // nothing to vary: trial 0 is all there is, and it is not a winner
+    ruledOut?.forEach(state.note);
     return finish(options, deps, state, null, "nothing_to_tune");
   }
   state.record.effective_batch = space.effectiveBatch ?? null;

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { candidateValues } from "../../src/knobs/index.ts";
 import { EVIDENCE_FIRST, evidenceOf, otherWork, rankByEvidence } from "../../src/tune/evidence.ts";
 import { searchKnobs } from "../../src/tune/search.ts";
+import { jobWideRuledOut } from "../../src/tune/space.ts";
 import type { Knobs, TrialResult, TrialRunner, TuneSpace } from "../../src/tune/types.ts";
 
 // The knob cpu_threads (PyTorch's intra-op threads) on the recorded shape of the bundled cnn-lstm
@@ -100,5 +101,14 @@ describe("cpu_threads: fewer intra-op threads when other work holds the cores", 
     const row = (threads: number | null, w: number) => record.results.find((r) => r.threads === threads && r.workers === w)?.median ?? 0;
     expect(row(null, 4)).toBeLessThan(row(null, 2));
     expect(row(1, 4)).toBeGreaterThan(2 * row(null, 2));
+  });
+
+  it("a job with nothing else to tune and no other work beside it has nothing to tune; beside busy cores it has cpu_threads", () => {
+    const space: TuneSpace = { baseline: { cpu_threads: 2 }, others: [{ knob: "cpu_threads", values: [1, 2] }] };
+    expect(jobWideRuledOut(space, evidenceOf(trial(8, 0.02), { cpu_threads: 2 }, 1e9))).toEqual([
+      "cpu_threads not tried: other processes keep only 0.02 of 2 cores busy: fewer threads pay only when they hold cores",
+    ]);
+    expect(jobWideRuledOut(space, evidenceOf(trial(8, 1), { cpu_threads: 2 }, 1e9))).toBeNull();
+    expect(jobWideRuledOut({ ...space, others: [...space.others, { knob: "num_workers", values: [0, 2] }] }, evidenceOf(trial(8, 0.02), {}, 1e9))).toBeNull();
   });
 });
