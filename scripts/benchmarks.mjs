@@ -70,6 +70,8 @@ const SOURCES = {
   // brim's own code, and the corpus itself (its entries, configs and pinned packages) with its bench
   "tune-corpus.json": ["src", "python/brim", "bin", "corpus", "bench/tune-corpus.bench.mjs"],
   "first-run.json": ["src", "python/brim", "bin", "scripts/first-run.sh", "examples/cnn-lstm", "bench/first-run.bench.mjs"],
+  // the README's two commands on a fresh clone: everything they run
+  "fresh-machine.json": ["src", "python", "bin", "scripts", "examples/cnn-lstm", "test", "package.json", "package-lock.json", ".ci", "vitest.config.ts"],
   // the example run plainly (no brim): only the example and the bench decide it
   "cpu-threads.json": ["examples/cnn-lstm", "bench/cpu-threads.bench.mjs"],
   "loss-read.json": ["python/brim/_loss.py", "python/brim/_attach.py", "python/brim/_tracking.py", "bench/loss-read.bench.py"],
@@ -729,6 +731,7 @@ function cpuFigures(name, r) {
   if (name === "tune-corpus.json" && Array.isArray(r.entries)) return corpusFigures(r);
   if (name === "first-run.json" && Array.isArray(r.rounds)) return firstRunFigures(r);
   if (name === "cpu-threads.json" && Array.isArray(r.results)) return cpuThreadsFigures(r);
+  if (name === "fresh-machine.json" && Array.isArray(r.commands)) return freshMachineFigures(r);
   if (name === "plan-script-h100.json" && r.summary?.per_job_precision) return planScriptH100Figures(r);
   if (name === "plan-script.json" && Array.isArray(r.rows)) return planScriptFigures(r);
   if (name === "search-sim.json" && Array.isArray(r.results)) {
@@ -893,6 +896,19 @@ function planScriptH100Figures(r) {
 }
 
 /** bench/first-run.bench.mjs: the README's first command, round by round, beside a busy core. */
+/** scripts/fresh-machine.sh --record: the README's two commands on a fresh clone, each with its exit, time and what it printed last. */
+function freshMachineFigures(r) {
+  return [
+    `A fresh clone at ${r.commit}, ${r.beside}, caches ${r.caches}; load ${fmt(r.machine?.load_1m_at_end, 2)} at the end.`,
+    "",
+    table(
+      ["command", "exit", "wall s", "what it said"],
+      r.commands.map((x) => [`\`${x.command}\``, String(x.exit_code), String(x.wall_s), [x.closing_line, ...(x.tune_lines ?? [])].filter(Boolean).join("; ") || "—"]),
+    ),
+    "",
+  ];
+}
+
 /** bench/cpu-threads.bench.mjs: the cnn-lstm example's samples/s by intra-op threads and loader workers, beside a busy core. */
 function cpuThreadsFigures(r) {
   return [
