@@ -184,8 +184,9 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
   {
     // PyTorch's intra-op threads in the training process (torch.set_num_threads; default: the physical
     // cores). Each parallel op waits at a barrier for all of them, so when other work holds a core
-    // every op waits for it: beside one busy core of 2, the cnn-lstm example with 4 loader workers ran
-    // 11 samples/s on 2 threads and 44 on 1 (bench/results/cpu-threads.json). Fewer is tried, never more.
+    // every op waits for it: beside one busy core of 2, the cnn-lstm example ran 7.6 samples/s with no
+    // loader workers and 6.2 with 4 on 2 threads, 9.6 and 45 on 1 (bench/results/cpu-threads.json).
+    // Fewer is tried, never more.
     name: "cpu_threads",
     configKeys: ["cpu_threads", "num_threads", "torch_num_threads", "intra_op_threads", "omp_num_threads"],
     flagNames: ["torch_threads", "intra_op_parallelism"],
