@@ -903,7 +903,12 @@ function freshMachineFigures(r) {
     "",
     table(
       ["command", "exit", "wall s", "what it said"],
-      r.commands.map((x) => [`\`${x.command}\``, String(x.exit_code), String(x.wall_s), [x.closing_line, ...(x.tune_lines ?? [])].filter(Boolean).join("; ") || "—"]),
+      r.commands.map((x) => [
+        `\`${x.command}\``,
+        String(x.exit_code),
+        String(x.wall_s),
+        [x.closing_line, ...(x.tune_lines ?? [])].filter(Boolean).join("; ") || "—",
+      ]),
     ),
     "",
   ];
@@ -916,7 +921,12 @@ function cpuThreadsFigures(r) {
     "",
     table(
       ["intra-op threads", "loader workers", "samples/s (median)", "each round"],
-      r.results.map((x) => [x.threads === null ? "default" : String(x.threads), String(x.workers), fmt(x.median, 1), x.samples_per_s.map((v) => fmt(v, 1)).join(", ")]),
+      r.results.map((x) => [
+        x.threads === null ? "default" : String(x.threads),
+        String(x.workers),
+        fmt(x.median, 1),
+        x.samples_per_s.map((v) => fmt(v, 1)).join(", "),
+      ]),
     ),
     "",
   ];
