@@ -31,6 +31,9 @@ describe.skipIf(!hasTorch || !built)("a batch-size flag the job overwrites", () 
           "3",
           "--steps",
           "6",
+          // beside busy cores cpu_threads would be tried first (test/tune/cpu-threads.test.ts); this test is about the batch flag
+          "--fix",
+          "cpu_threads",
           "--",
           PYTHON,
           join(REPO, "test/jobs/overwritten_batch.py"),
