@@ -28,6 +28,21 @@ def _always() -> bool:
     return True
 
 
+def _put_hook(owner: Any, torch: Any) -> bool:
+    """Put `owner._hook` on every module's forward (once), with the torch checks it reads; False when
+    it was on already or this torch has no global module hooks."""
+    if owner.handle is not None:
+        return False
+    register = getattr(torch.nn.modules.module, "register_module_forward_pre_hook", None)
+    if register is None:
+        return False
+    compiler = getattr(torch, "compiler", None)
+    owner.compiling = getattr(compiler, "is_compiling", None) or _never
+    owner.grad_enabled = torch.is_grad_enabled
+    owner.handle = register(owner._hook)
+    return True
+
+
 class ModelInput:
     """The batch of the forward before each backward, read by a global forward pre-hook.
 
@@ -47,16 +62,8 @@ class ModelInput:
 
     def install(self, torch: Any) -> None:
         """Put the hook on (once); nothing when this torch has no global module hooks."""
-        if self.handle is not None:
-            return
-        register = getattr(torch.nn.modules.module, "register_module_forward_pre_hook", None)
-        if register is None:
-            return
-        compiler = getattr(torch, "compiler", None)
-        self.compiling = getattr(compiler, "is_compiling", None) or _never
-        self.grad_enabled = torch.is_grad_enabled
-        self.handle = register(self._hook)
-        token_input.install(torch)
+        if _put_hook(self, torch):
+            token_input.install(torch)
 
     def off(self) -> None:
         """Take the hook off for good: a DataLoader tells the samples."""
@@ -176,15 +183,7 @@ class TokenInput:
 
     def install(self, torch: Any) -> None:
         """Put the hook on (once); nothing when this torch has no global module hooks."""
-        if self.handle is not None:
-            return
-        register = getattr(torch.nn.modules.module, "register_module_forward_pre_hook", None)
-        if register is None:
-            return
-        compiler = getattr(torch, "compiler", None)
-        self.compiling = getattr(compiler, "is_compiling", None) or _never
-        self.grad_enabled = torch.is_grad_enabled
-        self.handle = register(self._hook)
+        _put_hook(self, torch)
 
     def off(self) -> None:
         """Take the hook off for good."""
