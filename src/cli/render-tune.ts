@@ -200,6 +200,7 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
     );
   if (record.effective_batch_policy) out.push(record.effective_batch_policy.text);
   for (const limit of record.limits ?? []) out.push(limit);
+  if (record.evaluation) out.push(record.evaluation.line);
   if (record.memory_line) {
     const m = record.memory_line;
     const line =

@@ -158,6 +158,12 @@ export const trialSchema = z.looseObject({
   /** Batches per optimizer step the job reported, and the effective batch that ran (micro-batch × accumulation). */
   accumulation: nn.optional(),
   effective_batch: nn.optional(),
+  /**
+   * The job's evaluation in this trial, as the attach saw it: ran (a loader fetched with gradients off,
+   * not trained on) or not (a loader built and never iterated beside one that trained), with that
+   * loader's file:line; absent with no evidence of evaluation, and in older records.
+   */
+  evaluation: z.looseObject({ ran: z.boolean(), where: z.string().nullable() }).optional(),
 });
 
 /** tune.json (schema `brim.tune/v1`); docs/run-store.md names every field. */
@@ -241,6 +247,12 @@ export const tuneSchema = z.looseObject({
     .optional(),
   /** What still limits the job in the configuration the tune ends with (its closing lines). */
   limits: z.array(z.string()).optional(),
+  /**
+   * Whether the job's evaluation ran in the trials of the configuration the tune ends with (the
+   * winner's, else trial 0's), so that its memory is in their peak; the trials it ran in; the line
+   * printed. Absent when no trial showed evidence of evaluation, and in older records.
+   */
+  evaluation: z.looseObject({ ran: z.boolean(), trials: z.array(n), line: z.string() }).optional(),
   /** With no winner: why, and the next thing to try. */
   no_winner: z.looseObject({ reason: z.string(), next: z.string() }).nullable().optional(),
 });

@@ -13,8 +13,8 @@ import type { RunStore } from "../record/store.ts";
 import type { KnobBindingRecord, TuneRecord, TuneTrialRecord } from "../record/types.ts";
 import { effectiveBatchOf } from "./effective.ts";
 import type { KnobBinding } from "./knobs.ts";
-import type { Knobs, TrialResult } from "./types.ts";
-import { ENDED_TOO_SOON } from "./types.ts";
+import type { Knobs, MemoryLineReport, TrialResult } from "./types.ts";
+import { ENDED_TOO_SOON, NO_TRAINING_STEP } from "./types.ts";
 
 /**
  * A binding as tune.json keeps it.
@@ -81,6 +81,25 @@ export function trialRecord(index: number, knobs: Knobs, purpose: string, result
     sm_activity_mean: result.smActivityMean ?? null,
     accumulation: result.accumulation ?? null,
     effective_batch: result.end === "ok" || result.end === "slower" ? effectiveBatchOf(knobs, result) : null,
+    ...(result.evaluation != null ? { evaluation: result.evaluation } : {}),
+  };
+}
+
+/**
+ * The search's memory line as tune.json keeps it (null when it drew none).
+ *
+ * @example
+ * ```ts
+ * memoryLineRecord(outcome.memoryLine)?.predicted_max_micro_batch; // 96
+ * ```
+ */
+export function memoryLineRecord(line: MemoryLineReport | null): TuneRecord["memory_line"] {
+  if (line === null) return null;
+  return {
+    intercept_bytes: line.interceptBytes,
+    bytes_per_sample: line.bytesPerSample,
+    margin_bytes: line.marginBytes,
+    predicted_max_micro_batch: line.predictedMaxMicroBatch,
   };
 }
 
@@ -143,6 +162,11 @@ export function noWinnerAdvice(trials: readonly TuneTrialRecord[], stopReason: s
     return { reason: "trial 0 made no two steady steps within the trial time", next: "raise --trial-time (e.g. --trial-time 10m), or lower the work per step" };
   if (kind === "no_steps" && baseline.failure?.cause.startsWith(ENDED_TOO_SOON) === true)
     return { reason: `your configuration (trial 0): ${baseline.failure.cause}`, next: "make the job run more steps, then tune again" };
+  if (kind === "no_steps" && baseline.failure?.cause.startsWith(NO_TRAINING_STEP) === true)
+    return {
+      reason: `your configuration (trial 0): ${baseline.failure.cause}`,
+      next: "make the job train (an optimizer step) within a trial, then tune again",
+    };
   if (kind === "no_steps")
     return {
       reason: "no trial reported steps with samples",

@@ -20,11 +20,12 @@ import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline/index.ts";
 import { JobRates, withJobRate, type JobRate } from "./job-rate.ts";
+import { trialEvaluation } from "./evaluation.ts";
 import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
 import { asKnobValue, type KnobBinding } from "./knobs.ts";
 import { launchWithKnobs } from "./launch.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
-import { ENDED_TOO_SOON } from "./types.ts";
+import { ENDED_TOO_SOON, NO_TRAINING_STEP } from "./types.ts";
 import {
   countedSteps,
   inRateUnit,
@@ -143,6 +144,7 @@ export async function runTrial(
     }
     const loaders = loadersOf(run.timeline.events);
     const result = classifyTrial(run, settings, watch.verdict, watch.timedOut, knobs, watch.stuck, watch.rates.rates);
+    result.evaluation = trialEvaluation(loaders);
     // a batch larger than the data the loader sees runs no step (drop_last) or fails: say so
     const data = dataLimit(loaders, typeof knobs.batch_size === "number" ? knobs.batch_size : null);
     if (data !== null && typeof knobs.batch_size === "number" && knobs.batch_size > data.samples && (result.end === "no_steps" || result.end === "crashed")) {
@@ -461,6 +463,8 @@ export function failureOf(
           kind: "no_steps",
           cause: `${ENDED_TOO_SOON} after ${steps} step${steps === 1 ? "" : "s"}: too few to measure (the first are warm-up, then two steady steps at least); let it run longer (more batches or epochs)`,
         };
+      if (steps === 0)
+        return { kind: "no_steps", cause: `${NO_TRAINING_STEP}: a trial counts only once the job trains (is the loop instrumented, or its progress printed?)` };
       return { kind: "no_steps", cause: "the job ran but reported no steady step with samples (is the loop instrumented, or its progress printed?)" };
     case "gpu_fault":
       return { kind: "gpu_fault", cause: message };

@@ -21,7 +21,8 @@ import { rewriteArgv } from "./argv.ts";
 import { codePlace, describeBindings, resolveBindings } from "./bindings.ts";
 import { fillTemplate, KNOWN_KNOBS, type CodeKnob, type KnobBinding } from "./knobs.ts";
 import type { TuneDeps, TuneOptions, TuneResult } from "./options.ts";
-import { noWinnerAdvice, recordTrial, trialRecord, bindingRecord } from "./record.ts";
+import { noWinnerAdvice, recordTrial, trialRecord, bindingRecord, memoryLineRecord } from "./record.ts";
+import { tuneEvaluation } from "./evaluation.ts";
 import { budgetLine, newTuneRecord, removeInterruptedCopies, trialSettings, tuneBaseline, tuneCap } from "./setup.ts";
 import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { buildSpace, contextOfDevices, effectiveBatchPolicy, jobWideRuledOut, MICRO_BATCH_KNOB } from "./space.ts";
@@ -468,14 +469,7 @@ async function finish(
   if (refused !== null) record.winner = null;
   if (outcome !== null) {
     record.noise = outcome.noise;
-    record.memory_line = outcome.memoryLine
-      ? {
-          intercept_bytes: outcome.memoryLine.interceptBytes,
-          bytes_per_sample: outcome.memoryLine.bytesPerSample,
-          margin_bytes: outcome.memoryLine.marginBytes,
-          predicted_max_micro_batch: outcome.memoryLine.predictedMaxMicroBatch,
-        }
-      : null;
+    record.memory_line = memoryLineRecord(outcome.memoryLine);
     record.notes = [...record.notes, ...outcome.notes];
   }
   const policy = record.effective_batch_policy;
@@ -483,6 +477,8 @@ async function finish(
   const ending = record.winner !== null ? trials.find((t) => t.index === record.winner?.index) : trials[0];
   if (ending !== undefined && ending.result.end === "ok") record.limits = stillLimits(evidenceOf(ending.result, ending.knobs, record.cap_bytes), ending.knobs);
   if (state.codeHints.length > 0) record.limits = [...(record.limits ?? []), ...state.codeHints];
+  const evaluation = tuneEvaluation(record.trials, record.winner?.knobs ?? null);
+  if (evaluation !== null) record.evaluation = evaluation;
   record.no_winner =
     record.winner === null && stopReason !== "interrupted"
       ? (refused ?? noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)))

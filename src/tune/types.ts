@@ -53,6 +53,8 @@ export interface TrialResult {
   rateUnit?: "batches" | "steps";
   /** "job": no step said its samples and samplesPerSecond is the job's own printed samples/s over the steps brim counted (tune/job-rate.ts) */
   rateFrom?: "job";
+  /** the job's evaluation in this trial, as the attach saw its loaders (tune/evaluation.ts); absent or null without evidence of one */
+  evaluation?: { ran: boolean; where: string | null } | null;
   /** why it gave no throughput (null when it did) */
   failure?: TrialFailure | null;
   /** the last lines of the job's output, kept when the trial failed */
@@ -168,3 +170,5 @@ export interface SearchOutcome {
 
 /** How the failure of a job that ended on its own before two steady steps begins (all its steps had their samples). */
 export const ENDED_TOO_SOON = "the job ended on its own";
+/** How the failure of a trial that ran no training step at all begins (no optimizer step counted, nor an SDK or progress step). */
+export const NO_TRAINING_STEP = "no training step: the job ran no optimizer step brim could count";
