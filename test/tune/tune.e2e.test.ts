@@ -115,17 +115,18 @@ describe("brim tune on the bundled examples (CPU), with --apply", () => {
   cpSync(join(REPO, "examples"), examples, { recursive: true, filter: (path) => !path.includes(".data") && !path.includes("__pycache__") });
   // the examples' own code and config.yaml, on narrower layers: what is asserted is the config's edit and
   // the record, never the speed, and the full-width models cost minutes of CPU per tune (they run whole
-  // in test/examples and python/tests/test_examples.py)
+  // in test/examples and python/tests/test_examples.py). One example: nbeats and ppo keep their
+  // batch size under the same data_loader.batch_size key of a commented config.yaml, so a second tune
+  // would assert the same binding, record and edit again at twice the CPU; ppo is the cheaper trial.
   const narrow = (name: string, from: RegExp, to: string): void => {
     const spec = join(examples, name, "model.yaml");
     const text = readFileSync(spec, "utf8");
     if (!from.test(text)) throw new Error(`${spec} no longer has ${String(from)}: narrow it here anew`);
     writeFileSync(spec, text.replace(from, to));
   };
-  narrow("nbeats", /^units: 512$/m, "units: 64");
   narrow("ppo", /^policy: \[2048, 1024, 512\]\nvalue: \[2048, 1024, 512\]$/m, "policy: [128, 64]\nvalue: [128, 64]");
 
-  for (const name of ["ppo", "nbeats"]) {
+  for (const name of ["ppo"]) {
     it(`tunes ${name}: finishes in a small budget, decides as it measured, the config keeps its comments`, { timeout: scaled(600_000) }, () => {
       const config = join(examples, name, "config.yaml");
       const before = readFileSync(config, "utf8");
