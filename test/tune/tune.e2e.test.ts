@@ -139,8 +139,12 @@ describe("brim tune on the bundled examples (CPU), with --apply", () => {
         "--quiet",
         "--cap",
         "6GiB",
+        // PyTorch's threads (tried first beside busy cores) are not this test's subject: its trials are
+        // micro-batches, whose winner is the config edit asserted
+        "--fix",
+        "cpu_threads",
         "--max-trials",
-        "4",
+        "3",
         "--warmup",
         "1",
         "--steps",
@@ -165,7 +169,7 @@ describe("brim tune on the bundled examples (CPU), with --apply", () => {
       const [id] = readdirSync(join(store, "tunes"));
       const record = JSON.parse(readFileSync(join(store, "tunes", id as string, "tune.json"), "utf8")) as TuneRecord;
       expect(record.trials.length).toBeGreaterThanOrEqual(2);
-      expect(record.trials.length).toBeLessThanOrEqual(4 + 6);
+      expect(record.trials.length).toBeLessThanOrEqual(3 + 6);
       expect(record.bindings.map((binding) => `${binding.knob}=${binding.key}`)).toContain("batch_size=data_loader.batch_size");
       // the verdict is the one its own interleaved measurements give (which configuration is fastest is
       // decided on recorded and simulated trials, not on this machine's speed today)
