@@ -21,9 +21,10 @@ const JOB = join(REPO, "test", "jobs", "hf_padded_lm.py");
 const root = mkdtempSync(join(tmpdir(), "brim-parity-tokens-e2e-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
+// torch and transformers installed, found without importing them (the imports alone cost seconds of CPU)
+const FIND_TORCH_TRANSFORMERS = "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(n) is None for n in ('torch', 'transformers')))";
 const python = [process.env.BRIM_TEST_PYTHON, join(REPO, ".venv", "bin", "python"), "/usr/bin/python3"].find(
-  (candidate): candidate is string =>
-    candidate !== undefined && existsSync(candidate) && spawnSync(candidate, ["-c", "import torch, transformers"]).status === 0,
+  (candidate): candidate is string => candidate !== undefined && existsSync(candidate) && spawnSync(candidate, ["-c", FIND_TORCH_TRANSFORMERS]).status === 0,
 );
 if (python === undefined) console.warn("skipped: no interpreter with torch and transformers (set BRIM_TEST_PYTHON)");
 

@@ -18,8 +18,10 @@ const JOB = join(REPO, "test", "jobs", "parity_mlp.py");
 const root = mkdtempSync(join(tmpdir(), "brim-parity-e2e-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
+// torch installed, found without importing it (the import alone costs seconds of CPU)
+const FIND_TORCH = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)";
 const python = [process.env.BRIM_TEST_PYTHON, join(REPO, ".venv", "bin", "python"), "/usr/bin/python3"].find(
-  (candidate): candidate is string => candidate !== undefined && existsSync(candidate) && spawnSync(candidate, ["-c", "import torch"]).status === 0,
+  (candidate): candidate is string => candidate !== undefined && existsSync(candidate) && spawnSync(candidate, ["-c", FIND_TORCH]).status === 0,
 );
 if (python === undefined) console.warn("skipped: no interpreter with torch (set BRIM_TEST_PYTHON)");
 
