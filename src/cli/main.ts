@@ -1,16 +1,33 @@
 import { Command, CommanderError } from "commander";
 import { isBrimError } from "../errors/index.ts";
 import { processOutput, type Output } from "./output.ts";
-import { registerPlan } from "./plan.ts";
-import { registerDetect } from "./detect.ts";
-import { registerRun } from "./run.ts";
-import { registerTune } from "./tune.ts";
-import { registerDoctor } from "./doctor.ts";
-import { registerReport } from "./report.ts";
-import { registerDashboard } from "./dashboard.ts";
-import { registerRuns } from "./runs.ts";
-import { registerCompletion } from "./completion.ts";
 import { BRIM_VERSION as version } from "../version.ts";
+
+type Register = (program: Command, out: Output, setExitCode: (code: number) => void) => void;
+
+/**
+ * Each command's module, in the order `brim --help` lists them, loaded only when needed: a command
+ * line that names one loads that one (brim runs in a few hundred milliseconds less: every trial's
+ * `brim` and every shell completion pays it); help, completion and anything unknown load all.
+ */
+export const COMMAND_MODULES: readonly (readonly [names: readonly string[], load: () => Promise<Register>])[] = [
+  [["plan"], async () => (await import("./plan.ts")).registerPlan],
+  [["detect"], async () => (await import("./detect.ts")).registerDetect],
+  [["run"], async () => (await import("./run.ts")).registerRun],
+  [["tune", "apply"], async () => (await import("./tune.ts")).registerTune],
+  [["doctor"], async () => (await import("./doctor.ts")).registerDoctor],
+  [["report"], async () => (await import("./report.ts")).registerReport],
+  [["runs"], async () => (await import("./runs.ts")).registerRuns],
+  [["dashboard"], async () => (await import("./dashboard.ts")).registerDashboard],
+  [["completion"], async () => (await import("./completion.ts")).registerCompletion],
+];
+
+/** The modules a command line needs: the one its first word names, none for the version, else all. */
+function modulesFor(argv: readonly string[]): (typeof COMMAND_MODULES)[number][] {
+  if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) return [];
+  const named = COMMAND_MODULES.find(([names]) => names.includes(argv[0] ?? ""));
+  return named === undefined || named[0].includes("completion") ? [...COMMAND_MODULES] : [named];
+}
 
 /**
  * Runs the brim command line and returns the exit status; never exits the process itself.
@@ -36,15 +53,7 @@ export async function main(argv: readonly string[], out: Output = processOutput)
     exitCode = code;
   };
   program.enablePositionalOptions();
-  registerPlan(program, out);
-  registerDetect(program, out);
-  registerRun(program, out, setExitCode);
-  registerTune(program, out, setExitCode);
-  registerDoctor(program, out);
-  registerReport(program, out);
-  registerRuns(program, out);
-  registerDashboard(program, out);
-  registerCompletion(program, out);
+  for (const register of await Promise.all(modulesFor(argv).map(([, load]) => load()))) register(program, out, setExitCode);
   for (const command of program.commands) command.exitOverride();
 
   try {
