@@ -90,7 +90,10 @@ function pytest(name, py) {
   if (!existsSync(pyTests) || !readdirSync(pyTests).some((f) => f.startsWith("test_") && f.endsWith(".py"))) return;
   const junit = join(out, `${name}.xml`);
   const started = Date.now();
-  const r = run(py, ["-m", "pytest", pyTests, "-q", `--junitxml=${junit}`], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
+  // two test files at a time where pytest-xdist is there (.ci/setup installs it): most tests wait on a
+  // job process; a file's tests stay together, as its fixtures expect (--dist loadfile)
+  const xdist = spawnSync(py, ["-c", "import xdist"]).status === 0 ? ["-n", "2", "--dist", "loadfile"] : [];
+  const r = run(py, ["-m", "pytest", pyTests, "-q", ...xdist, `--junitxml=${junit}`], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
   console.log(`test: ${name} took ${Math.round((Date.now() - started) / 1000)} s`);
   if (existsSync(junit)) {
     const xml = readFileSync(junit, "utf8");
