@@ -17,7 +17,13 @@ const BRIM = join(REPO, "bin", "brim.js");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? join(REPO, ".venv", "bin", "python");
 const DEEPSPEED = join(dirname(PYTHON), "deepspeed");
 const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
-const probe = spawnSync(PYTHON, ["-c", "import deepspeed, torch; assert int(torch.__version__.split('.')[0]) >= 2"], { encoding: "utf8" });
+// read from the packages' metadata, not imported (DeepSpeed's import costs seconds of CPU): the set-up's
+// shm op below imports DeepSpeed and fails there if it is installed but broken
+const probe = spawnSync(
+  PYTHON,
+  ["-c", "import importlib.metadata as m; m.version('deepspeed'); assert int(m.version('torch').split('.')[0]) >= 2, 'torch < 2'"],
+  { encoding: "utf8" },
+);
 const usable = probe.status === 0 && existsSync(DEEPSPEED);
 if (!usable && required) throw new Error(`BRIM_REQUIRE_FRAMEWORKS=1 but ${PYTHON} has no deepspeed launcher (bash .ci/venv installs it)`);
 const why = usable ? PYTHON : `skipped: ${probe.stderr.trim().split("\n").pop() ?? `no ${DEEPSPEED}`}`;

@@ -13,9 +13,12 @@ const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const BRIM = join(REPO, "bin", "brim.js");
 const JOBS = join(REPO, "test", "jobs");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
-const probe = spawnSync(PYTHON, ["-c", "import torch, torch.distributed.run, accelerate; assert int(torch.__version__.split('.')[0]) >= 2"], {
-  encoding: "utf8",
-});
+// read from the packages' metadata, not imported (torch and accelerate cost seconds of CPU to import)
+const probe = spawnSync(
+  PYTHON,
+  ["-c", "import importlib.metadata as m; m.version('accelerate'); assert int(m.version('torch').split('.')[0]) >= 2, 'torch < 2'"],
+  { encoding: "utf8" },
+);
 const usable = probe.status === 0;
 const ACCELERATE = join(dirname(PYTHON), "accelerate");
 // accelerate's rendezvous port defaults to a fixed 29500: a free one, so no other job on the host can hold it
