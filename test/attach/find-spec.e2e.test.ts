@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { hasModules } from "../helpers/python.ts";
 import { scaled } from "../helpers/time.ts";
 
 // transformers, datasets and accelerate ask `importlib.util.find_spec("torch")` (and "jax") before they
@@ -12,7 +13,7 @@ const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const root = mkdtempSync(join(tmpdir(), "brim-find-spec-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-const has = (module: string): boolean => spawnSync(PYTHON, ["-c", `import ${module}`]).status === 0;
+const has = (module: string): boolean => hasModules(PYTHON, module);
 
 function run(name: string, script: string): { steps: number | null; source: string | null; stderr: string } {
   const file = join(root, `${name}.py`);

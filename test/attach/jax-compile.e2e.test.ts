@@ -4,13 +4,14 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { scaled } from "../helpers/time.ts";
+import { hasModules } from "../helpers/python.ts";
 
 // A JAX loop whose last batch of an epoch is short: jax.jit traces and compiles the step again for
 // that shape, in the middle of the run. That step is many steps' time; the attach sends it as a
 // warm-up step (`compiled: true`), so the steady figures (and a tune's windows) leave it out.
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
-const hasJax = spawnSync(PYTHON, ["-c", "import jax"]).status === 0;
+const hasJax = hasModules(PYTHON, "jax");
 const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
 if (!hasJax && required) throw new Error(`BRIM_REQUIRE_FRAMEWORKS=1 but ${PYTHON} has no jax`);
 const root = mkdtempSync(join(tmpdir(), "brim-jax-compile-"));

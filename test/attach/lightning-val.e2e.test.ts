@@ -2,7 +2,6 @@
 // both loaders built at one line of its data module, with Lightning's sanity check and its tqdm bar:
 // the loaders are told apart, the ceiling is the training set's, step 0 counts only training samples,
 // and the live view counts what the summary counts (never past the step budget).
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -12,11 +11,12 @@ import { guardRun } from "../../src/guard/guard.ts";
 import { RunStore } from "../../src/record/store.ts";
 import { dataLimit, loadersOf } from "../../src/tune/loaders.ts";
 import { scaled } from "../helpers/time.ts";
+import { hasModules } from "../helpers/python.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const VENV = join(REPO, ".venv", "bin", "python");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? (existsSync(VENV) ? VENV : "/usr/bin/python3");
-const hasLightning = spawnSync(PYTHON, ["-c", "import lightning, torch"], { encoding: "utf8" }).status === 0;
+const hasLightning = hasModules(PYTHON, "lightning", "torch");
 const root = mkdtempSync(join(tmpdir(), "brim-lightning-val-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { readTimeline } from "../../src/record/timeline/index.ts";
 import type { RunMeta, TimelineEntry } from "../../src/record/types.ts";
 import { scaled } from "../helpers/time.ts";
+import { hasModules } from "../helpers/python.ts";
 
 // The job's own logged scalars with no code change (python/brim/_metrics.py): Lightning's self.log in
 // training and the HF Trainer's log, through the built CLI, on the real frameworks of BRIM_TEST_PYTHON.
@@ -15,7 +16,7 @@ const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const root = mkdtempSync(join(tmpdir(), "brim-metrics-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const has = (module: string): boolean => spawnSync(PYTHON, ["-c", `import ${module}`]).status === 0;
+const has = (module: string): boolean => hasModules(PYTHON, module);
 const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
 
 function run(name: string, args: string[]): { meta: RunMeta; dir: string; steps: ReturnType<typeof readTimeline>["steps"] } {

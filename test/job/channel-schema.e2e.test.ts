@@ -1,7 +1,6 @@
 // Every message the attach and the SDK send is one the channel schema (docs/schemas/channel.v1.json)
 // allows: real jobs, torch and JAX alike, under the real guard, each message checked against the
 // schema itself (read into zod with z.fromJSONSchema), so the schema cannot drift from what is sent.
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -11,6 +10,7 @@ import { openDevices } from "../../src/devices/index.ts";
 import { guardRun } from "../../src/guard/guard.ts";
 import type { ChannelMessage } from "../../src/job/channel.ts";
 import { RunStore } from "../../src/record/store.ts";
+import { hasModules } from "../helpers/python.ts";
 import { scaled } from "../helpers/time.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
@@ -18,7 +18,7 @@ const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";
 const root = mkdtempSync(join(tmpdir(), "brim-channel-schema-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const schema = z.fromJSONSchema(JSON.parse(readFileSync(join(REPO, "docs", "schemas", "channel.v1.json"), "utf8")) as Parameters<typeof z.fromJSONSchema>[0]);
-const hasJax = spawnSync(PYTHON, ["-c", "import jax"]).status === 0;
+const hasJax = hasModules(PYTHON, "jax");
 
 async function messagesOf(command: string[]): Promise<ChannelMessage[]> {
   const messages: ChannelMessage[] = [];

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { hasModules } from "../helpers/python.ts";
 import { scaled } from "../helpers/time.ts";
 
 // A full-batch job with a closure optimizer (test/jobs/lbfgs_full_batch.py: LBFGS runs up to 5
@@ -11,7 +12,7 @@ import { scaled } from "../helpers/time.ts";
 // that can be run and says there is nothing to tune instead of trials that cannot differ.
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? join(REPO, ".venv", "bin", "python");
-const hasTorch = existsSync(PYTHON) && spawnSync(PYTHON, ["-c", "import torch"]).status === 0;
+const hasTorch = hasModules(PYTHON, "torch");
 const built = existsSync(join(REPO, "dist", "cli", "main.js"));
 const root = mkdtempSync(join(tmpdir(), "brim-lbfgs-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -6,11 +6,12 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { divisibilityFailure, dividingMicroBatches } from "../../src/tune/divisible.ts";
+import { hasModules } from "../helpers/python.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const VENV = join(REPO, ".venv", "bin", "python");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? (existsSync(VENV) ? VENV : "/usr/bin/python3");
-const hasTorch = spawnSync(PYTHON, ["-c", "import torch"], { encoding: "utf8" }).status === 0;
+const hasTorch = hasModules(PYTHON, "torch");
 const JOB = join(REPO, "test", "jobs", "budget_accum.py");
 
 describe.skipIf(!hasTorch)("a budget-derived accumulation", () => {

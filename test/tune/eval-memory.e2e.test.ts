@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { TuneRecord } from "../../src/record/types.ts";
+import { hasModules } from "../helpers/python.ts";
 import { scaled } from "../helpers/time.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
@@ -16,7 +17,7 @@ const BRIM = join(REPO, "bin", "brim.js");
 const VENV = join(REPO, ".venv", "bin", "python");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? (existsSync(VENV) ? VENV : "/usr/bin/python3");
 const JOB = join(REPO, "test", "jobs", "eval_spill.py");
-const ready = existsSync(join(REPO, "dist", "cli", "main.js")) && spawnSync(PYTHON, ["-c", "import torch"]).status === 0;
+const ready = existsSync(join(REPO, "dist", "cli", "main.js")) && hasModules(PYTHON, "torch");
 const root = mkdtempSync(join(tmpdir(), "brim-eval-memory-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

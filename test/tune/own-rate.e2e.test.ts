@@ -8,12 +8,13 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { scaled } from "../helpers/time.ts";
+import { hasModules } from "../helpers/python.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const BRIM = join(REPO, "bin", "brim.js");
 const VENV = join(REPO, ".venv", "bin", "python");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? (existsSync(VENV) ? VENV : "/usr/bin/python3");
-const hasTorch = spawnSync(PYTHON, ["-c", "import torch"], { encoding: "utf8" }).status === 0;
+const hasTorch = hasModules(PYTHON, "torch");
 const root = mkdtempSync(join(tmpdir(), "brim-own-rate-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
