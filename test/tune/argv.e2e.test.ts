@@ -14,15 +14,25 @@ const BRIM = join(REPO, "bin", "brim.js");
 const root = mkdtempSync(join(tmpdir(), "brim-argv-e2e-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-// asked once per interpreter (an import of torch is seconds of CPU, and every describe asks)
-const torchVersions = new Map<string, string | null>();
-function torchOf(python: string): string | null {
-  if (!torchVersions.has(python)) {
-    const probe = existsSync(python) ? spawnSync(python, ["-c", "import torch; print(torch.__version__)"], { encoding: "utf8" }) : null;
-    torchVersions.set(python, probe?.status === 0 ? probe.stdout.trim() : null);
+// asked once per interpreter, from the installed packages' metadata: an import of torch is seconds of
+// CPU, and every describe asks (a torch installed without metadata is imported to ask it)
+const PROBE = [
+  "import importlib.metadata as m, importlib.util as u, sys",
+  "if u.find_spec('torch') is None: sys.exit(1)",
+  "try: version = m.version('torch')",
+  "except m.PackageNotFoundError: import torch; version = torch.__version__",
+  "print(version); print('accelerate' if u.find_spec('accelerate') is not None else '')",
+].join("\n");
+const probes = new Map<string, { torch: string; accelerate: boolean } | null>();
+function probeOf(python: string): { torch: string; accelerate: boolean } | null {
+  if (!probes.has(python)) {
+    const probe = existsSync(python) ? spawnSync(python, ["-c", PROBE], { encoding: "utf8" }) : null;
+    const [torch = "", accelerate = ""] = probe?.status === 0 ? probe.stdout.split("\n").map((line) => line.trim()) : [];
+    probes.set(python, torch === "" ? null : { torch, accelerate: accelerate === "accelerate" });
   }
-  return torchVersions.get(python) ?? null;
+  return probes.get(python) ?? null;
 }
+const torchOf = (python: string): string | null => probeOf(python)?.torch ?? null;
 
 const PYTHONS = [process.env.BRIM_TEST_PYTHON, join(REPO, ".venv", "bin", "python"), "/usr/bin/python3"].filter(
   (python, index, all): python is string => python !== undefined && all.indexOf(python) === index,
@@ -82,15 +92,17 @@ describe.each(PYTHONS)("brim tune with knobs on the command line (%s)", (python)
     { timeout: scaled(600_000) },
     () => {
       const store = join(root, `store-${python.replace(/\W/g, "_")}`);
-      // the main Python: the grid over given values, so both flags are varied whatever the search would
-      // pick first (a re-measure of a never-stable baseline, a walk of loader workers) within a small
-      // budget, and a winner is confirmed and applied (PyTorch's threads, tried first beside busy cores,
-      // fixed: the grid is the 4 the flags make, of which the baseline, 32 and workers 1 run); the others:
-      // one smaller batch, 2 trials
-      const [given, search] =
+      // the least tune that varies the flags: the main Python, the grid over given values, so both flags
+      // are varied whatever the search would pick first (a re-measure of a never-stable baseline, a walk
+      // of loader workers): the batch as given (32, workers 0), 16 with workers 0 and 16 with workers 1,
+      // PyTorch's threads (tried first beside busy cores) fixed; the others: one smaller batch, 2
+      // trials. The smaller batch runs at fewer samples/s, so neither ends with a winner to confirm (4–6
+      // more trials); if the machine makes one win, it is confirmed and applied, and apply is asserted
+      const given = 32;
+      const search =
         python === MAIN
-          ? [16, ["--strategy", "grid", "--knob", "batch_size=16,32", "--knob", "num_workers=0,1", "--fix", "cpu_threads", "--max-trials", "3"]]
-          : [32, [...oneSmallerBatch(32, 16), "--fix", "num_workers"]];
+          ? ["--strategy", "grid", "--knob", "batch_size=32,16", "--knob", "num_workers=0,1", "--fix", "cpu_threads", "--max-trials", "3"]
+          : [...oneSmallerBatch(32, 16), "--fix", "num_workers"];
       const result = brim([
         "tune",
         "--store",
@@ -117,9 +129,10 @@ describe.each(PYTHONS)("brim tune with knobs on the command line (%s)", (python)
         "batch_size:argv:--batch-size",
         "num_workers:argv:--workers",
       ]);
-      const ok = python === MAIN ? record.trials.filter((trial) => trial.end === "ok") : measured(record);
-      expect(ok.length).toBeGreaterThanOrEqual(2);
+      const ok = measured(record);
+      expect(ok.length, result.stderr).toBeGreaterThanOrEqual(python === MAIN ? 3 : 2);
       expect(new Set(ok.map((trial) => trial.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
+      if (python === MAIN) expect(new Set(ok.map((trial) => trial.knobs.num_workers)).size).toBe(2);
       // the job itself counts x.shape[0]: the samples of a step are the flag's value, so the flag reached it
       for (const trial of ok) expect(trial.samples_per_step).toBe(trial.knobs.batch_size);
       if (record.winner !== null && record.winner.knobs.batch_size !== given) {
@@ -149,8 +162,7 @@ describe("brim tune with nothing to vary", () => {
 
 describe("brim tune on an accelerate job with accumulation (the built CLI, real accelerate)", () => {
   const python = [process.env.BRIM_TEST_PYTHON, join(REPO, ".venv", "bin", "python")].find(
-    (candidate): candidate is string =>
-      candidate !== undefined && existsSync(candidate) && spawnSync(candidate, ["-c", "import accelerate, torch"]).status === 0,
+    (candidate): candidate is string => candidate !== undefined && probeOf(candidate)?.accelerate === true,
   );
   if (python === undefined) console.warn("skipped: no interpreter with accelerate and torch (set BRIM_TEST_PYTHON)");
   const job = join(REPO, "test/jobs/accelerate_accum.py");
@@ -248,8 +260,9 @@ describe("brim tune on an I/O-bound loader (the built CLI, real DataLoader worke
         // (a busy test machine), have tests of their own (cpu-threads.test.ts)
         "--fix",
         "cpu_threads",
+        // the baseline and the workers its wait calls for: a winner among them is still confirmed (A/B)
         "--max-trials",
-        "6",
+        "2",
         "--",
         python as string,
         join(REPO, "test/jobs/io_loader.py"),
@@ -270,7 +283,8 @@ describe("brim tune on an I/O-bound loader (the built CLI, real DataLoader worke
       expectRecordDecides(record);
       if (record.winner !== null)
         expect(result.stdout).toMatch(/winner: trial \d+: num_workers=\d+ — ×[\d.]+ your configuration's samples\/s, confirmed interleaved A\/B/);
-      else expect(result.stdout).toContain(record.no_winner?.reason ?? "no winner");
+      // (the closing lines wrap at the terminal's width: compared with their line breaks as spaces)
+      else expect(result.stdout.replace(/\s+/g, " ")).toContain((record.no_winner?.reason ?? "no winner").replace(/\s+/g, " "));
     },
   );
 });
@@ -328,19 +342,25 @@ describe("brim tune with the knobs written in the code", () => {
       writeFileSync(script, readFileSync(join(REPO, "test/jobs/literal_loop.py"), "utf8"));
       const before = readFileSync(script, "utf8");
       const store = join(root, "store-code");
-      // PyTorch's threads (tried first beside busy cores) fixed: the batch written in the code is the subject
+      // the batch written in the code is the subject: the least tune that varies it. The search, not a
+      // grid of given values (a knob found in the code is bound by trial 0's attach, and --knob values
+      // would not reach it); no batch above the code's 16, so the trial after the baseline goes down to a
+      // slower one (no winner to confirm: 2 trials, not 8), and PyTorch's threads (tried first beside
+      // busy cores) and the workers stay as they are
       const result = brim([
         "tune",
         "--store",
         store,
+        "--max-batch",
+        "16",
+        "--fix",
+        "cpu_threads",
         "--max-trials",
-        "4",
+        "2",
         "--steps",
         "6",
         "--fix",
         "num_workers",
-        "--fix",
-        "cpu_threads",
         "--",
         python as string,
         script,
@@ -350,8 +370,8 @@ describe("brim tune with the knobs written in the code", () => {
       );
       const record = onlyTune(store);
       expect(record.bindings.map((binding) => `${binding.knob}:${binding.via}:${binding.line ?? ""}`)).toEqual(["batch_size:code:10", "num_workers:code:10"]);
-      const ok = record.trials.filter((trial) => trial.end === "ok");
-      expect(new Set(ok.map((trial) => trial.knobs.batch_size)).size).toBeGreaterThanOrEqual(2);
+      const ok = measured(record);
+      expect(new Set(ok.map((trial) => trial.knobs.batch_size)).size, result.stderr).toBeGreaterThanOrEqual(2);
       // the job counts x.shape[0]: each trial ran the batch it was given, so the edit reached the DataLoader
       for (const trial of ok) expect(trial.samples_per_step).toBe(trial.knobs.batch_size);
       expect(readFileSync(script, "utf8")).toBe(before);
@@ -429,8 +449,8 @@ describe("brim tune with the knobs written in the code", () => {
     () => {
       const store = join(root, "store-code-sgd");
       // the search, not a grid of given values: a knob found in the code is found by trial 0's attach;
-      // no batch above the code's 32, so the trials go down to slower ones (no winner to confirm: 3
-      // trials, not 7), and PyTorch's threads (tried first beside busy cores) stay as they are
+      // no batch above the code's 32, so the trial after the baseline goes down to a slower one (no
+      // winner to confirm: 2 trials, not 6), and PyTorch's threads (tried first beside busy cores) stay as they are
       const result = brim([
         "tune",
         "--store",
@@ -440,7 +460,7 @@ describe("brim tune with the knobs written in the code", () => {
         "--fix",
         "cpu_threads",
         "--max-trials",
-        "3",
+        "2",
         "--steps",
         "6",
         "--",
@@ -451,8 +471,9 @@ describe("brim tune with the knobs written in the code", () => {
       expect(result.stderr).not.toContain("trial 0 reported no sample count");
       const record = onlyTune(store);
       expect(record.bindings.map((binding) => `${binding.knob}:${binding.via}:${binding.line ?? ""}`)).toEqual(["batch_size:code:12"]);
-      const ok = record.trials.filter((trial) => trial.end === "ok" && trial.run_id !== null);
-      expect(ok.length).toBeGreaterThanOrEqual(2);
+      // measured to the end, or stopped as slower once measured: both drew the batch they were given
+      const ok = measured(record).filter((trial) => trial.run_id !== null);
+      expect(ok.length, result.stderr).toBeGreaterThanOrEqual(2);
       // what the job itself drew, in each trial's output: the edited default argument reached it
       for (const trial of ok)
         expect(readFileSync(join(store, "runs", trial.run_id as string, "output.log"), "utf8")).toContain(`drew batch ${String(trial.knobs.batch_size)}`);
