@@ -369,23 +369,30 @@ export function parityRecord(baseline: ParitySide, winner: ParitySide): ParityRe
     return { ...common, verdict: "batch_changed", reason, line: reason };
   }
   const parity = lossParity(baseline.losses, winner.losses, { baseline: baseline.precision, winner: winner.precision }, true);
-  const named =
-    evidence.find((e) => e.kind === "batch_norm") ??
-    evidence.find((e) => e.kind === "lr") ??
-    evidence.find((e) => e.kind === "grad_clip") ??
-    evidence.find((e) => e.kind === "token_loss") ??
-    evidence.find((e) => e.kind === "loader_workers");
-  const expected =
-    named === undefined
-      ? undefined
-      : {
-          batch_norm: "the model has BatchNorm",
-          lr: "the learning rate moved",
-          grad_clip: "gradients are clipped per micro-batch",
-          token_loss: "the loss is token-averaged per micro-batch",
-          loader_workers: "loader workers changed",
-        }[named.kind];
-  return { ...common, ...parity, line: parityLine(parity, expected === undefined ? undefined : `${expected} (below)`) };
+  const expected = expectedCause(evidence);
+  return { ...common, ...parity, line: parityLine(parity, expected === null ? undefined : `${expected} (below)`) };
+}
+
+/** Why losses part, in a few words, by the evidence that explains it best first. */
+const EXPECTED_CAUSES: readonly (readonly [kind: string, cause: string])[] = [
+  ["batch_norm", "the model has BatchNorm"],
+  ["lr", "the learning rate moved"],
+  ["grad_clip", "gradients are clipped per micro-batch"],
+  ["token_loss", "the loss is token-averaged per micro-batch"],
+  ["loader_workers", "loader workers draw their own random numbers (augmentation)"],
+];
+
+/**
+ * The cause a parity's evidence gives for losses that part, or null when it names none.
+ *
+ * @example
+ * ```ts
+ * expectedCause([{ kind: "loader_workers", text: "…" }]); // "loader workers draw their own random numbers (augmentation)"
+ * ```
+ */
+export function expectedCause(evidence: readonly { kind: string }[]): string | null {
+  for (const [kind, cause] of EXPECTED_CAUSES) if (evidence.some((e) => e.kind === kind)) return cause;
+  return null;
 }
 
 /**
@@ -419,9 +426,10 @@ export function applyNote(record: Pick<TuneRecord, "id" | "parity">): string | n
   let shown = "losses not compared step by step";
   if (parity.verdict === "match" && parity.steps !== undefined && parity.tolerance !== undefined && parity.max_diff !== undefined)
     shown = `loss parity: the first ${parity.steps} steps' losses match within ${sci(parity.tolerance)} (largest difference ${sci(parity.max_diff)})`;
-  else if (parity.verdict === "parted")
-    shown = `loss parity: the losses part at step ${parity.step ?? "?"}${typeof parity.diff === "number" ? ` (${(parity.diff * 100).toPrecision(2)} % apart)` : ""}`;
-  else if (parity.verdict === "nonfinite") shown = `loss parity: the winner's loss is non-finite at step ${parity.step ?? "?"}`;
+  else if (parity.verdict === "parted") {
+    const cause = expectedCause(parity.evidence);
+    shown = `loss parity: the losses part at step ${parity.step ?? "?"}${typeof parity.diff === "number" ? ` (${(parity.diff * 100).toPrecision(2)} % apart)` : ""}${cause === null ? "" : `, expected: ${cause}`}`;
+  } else if (parity.verdict === "nonfinite") shown = `loss parity: the winner's loss is non-finite at step ${parity.step ?? "?"}`;
   return `brim tune ${record.id}: ${held.length > 0 ? `${held.join(", ")}; ` : ""}${shown}`;
 }
 

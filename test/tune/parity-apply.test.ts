@@ -39,6 +39,11 @@ describe("the note apply writes on each changed key", () => {
     expect(applyNote({ id: "t", parity: parted })).toBe(
       "brim tune t: effective batch 16 held (micro-batch × accumulation), learning rate moved 0.05 → 0.2 with the batch size; loss parity: the losses part at step 0 (1.5 % apart)",
     );
+    // the evidence's cause goes with it: a winner that only adds loader workers parts at step 0 by design
+    const workers = { ...matched, verdict: "parted" as const, step: 0, diff: 0.00078, evidence: [{ kind: "loader_workers", text: "num_workers 0 → 8: …" }] };
+    expect(applyNote({ id: "t", parity: workers })).toBe(
+      "brim tune t: effective batch 16 held (micro-batch × accumulation), learning rate 0.05 unchanged; loss parity: the losses part at step 0 (0.078 % apart), expected: loader workers draw their own random numbers (augmentation)",
+    );
     expect(applyNote({ id: "t" })).toBeNull();
   });
 
