@@ -269,13 +269,24 @@ def _patch_threads(torch: Any) -> None:
         wanted = int(_env.cast_knob(CPU_THREADS, values[CPU_THREADS], current))
         if wanted >= 1 and wanted != current:
             torch.set_num_threads(wanted)
-    _threads.update(value=wanted, default=current, source="knobs" if wanted != current or CPU_THREADS in values else "default")
+    _threads.update(value=wanted, default=current, source="knobs" if wanted != current or CPU_THREADS in values else "default",
+                    torch=torch)
 
 
 def _report_threads() -> None:
+    """What runs is what the process has when it builds its optimizer: a job that calls
+    torch.set_num_threads itself (after brim set a trial's value at import) runs its own count, and
+    that count is its configuration, not the import-time default."""
     if _threads and not _threads.get("said"):
         _threads["said"] = True
-        _state.note_knob(CPU_THREADS, _threads["value"], _threads["default"], _threads["source"])
+        value, default, source = _threads["value"], _threads["default"], _threads["source"]
+        try:
+            now = int(_threads["torch"].get_num_threads())
+        except Exception:
+            now = value
+        if now != value:
+            value, default, source = now, now, "code"
+        _state.note_knob(CPU_THREADS, value, default, source)
 
 
 def _patch_cap(torch: Any) -> None:

@@ -218,3 +218,13 @@ torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
     quiet = run("import torch", env_extra={"BRIM_CHANNEL": srv.path, "BRIM_KNOBS": '{"cpu_threads": 1}'})
     assert quiet.returncode == 0, quiet.stderr
     assert len(srv.messages()) == said
+
+    # a job that sets its own threads after import runs that count: it is the job's configuration
+    own = run("""
+import torch
+torch.set_num_threads(1)
+torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
+""", srv, env_extra={"OMP_NUM_THREADS": "2"})
+    assert own.returncode == 0, own.stderr
+    reads = [m for m in srv.messages()[said:] if m["type"] == "event" and m["kind"] == "knob_read"]
+    assert [(m["details"]["value"], m["details"]["default"], m["details"]["source"]) for m in reads] == [(1, 1, "code")]
