@@ -13,6 +13,7 @@ import { UsageError } from "../errors/index.ts";
 import { describeArgvKnob, findArgvKnobs } from "./argv.ts";
 import { deepSpeedKnobs, isDeepSpeedConfig } from "./deepspeed.ts";
 import { configFilesInCommand, detectKnobKeys, templateKnobs, type CodeKnob, type KnobBinding } from "./knobs.ts";
+import type { Knobs } from "./types.ts";
 
 /**
  * How each knob reaches the job: `{name}` templates in the command, explicit `--bind`s, and known knob
@@ -122,4 +123,19 @@ export function describeBindings(bindings: readonly KnobBinding[], documents: Re
 export function codePlace(binding: Pick<CodeKnob, "file" | "line">, cwd: string): string {
   const file = binding.file.startsWith(`${cwd}/`) ? binding.file.slice(cwd.length + 1) : binding.file;
   return `${file}:${binding.line}`;
+}
+
+/**
+ * The baseline's knobs that reach the job: bound to a flag, a config key, a template or the code, or
+ * read by the job through `brim.knob`. A knob `--knob` gave values to that none of these reach is not
+ * among them: when the job writes it as a literal in its code, that is where trials vary it.
+ *
+ * @example
+ * ```ts
+ * reachedKnobs({ batch_size: 16, num_workers: 2 }, [{ knob: "num_workers", via: "argv", ... }], new Set()); // { num_workers: 2 }
+ * ```
+ */
+export function reachedKnobs(baseline: Knobs, bindings: readonly KnobBinding[], read: ReadonlySet<string> | ReadonlyMap<string, unknown>): Knobs {
+  const reached = new Set([...bindings.map((binding) => binding.knob), ...read.keys()]);
+  return Object.fromEntries(Object.entries(baseline).filter(([knob]) => reached.has(knob)));
 }

@@ -18,7 +18,7 @@ import { mean } from "../stats.ts";
 import { newRecordId } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv } from "./argv.ts";
-import { codePlace, describeBindings, resolveBindings } from "./bindings.ts";
+import { codePlace, describeBindings, reachedKnobs, resolveBindings } from "./bindings.ts";
 import { fillTemplate, KNOWN_KNOBS, type CodeKnob, type KnobBinding } from "./knobs.ts";
 import type { TuneDeps, TuneOptions, TuneResult } from "./options.ts";
 import { noWinnerAdvice, recordTrial, trialRecord, bindingRecord, memoryLineRecord } from "./record.ts";
@@ -207,10 +207,13 @@ async function runBaseline(options: TuneOptions, deps: TuneDeps, state: TuneStat
 function bindCode({ bindings, record, documents, baseline, settings, note }: TuneState, code: CodeKnob, say = true): void {
   bindings.push(code);
   record.bindings.push(bindingRecord(code, documents));
+  // --knob's first value did not reach the job: trial 0 ran the code's
+  const given = baseline[code.knob];
   baseline[code.knob] = code.value;
+  for (const trial of record.trials) if (trial.index === 0 && given !== undefined) trial.knobs[code.knob] = code.value;
   if (say)
     note(
-      `${code.knob}=${String(code.value)} is written in the code at ${codePlace(code, settings.cwd)}: trials vary it there, in memory (the file is not touched); apply says the line to change`,
+      `${code.knob}=${String(code.value)} is written in the code at ${codePlace(code, settings.cwd)}: trials vary it there, in memory (the file is not touched); apply says the line to change${given !== undefined && given !== code.value ? ` (trial 0 ran it, not --knob's ${String(given)})` : ""}`,
     );
 }
 
@@ -243,7 +246,7 @@ function discoverSpace(options: TuneOptions, deps: TuneDeps, state: TuneState, f
   bindWorkersFlag(options, state, first.loaders);
   // values written in the code: varied there when a literal (in memory), else the file:line to change, said now and at the end
   const seen = first.loaders.length > 0 ? first.loaders : scriptLiteral(options.command, settings.cwd);
-  for (const code of codeKnobs(seen, baseline)) bindCode(state, code);
+  for (const code of codeKnobs(seen, reachedKnobs(baseline, bindings, first.knobsRead))) bindCode(state, code);
   // the training DataLoader's other arguments (pinning only where there is a GPU to pin for): the attach sets them
   const loaderArgs = loaderArguments(first.loaders, baseline).filter((argument) => argument.knob !== "pin_memory" || context.backend !== "cpu");
   for (const argument of loaderArgs) bindCode(state, argument, false);

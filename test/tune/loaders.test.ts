@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { join, resolve } from "node:path";
+import { reachedKnobs } from "../../src/tune/bindings.ts";
+import type { KnobBinding } from "../../src/tune/knobs.ts";
 import { codeKnobs, codeValues, dataLimit, loaderArguments, loadersOf, mainScript, scriptBatchLiteral, scriptLiteral } from "../../src/tune/loaders.ts";
 
 const event = (details: Record<string, unknown>): { event: string; details: Record<string, unknown> } => ({ event: "loader", details });
@@ -43,6 +45,17 @@ describe("the DataLoaders a trial built (the attach's loader events)", () => {
     expect(codeKnobs(loaders, { batch_size: 64 }, () => "DataLoader(ds, batch_size=64, num_workers=2)").map((k) => k.knob)).toEqual(["num_workers"]);
     expect(codeKnobs(loaders, {}, () => "DataLoader(ds, batch_size=args.bs, num_workers=n)")).toEqual([]);
     expect(codeKnobs(loaders, {}, () => "DataLoader(ds, batch_size=32, num_workers=2.5)")).toEqual([]);
+  });
+
+  it("a knob --knob gave values to that no flag, key, template or brim.knob reaches is varied at its literal in the code", () => {
+    const loaders = loadersOf([event({ where: "/p/src/train.py:21", batch_size: 16, num_workers: 0 })]);
+    const line = (): string => "DataLoader(ds, batch_size=16, num_workers=0)";
+    const baseline = { batch_size: 16, num_workers: 0 };
+    const workersFlag: KnobBinding = { knob: "num_workers", via: "argv", flag: "--workers", value: 0 } as KnobBinding;
+    // --knob batch_size=16,8 set the baseline's 16, yet nothing passes it to the job: the literal is where it lives
+    expect(codeKnobs(loaders, reachedKnobs(baseline, [workersFlag], new Map()), line).map((k) => `${k.knob}:${k.via}`)).toEqual(["batch_size:code"]);
+    // the job reads it through brim.knob: it is reached, the code is not the place
+    expect(codeKnobs(loaders, reachedKnobs(baseline, [workersFlag], new Map([["batch_size", 16]])), line)).toEqual([]);
   });
 });
 
