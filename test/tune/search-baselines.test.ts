@@ -63,5 +63,7 @@ describe("exhaustiveGrid", () => {
     const fastest = Math.max(...fits.map((t) => throughput(DEFAULT_ORACLE, t.knobs)));
     expect(throughput(DEFAULT_ORACLE, out.best?.knobs ?? {})).toBeCloseTo(fastest, 6);
     expect(out.best?.knobs).toEqual({ batch_size: 64, num_workers: 2 });
+    // the trial table's "why": what the grid point holds, as knob=value
+    expect(out.trials[1]?.purpose).toBe("grid: micro-batch 1 num_workers=0");
   });
 });

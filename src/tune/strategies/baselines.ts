@@ -12,7 +12,6 @@
  */
 import { formatBytes } from "../../bytes.ts";
 import type { Knobs, SearchOptions, SearchOutcome, TrialRunner, TuneSpace } from "../types.ts";
-import { knobsKey } from "./axis.ts";
 import { didNotFit, ranAsGiven, type ConfigEstimate } from "./ledger.ts";
 import { checkOptions, newSearcher, rate, type Searcher } from "./searcher.ts";
 
@@ -99,7 +98,20 @@ export async function exhaustiveGrid(space: TuneSpace, runner: TrialRunner, opti
       if (m !== null && m >= failedAt) continue;
       const knobs = m === null ? context : axis.knobsAt(context, m);
       const earlier = ledger.trialsOf(knobs);
-      const trial = earlier[0] ?? (await ledger.run(knobs, `grid: ${m === null ? "" : `micro-batch ${m} `}${knobsKey(context)}`, null));
+      const trial =
+        earlier[0] ??
+        (await ledger.run(
+          knobs,
+          `grid: ${[
+            m === null ? "" : `micro-batch ${m}`,
+            ...Object.keys(context)
+              .sort()
+              .map((k) => `${k}=${String(context[k])}`),
+          ]
+            .filter((x) => x !== "")
+            .join(" ")}`,
+          null,
+        ));
       if (trial === null) break outer;
       if (m !== null && didNotFit(trial.result)) failedAt = m;
     }
