@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { BRIM, canMountTmpfs, fullDisk, groupMembers, hangUpBrim, killBrimKeepJob, killBrimQuietJob, stepsLostOn, until, type FaultOutcome } from "./faults.ts";
-import { scaled } from "../helpers/time.ts";
+import { scaled, timeScale } from "../helpers/time.ts";
 
 const REPEAT = Math.max(1, Number(process.env.BRIM_FAULT_REPEAT ?? 1));
 const root = mkdtempSync(join(tmpdir(), "brim-faults-"));
@@ -126,8 +126,10 @@ describe("steps reported before brim is lost", () => {
       expect(outcome.orphans).toBe(0);
       expect(outcome.endCause).toBe("supervisor_lost");
       // Not yet read: the steps in flight to brim, and those the job holds for at most SEND_EVERY_S
-      // (50 ms, python/brim/_tracking.py) before one write — about 5 at this job's 100 steps/s.
-      expect(outcome.stepsLost).toBeLessThanOrEqual(8);
+      // (50 ms, python/brim/_tracking.py) before one write — about 5 at this job's 100 steps/s on an idle
+      // machine; how many are in flight grows with how long brim waits for a core, so the bound grows
+      // with the machine's load as the time limits do (10 were lost beside a busy core on 2 cores)
+      expect(outcome.stepsLost).toBeLessThanOrEqual(Math.ceil(8 * timeScale()));
       expect(outcome.torn).toBe(0);
     }
   });
