@@ -99,6 +99,8 @@ for i in range(4):
         for p in model.parameters(): p -= 0.1 * p.grad
 """, srv)
     assert out.returncode == 0, out.stderr
+    # the fake server reads on its own thread: its lines may still be arriving when the job has exited
+    srv.wait_for(lambda: len(steps_of(srv)) >= 4, timeout=5)
     assert [s["trigger"] for s in steps_of(srv)] == ["backward"] * 4
 
 
