@@ -12,8 +12,9 @@ import { scaled } from "../helpers/time.ts";
 // FakeTensorMode (a 7B Llama costs no memory), one AdamW step; the tracker's sharded parameters,
 // sharded gradients and optimizer state of one rank against the plan's weights, gradients and
 // optimizer state, each within 1 %, in fp32 and bf16-mixed (MixedPrecisionPolicy: bf16 compute, fp32
-// master weights and reductions). The Llama is 7B's widths on 4 of its 32 blocks (a block's states are the
-// same whatever their number; the fake forward and backward of all 32, 12 times, cost minutes of CPU), and
+// master weights and reductions). Each model keeps 2 of its blocks: GPT-2's widths on 2 of its 12, the
+// Llama 7B's on 2 of its 32 (a block's states are the same whatever their number, and the embeddings and
+// head stay whole; the fake forward and backward of every block, 12 times, cost 50 s to minutes of CPU), and
 // the plan reads the same config the tracker builds.
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? join(REPO, ".venv", "bin", "python");
@@ -74,12 +75,12 @@ if (!available) console.warn(`skipped: ${PYTHON} lacks torch ≥ 2.6 with FSDP2'
 const root = mkdtempSync(join(tmpdir(), "brim-fsdp-memtracker-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** Llama 2 7B's config on `layers` of its blocks, written where both the tracker and the plan read it. */
-function llama7bWidths(layers: number): string {
-  const config = JSON.parse(readFileSync(join(REPO, "test/fixtures/hf/llama-2-7b.json"), "utf8")) as Record<string, unknown>;
-  expect(config["hidden_size"]).toBe(4096);
-  const file = join(root, `llama-2-7b-${layers}-blocks.json`);
-  writeFileSync(file, JSON.stringify({ ...config, num_hidden_layers: layers }));
+/** A fixture's config on `layers` of its blocks (`key` counts them), written where both the tracker and the plan read it. */
+function onBlocks(fixture: string, key: string, layers: number): string {
+  const config = JSON.parse(readFileSync(join(REPO, "test/fixtures/hf", `${fixture}.json`), "utf8")) as Record<string, unknown>;
+  expect(config[key]).toBeGreaterThan(layers);
+  const file = join(root, `${fixture}-${layers}-blocks.json`);
+  writeFileSync(file, JSON.stringify({ ...config, [key]: layers }));
   return file;
 }
 
@@ -89,8 +90,8 @@ describe.skipIf(!available)("brim plan's FSDP model states against PyTorch's FSD
     { timeout: scaled(300_000) },
     () => {
       const models = [
-        ["gpt2", join(REPO, "test/fixtures/hf/gpt2.json")],
-        ["llama-2-7b", llama7bWidths(4)],
+        ["gpt2", onBlocks("gpt2", "n_layer", 2)],
+        ["llama-2-7b", onBlocks("llama-2-7b", "num_hidden_layers", 2)],
       ] as const;
       const tracked = spawnSync(
         PYTHON,
