@@ -6,7 +6,7 @@
  */
 import type { Comparison } from "../analyze/compare.ts";
 import type { DoctorReport, Finding } from "../analyze/doctor/index.ts";
-import type { NumberRow, RunReportModel, TrialRow, TuneReportModel } from "./model.ts";
+import type { NumberRow, RunReportModel, TrialRow, TuneParityView, TuneReportModel } from "./model.ts";
 import { escapeXml as esc, renderChart } from "./svg.ts";
 
 /**
@@ -141,6 +141,20 @@ export function chartsHtml(charts: readonly { id: string; svg: string }[]): stri
 }
 
 /**
+ * Your configuration's loss and the winner's, under the speedup they stand beside: the caption, the
+ * speedup and the chart.
+ *
+ * @example
+ * ```ts
+ * if (model.parity !== null) parts.push(parityHtml(model.parity));
+ * ```
+ */
+export function parityHtml(view: TuneParityView): string {
+  const speedup = view.speedup === null ? "" : `<p data-parity-speedup>${esc(view.speedup)}</p>`;
+  return `<section data-parity><h3>${esc(view.caption)}</h3>${speedup}${chartsHtml([{ id: view.chart.id, svg: renderChart(view.chart) }])}</section>`;
+}
+
+/**
  * A whole HTML page around a body.
  *
  * @example
@@ -185,7 +199,9 @@ export function runHtml(model: RunReportModel): string {
  */
 export function tuneHtml(model: TuneReportModel): string {
   const parts = [`<main><h1>brim report: ${esc(model.title)}</h1>`, factsHtml(model.facts), ...model.notes.map((n) => `<p class="note">${esc(n)}</p>`)];
-  if (model.comparison !== null) parts.push(`<h2>Before and after</h2>`, comparisonHtml(model.comparison));
+  if (model.comparison !== null || model.parity !== null) parts.push(`<h2>Before and after</h2>`);
+  if (model.comparison !== null) parts.push(comparisonHtml(model.comparison));
+  if (model.parity !== null) parts.push(parityHtml(model.parity));
   parts.push(`<h2>Charts</h2>`, chartsHtml(model.charts.map((c) => ({ id: c.id, svg: renderChart(c) }))));
   parts.push(`<h2>Trials</h2>`, trialsHtml(model.trials), `</main>`);
   return htmlPage(`brim report: ${model.title}`, parts.join("\n"));

@@ -5,7 +5,7 @@
  */
 import type { Comparison } from "../analyze/compare.ts";
 import type { DoctorReport, Finding } from "../analyze/doctor/index.ts";
-import type { NumberRow, RunReportModel, TuneReportModel } from "./model.ts";
+import type { NumberRow, RunReportModel, TuneParityView, TuneReportModel } from "./model.ts";
 
 /**
  * Where each chart's image lies, relative to the report (PNG when rendered, else SVG).
@@ -108,6 +108,28 @@ function charts(model: { charts: readonly { id: string; title: string }[] }, fil
 }
 
 /**
+ * Your configuration's loss and the winner's as Markdown: the caption, the speedup, the chart's image
+ * and each run's mean loss over a few spans (read where the image does not show).
+ *
+ * @example
+ * ```ts
+ * parityMarkdown(model.parity, chartFiles).join("\n");
+ * ```
+ */
+export function parityMarkdown(view: TuneParityView, files: ChartFiles): string[] {
+  const out = [`### ${view.caption}`, ""];
+  if (view.speedup !== null) out.push(view.speedup, "");
+  const image = files.get(view.chart.id);
+  if (image !== undefined) out.push(`![${image.title}](${image.path})`, "");
+  const spans = view.spans;
+  if (spans !== null) {
+    out.push(`| mean loss over ${spans.head} | ${spans.spans.join(" | ")} |`, `|---|${spans.spans.map(() => "---:").join("|")}|`);
+    out.push(`| yours | ${spans.yours.join(" | ")} |`, `| winner | ${spans.winner.join(" | ")} |`, "");
+  }
+  return out;
+}
+
+/**
  * A run report as Markdown.
  *
  * @example
@@ -135,7 +157,9 @@ export function runMarkdown(model: RunReportModel, files: ChartFiles): string {
 export function tuneMarkdown(model: TuneReportModel, files: ChartFiles): string {
   const out = [`# brim report: ${model.title}`, "", ...table(model.facts), ""];
   for (const note of model.notes) out.push(`> ${note}`, "");
-  if (model.comparison !== null) out.push("## Before and after", "", ...comparisonMarkdown(model.comparison), "");
+  if (model.comparison !== null || model.parity !== null) out.push("## Before and after", "");
+  if (model.comparison !== null) out.push(...comparisonMarkdown(model.comparison), "");
+  if (model.parity !== null) out.push(...parityMarkdown(model.parity, files));
   out.push("## Trials", "", "| # | purpose | knobs | end | samples/s | peak | utilization | data wait |", "|---:|---|---|---|---:|---:|---:|---:|");
   for (const t of model.trials) {
     out.push(

@@ -13,6 +13,7 @@ import type { RecordedRun } from "../record/load.ts";
 import { isGpuRun } from "../record/timeline/index.ts";
 import type { RunMeta, TuneRecord, TuneTrialRecord } from "../record/types.ts";
 import { runCharts, trialPoints, tuneMemoryChart, tuneThroughputChart, type TrialPoint } from "./charts.ts";
+import { parityLoss, parityLossChart, paritySpans, paritySpeedup } from "./parity-chart.ts";
 import { lossChart, metricCharts } from "./progress.ts";
 import type { ChartSpec } from "./svg.ts";
 
@@ -91,6 +92,30 @@ export interface TuneReportModel {
   charts: ChartSpec[];
   comparison: Comparison | null;
   notes: string[];
+  /** your configuration's and the winner's losses, beside the speedup; null without a parity record with a loss */
+  parity: TuneParityView | null;
+}
+
+/**
+ * The loss of your configuration and of the winner, as a tune report shows it beside the speedup.
+ *
+ * @example
+ * ```ts
+ * tuneReport(tune).parity?.caption; // "effective batch 16 → 64: losses by samples seen"
+ * ```
+ */
+export interface TuneParityView {
+  caption: string;
+  speedup: string | null;
+  chart: ChartSpec;
+  /** each run's mean loss over a few spans both reached (null when too few steps) */
+  spans: ReturnType<typeof paritySpans>;
+}
+
+function tuneParity(tune: TuneRecord): TuneParityView | null {
+  const view = tune.parity === undefined ? null : parityLoss(tune.parity);
+  if (view === null) return null;
+  return { caption: view.caption, speedup: paritySpeedup(tune), chart: parityLossChart(view), spans: paritySpans(view) };
 }
 
 function runFacts(meta: RunMeta, m: RunMeasures): NumberRow[] {
@@ -349,6 +374,7 @@ export function tuneReport(tune: TuneRecord, runs: ReadonlyMap<number, RecordedR
     charts: [tuneThroughputChart(tune, points), tuneMemoryChart(tune, points)],
     comparison,
     notes,
+    parity: tuneParity(tune),
   };
 }
 

@@ -153,7 +153,8 @@ export async function writeReport(store: RunStore, ref: string, options: ReportO
     throw new BrimError("E_NOT_FOUND", `no trial runs of tune ${target.id} are in the store: nothing to export for Perfetto`);
   const dir = resolve(options.out ?? join(store.root, "reports", target.id));
   const files: ReportFile[] = [];
-  const svgs = model.charts.map((c) => ({ id: c.id, title: c.title, svg: renderChart(c) }));
+  const charts = model.kind === "tune" && model.parity !== null ? [...model.charts, model.parity.chart] : model.charts;
+  const svgs = charts.map((c) => ({ id: c.id, title: c.title, svg: renderChart(c) }));
   for (const c of svgs) {
     const path = join(dir, "charts", `${c.id}.svg`);
     await writeFileAtomic(path, svgDocument(c.svg));
