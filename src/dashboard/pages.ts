@@ -5,7 +5,7 @@
  * @module
  */
 import { formatMaybeBytes, formatPercent, formatRate, formatSeconds, formatShare } from "../format.ts";
-import { chartsHtml, doctorHtml, factsHtml, htmlPage, trialsHtml } from "../report/html.ts";
+import { chartsHtml, doctorHtml, factsHtml, htmlPage, parityHtml, trialsHtml } from "../report/html.ts";
 import type { NumberRow } from "../report/model.ts";
 import { knobDifferences, LOSS_SMOOTHING, progressCharts, type ProgressAxis, type ProgressRun } from "../report/progress.ts";
 import { escapeXml as esc, renderChart, type ChartSpec } from "../report/svg.ts";
@@ -326,7 +326,8 @@ export function comparePage(
 }
 
 /**
- * A tune's page: its curves, the trial table (each trial links to its run) and the winner.
+ * A tune's page: the winner's loss beside yours, its curves, the trial table (each trial links to
+ * its run) and the winner.
  *
  * @example
  * ```ts
@@ -342,13 +343,15 @@ export function tunePage(view: TuneView, storeRoot: string, nonce: string): stri
     view.running ? `<p class="note">The tune is still running: reload for new trials.</p>` : "",
     factsHtml(model.facts),
     ...model.notes.map((n) => `<p class="note">${esc(n)}</p>`),
+    model.parity === null ? "" : `<h2>Your configuration and the winner</h2>${parityHtml(model.parity)}`,
     `<h2>Curves</h2>`,
     chartsHtml(model.charts.map((c) => ({ id: c.id, svg: renderChart(c) }))),
     `<h2>Trials</h2>`,
     trialsHtml(model.trials, (runId) => `/runs/${runId}`),
     `</main>`,
   ].join("\n");
-  return page(`${model.title} · brim`, body, nonce);
+  // the run page's hover readout: each run's loss at the samples seen under the pointer
+  return page(`${model.title} · brim`, body, nonce, CHART_SCRIPT);
 }
 
 /**
