@@ -1,9 +1,10 @@
 /**
  * The run page's loss chart in a real headless Chromium, as TensorBoard users work with one: a
  * smoothing slider (kept across reloads), log/linear, values under the pointer, and another run
- * overlaid. Skipped, with a message, only where /usr/bin/chromium is missing (.ci/setup installs it).
+ * overlaid; and a tune's page, where the winner's loss is read beside yours. Skipped, with a
+ * message, only where /usr/bin/chromium is missing (.ci/setup installs it).
  */
-import { existsSync, mkdtempSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -33,9 +34,15 @@ describe.skipIf(!HAVE_CHROMIUM)("the loss chart in headless Chromium", () => {
   let dash: Dashboard;
   let runId: string;
   let otherId: string;
+  let tuneId: string;
+  const parityFixture = new URL("../fixtures/tune-parity/batch-changed.json", import.meta.url);
 
   beforeAll(async () => {
     const store = new RunStore(mkdtempSync(join(tmpdir(), "brim-dash-loss-")));
+    // a real tune whose winner changes the effective batch 16 → 64, as brim tune wrote it
+    tuneId = (JSON.parse(readFileSync(parityFixture, "utf8")) as { id: string }).id;
+    mkdirSync(join(store.root, "tunes", tuneId), { recursive: true });
+    cpSync(parityFixture, join(store.root, "tunes", tuneId, "tune.json"));
     // a step-0 spike and a fall over decades; noise so that smoothing shows
     otherId = (await writeSyntheticRun(store, { steps: 80, loss: (i) => 3 / (1 + i / 10) }, new Date(Date.now() - 60_000))).id;
     runId = (await writeSyntheticRun(store, { steps: 80, loss: (i) => (i === 0 ? 40 : (2 / (1 + i)) * (i % 2 === 0 ? 1.3 : 0.7)) }, new Date())).id;
@@ -108,6 +115,27 @@ describe.skipIf(!HAVE_CHROMIUM)("the loss chart in headless Chromium", () => {
       ).at(-1)![1],
       4,
     );
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("reads both runs' losses at the samples seen under the pointer on a tune's page", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(`${dash.url}tunes/${tuneId}`);
+    const plot = page.locator('svg[data-chart="tune_loss"] rect.plot');
+    await plot.scrollIntoViewIfNeeded(); // below the facts: the mouse moves within the viewport
+    const box = (await plot.boundingBox())!;
+    const [x0, x1] = [Number(await plot.getAttribute("data-x-min")), Number(await plot.getAttribute("data-x-max"))];
+    await page.mouse.move(box.x + ((256 - x0) / (x1 - x0)) * box.width, box.y + box.height / 2);
+    const tip = page.locator("[data-hover-tip]");
+    await expect(tip.locator("[data-hover-x]").getAttribute("data-hover-x")).resolves.toBe("256");
+    const { parity } = JSON.parse(readFileSync(parityFixture, "utf8")) as { parity: { baseline_losses: number[]; winner_losses: number[] } };
+    // 256 samples: your 16th step of 16, the winner's 4th of 64
+    const at = async (series: string): Promise<number> => Number(await tip.locator(`[data-hover-series="${series}"]`).getAttribute("data-hover-value"));
+    expect(await at("yours (trial 2)")).toBeCloseTo(parity.baseline_losses[15]!, 5);
+    expect(await at("winner (trial 3)")).toBeCloseTo(parity.winner_losses[3]!, 5);
     expect(errors).toEqual([]);
     await page.close();
   });
