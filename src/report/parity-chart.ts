@@ -112,8 +112,8 @@ export function parityLossChart(view: ParityLoss): ChartSpec {
  *
  * @example
  * ```ts
- * paritySpans(view, 4);
- * // { head: "samples", spans: ["1–256", "257–512", …], yours: ["2.431", …], winner: ["2.429", …] }
+ * paritySpans(parityLoss(tune.parity)!, 4);
+ * // { head: "samples", spans: ["1–64", "65–128", …], yours: ["2.409", …], winner: ["2.436", …] }
  * ```
  */
 export function paritySpans(view: ParityLoss, most = 4): { head: string; spans: string[]; yours: string[]; winner: string[] } | null {
@@ -143,21 +143,22 @@ export function paritySpans(view: ParityLoss, most = 4): { head: string; spans: 
 }
 
 /**
- * The tune's output for {@link parityLoss}: the caption, then each run's mean loss over a few spans
- * of what both saw; no lines when the runs kept too few steps for one span.
+ * The tune's output for a parity record: the caption of {@link parityLoss}, then each run's mean loss
+ * over a few spans of what both saw; no lines without a parity, a finite loss, or a whole span.
  *
  * @example
  * ```ts
- * parityLossLines(parityLoss(tune.parity)!);
+ * parityLossLines(tune.parity);
  * // ["effective batch 16 → 64: losses by samples seen (mean over each span)",
- * //  "  samples  1–256  257–512  513–768  769–1024",
- * //  "  yours    2.431  2.298    2.251    2.210",
- * //  "  winner   2.429  2.310    2.254    2.207"]
+ * //  "  samples  1–64   65–128  129–192  193–256",
+ * //  "  yours    2.409  2.333   2.283    2.290",
+ * //  "  winner   2.436  2.380   2.347    2.387"]
  * ```
  */
-export function parityLossLines(view: ParityLoss, most = 4): string[] {
-  const spans = paritySpans(view, most);
-  if (spans === null) return [];
+export function parityLossLines(parity: ParityRecord | undefined, most = 4): string[] {
+  const view = parity === undefined ? null : parityLoss(parity);
+  const spans = view === null ? null : paritySpans(view, most);
+  if (view === null || spans === null) return [];
   const rows = table([
     [spans.head, ...spans.spans],
     ["yours", ...spans.yours],
