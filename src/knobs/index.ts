@@ -13,8 +13,11 @@ import { KNOB_SPECS, MICRO_BATCH_KNOB, type CandidateContext, type KnobSpec, typ
 
 export {
   ACCUMULATION_KNOB,
+  ENVS_KNOB,
   KNOB_SPECS,
   MICRO_BATCH_KNOB,
+  nearPowers,
+  ROLLOUT_KNOB,
   withCurrent,
   type CandidateContext,
   type EvidenceRule,
@@ -137,4 +140,47 @@ export function candidateValues(
   return KNOB_SPECS.flatMap((spec) =>
     spec.candidates === undefined || !knobs.includes(spec.name) ? [] : [{ knob: spec.name, values: spec.candidates(baseline[spec.name], context) }],
   ).filter((entry) => entry.values.length > 1);
+}
+
+/**
+ * The knobs of a trial that sets `knob` to `value` from `knobs`: where the knob holds a product with
+ * another the job has (`holds`: `num_envs` × `rollout_steps`), that one changes inversely; null when it
+ * would not be a whole number (the value is not tried), or when either is not a number.
+ *
+ * @example
+ * ```ts
+ * withHeld({ num_envs: 4, rollout_steps: 128 }, "num_envs", 8); // { num_envs: 8, rollout_steps: 64 }
+ * withHeld({ num_envs: 4, rollout_steps: 128 }, "num_envs", 3); // null: 512 / 3 is not whole
+ * withHeld({ num_envs: 4 }, "num_envs", 8); // { num_envs: 8 }: no rollout knob, the rollout grows
+ * ```
+ */
+export function withHeld(knobs: Readonly<Record<string, KnobValue>>, knob: string, value: KnobValue): Record<string, KnobValue> | null {
+  const next: Record<string, KnobValue> = { ...knobs, [knob]: value };
+  const held = knobSpec(knob)?.holds;
+  const partner = held === undefined ? undefined : knobs[held.knob];
+  const from = knobs[knob];
+  if (held === undefined || partner === undefined || from === value) return next;
+  if (typeof partner !== "number" || typeof from !== "number" || typeof value !== "number" || value <= 0) return null;
+  const product = partner * from;
+  if (product % value !== 0) return null;
+  next[held.knob] = product / value;
+  return next;
+}
+
+/**
+ * The knobs among `found` whose names count only beside another knob (`foundWith`) that is not among
+ * them: a `num_steps` key or flag in a job with no number of environments is a training length, not a
+ * rollout's, and is left alone.
+ *
+ * @example
+ * ```ts
+ * lonePartners(["batch_size", "rollout_steps"]); // ["rollout_steps"]
+ * lonePartners(["num_envs", "rollout_steps"]); // []
+ * ```
+ */
+export function lonePartners(found: readonly string[]): string[] {
+  return found.filter((knob) => {
+    const partner = knobSpec(knob)?.foundWith;
+    return partner !== undefined && !found.includes(partner);
+  });
 }

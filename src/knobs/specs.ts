@@ -31,11 +31,17 @@ export interface CandidateContext {
  * step time the loop waits for data (`gain(wait, workers)`, `workers` the trial's loader workers), and
  * are not tried when the loop hardly waits unless `whenFed` keeps them; `precision` gains on a GPU
  * with tensor cores while the job runs 32-bit; `cpu-contention` gains when other processes keep the
- * machine's cores busy (and is not tried when none do). A knob with no rule is tried after those the
- * evidence favours.
+ * machine's cores busy (and is not tried when none do); `rollout` gains with the share of the time
+ * measured that a reinforcement-learning job spends collecting its rollout (stepping its
+ * environments: the steps far above the median step, each rollout landing in the update after it),
+ * and is not tried when a rollout was measured and took hardly any of it. A knob with no rule is
+ * tried after those the evidence favours.
  */
 export type EvidenceRule =
-  { kind: "data-wait"; gain: (wait: number, workers: number) => number; whenFed?: "keep" } | { kind: "precision" } | { kind: "cpu-contention" };
+  | { kind: "data-wait"; gain: (wait: number, workers: number) => number; whenFed?: "keep" }
+  | { kind: "precision" }
+  | { kind: "cpu-contention" }
+  | { kind: "rollout"; gain: (share: number) => number };
 
 /** One knob. Only `name`, `configKeys` and `type` are needed; the rest says where it differs. */
 export interface KnobSpec {
@@ -73,6 +79,16 @@ export interface KnobSpec {
    * reports the job's value (python/brim names the same knob); `apply` says how to set it for good.
    */
   jobWide?: { howToSet: (value: KnobValue) => string };
+  /**
+   * A change of it is matched by the inverse change of knob `knob` when the job has both, so that their
+   * product (`what`) is kept: `num_envs` × `rollout_steps`, the transitions each update sees. A value
+   * for which the other would not be a whole number is not tried.
+   */
+  holds?: { knob: string; what: string };
+  /** its keys and flags name it only in a job that has this knob too (`num_steps` is a rollout's length only beside a number of environments) */
+  foundWith?: string;
+  /** what a new value changes in the training beside its speed, said with its trials (issue 37: a winner that trains the same model) */
+  alters?: string;
 }
 
 /**
@@ -91,6 +107,28 @@ export function withCurrent(current: KnobValue | undefined, values: readonly Kno
 export const MICRO_BATCH_KNOB = "batch_size";
 /** The knob that is the gradient accumulation (batches per optimizer step), searched with the micro-batch. */
 export const ACCUMULATION_KNOB = "accumulation";
+
+/**
+ * The powers of two from a quarter to four times `current`, with `current` among them, ascending: the
+ * values a knob counted in environments, rollout steps or minibatches is walked over (up from the
+ * job's value, then down). None for a value that is not a positive whole number.
+ *
+ * @example
+ * ```ts
+ * nearPowers(4); // [1, 2, 4, 8, 16]
+ * nearPowers(6); // [2, 4, 6, 8, 16]
+ * ```
+ */
+export function nearPowers(current: KnobValue | undefined): KnobValue[] {
+  if (typeof current !== "number" || !Number.isInteger(current) || current < 1) return [];
+  const powers = Array.from({ length: 24 }, (_, i) => 2 ** i).filter((n) => n >= current / 4 && n <= current * 4);
+  return withCurrent(current, powers).sort((a, b) => Number(a) - Number(b));
+}
+
+/** The knob that is a reinforcement-learning job's number of environments stepped together. */
+export const ENVS_KNOB = "num_envs";
+/** The knob that is the steps each environment takes per rollout. */
+export const ROLLOUT_KNOB = "rollout_steps";
 
 const onGpu = (context: CandidateContext, values: KnobValue[]): KnobValue[] => (context.backend === "cpu" ? [] : values);
 
@@ -206,5 +244,42 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     configKeys: ["cudnn_benchmark"],
     type: "boolean",
     candidates: (current, context) => onGpu(context, withCurrent(current, [false, true])),
+  },
+  {
+    // Reinforcement learning (PPO over vectorised environments): the environments stepped together.
+    // SB3's SubprocVecEnv and Gymnasium's AsyncVectorEnv run one process each, like loader workers;
+    // in-process ones (DummyVecEnv, an environment written in torch) step them as one batch. Either way
+    // a rollout of a fixed size takes fewer, wider steps with more of them. A new value changes the
+    // samples each update sees unless the rollout length changes inversely, which the tune does when
+    // the job has both (`holds`); the samples per optimizer step (the minibatch) stay as they are.
+    name: ENVS_KNOB,
+    configKeys: [ENVS_KNOB, "n_envs", "num_envs_per_worker", "num_environments"],
+    type: "integer",
+    candidates: nearPowers,
+    evidence: { kind: "rollout", gain: (share) => share },
+    holds: { knob: ROLLOUT_KNOB, what: "the rollout: transitions each update sees" },
+    alters:
+      "with rollout_steps changed inversely the rollout (transitions each update sees) is kept, and only its shape changes (more environments, shorter rollouts: fewer steps to bootstrap the returns over); without a rollout_steps knob the rollout grows or shrinks with it",
+  },
+  {
+    // the steps each environment takes per rollout (SB3's and rl_zoo3's n_steps, CleanRL's num_steps):
+    // longer rollouts spread the per-rollout costs (the switch between collecting and updating, the
+    // returns' computation, logging) over more transitions, and change what each update sees
+    name: ROLLOUT_KNOB,
+    configKeys: [ROLLOUT_KNOB, "n_steps", "num_steps", "rollout_length", "n_rollout_steps", "nsteps"],
+    type: "integer",
+    candidates: nearPowers,
+    evidence: { kind: "rollout", gain: (share) => 0.2 * share },
+    foundWith: ENVS_KNOB,
+    alters: "the rollout (num_envs × rollout_steps transitions each update sees) changes with it, and so does how stale the policy that collected them is",
+  },
+  {
+    // the minibatches each pass over a rollout is cut into (CleanRL's num_minibatches, baselines'
+    // nminibatches): the minibatch is the rollout divided by it, so more of them are smaller batches
+    name: "num_minibatches",
+    configKeys: ["num_minibatches", "n_minibatches", "nminibatches"],
+    type: "integer",
+    candidates: nearPowers,
+    alters: "the minibatch (samples per optimizer step) is the rollout divided by it: more minibatches, more and smaller updates per pass",
   },
 ];

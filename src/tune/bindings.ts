@@ -13,6 +13,7 @@ import { UsageError } from "../errors/index.ts";
 import { describeArgvKnob, findArgvKnobs } from "./argv.ts";
 import { deepSpeedKnobs, isDeepSpeedConfig } from "./deepspeed.ts";
 import { configFilesInCommand, detectKnobKeys, templateKnobs, type CodeKnob, type KnobBinding } from "./knobs.ts";
+import { dropLonePartners, namedSection } from "./keyed-section.ts";
 import type { Knobs } from "./types.ts";
 
 /**
@@ -52,7 +53,8 @@ export async function resolveBindings(
   if (first !== undefined) {
     const document = documents.get(first.path) ?? (await readConfig(first.path));
     documents.set(first.path, document);
-    const detected = detectKnobKeys(document.data);
+    // a file keyed by environment id (rl_zoo3's): the section the command names
+    const detected = detectKnobKeys(namedSection(document.data, command));
     if (isDeepSpeedConfig(document.data)) {
       // DeepSpeed's batch keys are its own (the global one is not a micro-batch); the other knobs as in any config
       const deepspeed = deepSpeedKnobs(document.data);
@@ -76,7 +78,8 @@ export async function resolveBindings(
     notes.push(...detected.notes);
     if (configs.length > 1) notes.push(`several config files in the command; knobs were looked for in ${first.arg} only (bind others with --bind)`);
   }
-  return { bindings, documents, notes };
+  const alone = dropLonePartners(bindings, explicit);
+  return { bindings: alone.bindings, documents, notes: [...notes, ...alone.notes] };
 }
 
 /**

@@ -12,7 +12,7 @@
  * ```
  * @module
  */
-import { knobSpec } from "../knobs/index.ts";
+import { ENVS_KNOB, knobSpec } from "../knobs/index.ts";
 import type { Knobs, KnobValue, TrialResult } from "./types.ts";
 import { median } from "../stats.ts";
 
@@ -37,6 +37,8 @@ export interface TrialEvidence {
   hostBusy?: number | null;
   /** the trial's DataLoader workers (the num_workers knob), when known */
   workers?: number | null;
+  /** the time in steps far above the median step, as a share of all steps' time, and how many such steps (see {@link rolloutShare}) */
+  rollout?: { share: number; steps: number } | null;
 }
 
 /** A data-wait share at least this large, with the CPUs idle while waiting, makes the loader I/O-bound. */
@@ -124,6 +126,11 @@ export function otherWork(evidence: Pick<TrialEvidence, "hostBusy" | "cpus" | "c
   return Math.max(0, hostBusy * cpus - cpuCores);
 }
 
+/** A data wait at least this share of which is in the steps that collected a rollout is the rollout's, in a job with environments. */
+export const ROLLOUT_OF_WAIT = 0.8;
+/** What a loader knob's gain is multiplied by when the wait is the rollout's. */
+export const ROLLOUT_OF_WAIT_GAIN = 0.25;
+
 /** A knob with the gain its evidence promises and the evidence, in words. */
 export interface RankedKnob {
   knob: string;
@@ -163,7 +170,62 @@ export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number):
     cpus: result.cpus ?? null,
     hostBusy: result.hostBusy ?? null,
     workers: typeof knobs.num_workers === "number" ? knobs.num_workers : null,
+    rollout: rolloutShare(result.stepSeconds),
   };
+}
+
+/** A step at least this many times the median step is one that collected a rollout (or did other work between updates). */
+export const ROLLOUT_STEP = 2;
+/** Below this share of the time measured in rollout steps, with a rollout measured, more environments or longer rollouts cannot pay. */
+export const ROLLOUT_MIN = 0.05;
+
+/**
+ * Where a reinforcement-learning job collects its rollout: between two updates, so that the update
+ * after it takes the rollout's time too (the attach counts a step per optimizer step, or per batch of
+ * the rollout's DataLoader). The share of the steps' time beyond the median step in those steps at
+ * least {@link ROLLOUT_STEP} times it, and how many there were; null with fewer than 3 steps.
+ *
+ * @example
+ * ```ts
+ * rolloutShare([0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.31]); // { share: 0.79, steps: 1 } (0.30 of 0.38 s)
+ * rolloutShare([0.01, 0.012, 0.011]); // { share: 0, steps: 0 }
+ * ```
+ */
+export function rolloutShare(stepSeconds: readonly number[]): { share: number; steps: number } | null {
+  const typical = median(stepSeconds);
+  const total = stepSeconds.reduce((sum, s) => sum + s, 0);
+  if (stepSeconds.length < 3 || typical === null || total <= 0) return null;
+  const long = stepSeconds.filter((s) => s >= ROLLOUT_STEP * typical);
+  return { share: long.reduce((sum, s) => sum + (s - typical), 0) / total, steps: long.length };
+}
+
+/**
+ * How a `rollout` knob ranks on a trial's evidence: its gain with the why, or why it is skipped (a
+ * rollout measured that took under {@link ROLLOUT_MIN} of the time). With no rollout in the steps
+ * measured (fewer steps than one rollout's updates), it is tried after the knobs the evidence favours.
+ */
+function rankRollout(
+  knob: string,
+  values: KnobValue[],
+  evidence: TrialEvidence,
+  gain: (share: number) => number,
+  tie: number,
+): { ranked: RankedKnob } | { skipped: string } {
+  const alters = knobSpec(knob)?.alters;
+  const also = alters === undefined ? "" : `; ${alters}`;
+  const rollout = evidence.rollout;
+  if (rollout == null || rollout.steps === 0)
+    return {
+      ranked: {
+        knob,
+        values,
+        gain: 0.04 + tie,
+        why: `no step measured collected a rollout (no step ${ROLLOUT_STEP}× the median), no evidence either way${also}`,
+      },
+    };
+  const seen = `${pct(rollout.share)} of the time measured is in the ${rollout.steps} step${rollout.steps === 1 ? "" : "s"} that collected a rollout (${ROLLOUT_STEP}× the median step or more)`;
+  if (rollout.share < ROLLOUT_MIN) return { skipped: `${seen}: the environments' stepping hardly holds the updates up` };
+  return { ranked: { knob, values, gain: gain(rollout.share) + tie, why: `${seen}${also}` } };
 }
 
 /**
@@ -200,7 +262,10 @@ export function rankByEvidence(
         return;
       }
       const workers = typeof knobs.num_workers === "number" ? knobs.num_workers : 0;
-      const gain = rule.gain(wait ?? 0.1, workers);
+      // a job with environments whose wait is its rollout's (the ppo example's buffer is served by a
+      // DataLoader after each rollout): loader workers do not step environments
+      const rolloutWait = typeof knobs[ENVS_KNOB] === "number" && wait !== null && (evidence.rollout?.share ?? 0) >= ROLLOUT_OF_WAIT * wait;
+      const gain = rule.gain(wait ?? 0.1, workers) * (rolloutWait ? ROLLOUT_OF_WAIT_GAIN : 1);
       const bound = loaderBound(evidence);
       const cpu =
         bound === "io"
@@ -208,7 +273,10 @@ export function rankByEvidence(
           : bound === "cpu"
             ? `, its processes busy ${(evidence.cpuCores ?? 0).toFixed(2)} of ${evidence.cpus ?? "?"} cores: CPU-bound, workers up to the cores`
             : "";
-      const why = wait === null ? "loader setting (no data-wait measurement)" : `the loop waits for data ${pct(wait)} of step time${cpu}${busy}`;
+      const why =
+        wait === null
+          ? "loader setting (no data-wait measurement)"
+          : `the loop waits for data ${pct(wait)} of step time${cpu}${busy}${rolloutWait ? `, most of it in the steps that collected a rollout: loader workers do not step the environments (${ENVS_KNOB} does)` : ""}`;
       const oneGain = wait === null ? null : oneWorkerGain(wait);
       const skipOne =
         knob === "num_workers" &&
@@ -246,6 +314,12 @@ export function rankByEvidence(
       }
       return;
     }
+    if (rule?.kind === "rollout") {
+      const r = rankRollout(knob, values, evidence, rule.gain, tie);
+      if ("skipped" in r) skipped.push({ knob, why: r.skipped });
+      else ranked.push(r.ranked);
+      return;
+    }
     if (rule?.kind === "cpu-contention") {
       const other = otherWork(evidence);
       const threads = knobs[knob];
@@ -269,7 +343,8 @@ export function rankByEvidence(
       });
       return;
     }
-    ranked.push({ knob, values, gain: 0.05 + tie, why: "no evidence either way" });
+    const alters = knobSpec(knob)?.alters;
+    ranked.push({ knob, values, gain: 0.05 + tie, why: `no evidence either way${alters === undefined ? "" : `; ${alters}`}` });
   });
   ranked.sort((a, b) => b.gain - a.gain);
   return { ranked, skipped };

@@ -12,7 +12,7 @@
  * @module
  */
 import { formatBytes } from "../../bytes.ts";
-import { OWN_MEMORY_LINE, WALK_FIRST } from "../../knobs/index.ts";
+import { knobSpec, OWN_MEMORY_LINE, WALK_FIRST, withHeld } from "../../knobs/index.ts";
 import type { KnobValue, SearchTrial } from "../types.ts";
 import { MARGIN_FLOOR } from "../memory-line.ts";
 import { knobsKey } from "./axis.ts";
@@ -85,9 +85,14 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
       if (incumbent === null || s.ledger.stopReason !== null) return outcome();
       const value = values[j] as KnobValue;
       const from = incumbent.knobs[knob];
-      const knobs = { ...incumbent.knobs, [knob]: value };
+      // a knob that holds a product with another (num_envs × rollout_steps) moves that one inversely
+      const knobs = withHeld(incumbent.knobs, knob, value);
+      const label = heldLabel(knob, value, incumbent.knobs, knobs);
+      if (knobs === null) {
+        said.push(label);
+        continue;
+      }
       const m = s.axis.microOf(knobs);
-      const label = `${knob}=${String(value)}`;
       let estimate = s.ledger.estimate(knobs);
       if (estimate === undefined) {
         if (s.ledger.trialsOf(knobs).length > 0) {
@@ -181,7 +186,14 @@ async function settleLeader(s: Searcher, knob: string, values: readonly KnobValu
   for (;;) {
     if (s.incumbent === null || s.ledger.stopReason !== null) return false;
     const incumbent = s.ledger.estimate(s.incumbent.knobs) ?? s.incumbent;
-    const rivals = s.eligible(values.filter((v) => v !== incumbent.knobs[knob]).flatMap((v) => s.ledger.estimate({ ...incumbent.knobs, [knob]: v }) ?? []));
+    const rivals = s.eligible(
+      values
+        .filter((v) => v !== incumbent.knobs[knob])
+        .flatMap((v) => {
+          const knobs = withHeld(incumbent.knobs, knob, v);
+          return knobs === null ? [] : (s.ledger.estimate(knobs) ?? []);
+        }),
+    );
     const leader = rivals.sort((a, b) => b.mean - a.mean)[0];
     if (leader === undefined) return false;
     const noise = s.ledger.noise();
@@ -212,6 +224,33 @@ async function settleLeader(s: Searcher, knob: string, values: readonly KnobValu
     );
     if (again === null || !ranAsGiven(again.result)) return false;
   }
+}
+
+/**
+ * A trial's label in the notes and its purpose: `num_envs=8`, with the knob it holds a product with
+ * where that one moved (`num_envs=8 with rollout_steps=64, the rollout kept at 512`), or why the value
+ * was not tried (`knobs` null).
+ *
+ * @example
+ * ```ts
+ * heldLabel("num_envs", 8, { num_envs: 4, rollout_steps: 128 }, { num_envs: 8, rollout_steps: 64 });
+ * // "num_envs=8 with rollout_steps=64 (the rollout: transitions each update sees, kept at 512)"
+ * ```
+ */
+export function heldLabel(
+  knob: string,
+  value: KnobValue,
+  from: Readonly<Record<string, KnobValue>>,
+  knobs: Readonly<Record<string, KnobValue>> | null,
+): string {
+  const label = `${knob}=${String(value)}`;
+  const held = knobSpec(knob)?.holds;
+  if (held === undefined) return label;
+  const partner = knobs?.[held.knob];
+  const product = Number(from[knob]) * Number(from[held.knob]);
+  if (knobs === null) return `${label} not tried: ${held.knob} would not be a whole number (${held.what}, ${product}, kept)`;
+  if (partner === undefined || partner === from[held.knob]) return label;
+  return `${label} with ${held.knob}=${String(partner)} (${held.what}, kept at ${product})`;
 }
 
 function finish(s: Searcher, knob: string, said: string[]): void {
