@@ -26,7 +26,8 @@ export interface TuneCommandOptions {
   maxTime: number;
   warmup: number;
   steps: number;
-  window: number;
+  /** absent: the default window, which waits for the steps the job's noise asks (K) */
+  window?: number;
   trialTime: number;
   maxBatch?: number;
   strategy: TuneStrategy;
@@ -211,7 +212,11 @@ export function registerTune(program: Command, out: Output, setExitCode: (code: 
         .default(20)
         .argParser(integerAtLeast("--steps", 2)),
     )
-    .addOption(new Option("--window <duration>", "measured seconds per trial at most").default(10, "10s").argParser(parseDuration))
+    .addOption(
+      new Option("--window <duration>", "measured seconds per trial at most (default 10s, after the steady steps this job's noise asks)").argParser(
+        parseDuration,
+      ),
+    )
     .addOption(new Option("--trial-time <duration>", "longest a single trial may run, start-up included").default(300, "5m").argParser(parseDuration))
     .option("--max-batch <n>", "largest micro-batch to try (e.g. the dataset size)", integerAtLeast("--max-batch", 1))
     .addOption(new Option("--strategy <name>", "the search (the other two are there to compare with)").choices(TUNE_STRATEGIES).default("brim"))

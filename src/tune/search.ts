@@ -25,7 +25,7 @@ import { tuneKnob, tuneOthers } from "./strategies/coordinate.ts";
 import { didNotFit, peakOf, ranAsGiven, type ConfigEstimate, type Ledger } from "./strategies/ledger.ts";
 import type { MemoryBook } from "./strategies/memory-book.ts";
 import { exploreMicroBatch } from "./strategies/micro-batch.ts";
-import { compareThroughput, noiseThreshold } from "./strategies/noise.ts";
+import { compareThroughput, describeNoise, noiseThreshold } from "./strategies/noise.ts";
 import { checkOptions, describeKnobs, newSearcher, pct, rate, type Searcher } from "./strategies/searcher.ts";
 import { trialTimeText } from "./window.ts";
 import type { Knobs, MemoryLineReport, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
@@ -290,6 +290,7 @@ function outcomeOf(s: Searcher, winner: ConfigEstimate | null, family: number): 
     const speedup = baseline !== null && baseline > 0 ? ` (×${(winner.mean / baseline).toFixed(2)} the baseline)` : "";
     s.notes.push(`winner: ${describeKnobs(winner.knobs)} — ${rate(winner.mean)} over ${winner.count} trial${winner.count > 1 ? "s" : ""}${speedup}`);
   }
+  if (ledger.trials.length > 0) s.notes.push(`noise ${describeNoise(ledger.noiseEstimate())}`);
   return {
     trials: ledger.trials,
     bestIndex: winner?.indices.at(-1) ?? null,

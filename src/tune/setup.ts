@@ -75,11 +75,15 @@ export function trialSettings(
       minSteps: 3,
       windowS: options.windowS ?? DEFAULT_WINDOW_S,
       stableWithin: options.stableWithin ?? DEFAULT_STABLE_WITHIN,
+      // the default window waits for the steps this job's noise asks (K); a --window given overrides it
+      ...(options.windowS === undefined ? { noiseTarget: (options.stableWithin ?? DEFAULT_STABLE_WITHIN) / 2 } : {}),
     },
     timeLimitS: options.trialTimeLimitS,
     hz: options.hz,
     forwardSignals: options.forwardSignals,
     onState: options.onState,
+    onNote: options.onNote,
+    maxTimeS: options.maxTimeS,
   };
 }
 

@@ -24,6 +24,7 @@ import { trialEvaluation } from "./evaluation.ts";
 import { dataLimit, loadersOf, type LoaderSeen } from "./loaders.ts";
 import { asKnobValue, type KnobBinding } from "./knobs.ts";
 import { launchWithKnobs } from "./launch.ts";
+import { BudgetLine } from "./trial-budget.ts";
 import type { KnobValue, Knobs, TrialEnd, TrialFailure, TrialResult } from "./types.ts";
 import { ENDED_TOO_SOON, NO_TRAINING_STEP } from "./types.ts";
 import {
@@ -58,6 +59,9 @@ export interface TrialSettings {
   hz?: number;
   forwardSignals?: boolean;
   onState?: (state: LiveState, now: number) => void;
+  /** trial 0 says the budget line once its first steady step is in (trial-budget.ts), against this `--max-time` */
+  onNote?: (line: string) => void;
+  maxTimeS?: number;
 }
 
 /** What a trial produced. */
@@ -105,7 +109,7 @@ export async function runTrial(
     namedInCommand: settings.namedInCommand,
   });
   try {
-    const watch = new TrialWatch(settings, context, knobs);
+    const watch = new TrialWatch(settings, context, knobs, index);
     const run = await guardRun(
       {
         command: launch.command,
@@ -180,9 +184,11 @@ class TrialWatch {
   #backstop: NodeJS.Timeout | null = null;
 
   readonly #knobs: Knobs;
+  readonly #budget: BudgetLine | null;
 
-  constructor(settings: TrialSettings, context: TrialContext, knobs: Knobs) {
+  constructor(settings: TrialSettings, context: TrialContext, knobs: Knobs, index: number) {
     this.#knobs = knobs;
+    this.#budget = index === 0 && settings.onNote !== undefined ? new BudgetLine(settings.onNote, settings.maxTimeS ?? Infinity) : null;
     this.#settings = settings;
     this.#trialContext = context;
     this.#context = { best: context.best, noise: context.noise };
@@ -238,6 +244,7 @@ class TrialWatch {
     const window = { ...this.#settings.window, ...loaderWindow(this.#knobs) };
     const { steps, unit } = this.#measured();
     // steps/s before the job's first rate line is not the best's unit: no trial is stopped as slower on it
+    this.#budget?.seen(steps, window);
     const verdict = windowVerdict(steps, Date.now() / 1000, window, unit === "samples" ? this.#context : { ...this.#context, best: null });
     if (verdict === null) return;
     this.verdict = verdict;

@@ -14,6 +14,7 @@
  */
 import { isWarmupStep } from "../record/timeline/index.ts";
 import { mean as meanOf } from "../stats.ts";
+import { withinTrialNoise } from "./strategies/noise.ts";
 
 /** One step of the job's main process as the trial sees it. */
 export interface StepTime {
@@ -38,8 +39,14 @@ export interface WindowOptions {
   maxSteps: number;
   /** steady steps at least before throughput may count as stable */
   minSteps: number;
-  /** seconds of steady steps at most */
+  /** seconds of steady steps at most, once the trial has K steady steps */
   windowS: number;
+  /**
+   * the relative standard error of its mean a trial measures toward before its window may end it: K
+   * comes from the noise the job's steps show ({@link noiseSteps}), at most `maxSteps`. Absent (a
+   * `--window` the user gave, which overrides): K = {@link MIN_STEADY_STEPS}
+   */
+  noiseTarget?: number;
   /** stable: both halves of the steady steps within this share of each other, and the standard error under half of it */
   stableWithin: number;
   /**
@@ -114,28 +121,67 @@ export type WindowStop = "stable" | "window" | "steps" | "slower";
 export const REPORT_DELAY_S = 0.1;
 
 /**
- * Steady steps every decision of a trial rests on at least (K): the fewest from which its own error
- * can be told (three, the least `withinTrialNoise` takes). The window, the step budget and the
- * stop as clearly slower wait for them; only the trial time limit ends a trial with fewer.
+ * Steady steps every decision of a trial rests on at least: the fewest from which its own error can be
+ * told (three, the least `withinTrialNoise` takes). The window, the step budget and the stop as
+ * clearly slower wait for them; only the trial time limit ends a trial with fewer. The window waits
+ * for more where the job's steps are noisier (K, {@link noiseSteps}).
  */
 export const MIN_STEADY_STEPS = 3;
 
 /**
- * How long a trial takes on this job, from trial 0's first step: its start-up, its warm-up steps and
- * the steady steps it measured, and `expectedS` (the ledger's prediction for the next one).
+ * K for a job whose steady steps took `perSampleSeconds` (seconds per sample, or per step): the steps a
+ * trial needs for the relative standard error of its mean ({@link withinTrialNoise}, by batch means) to
+ * fall to `target`, projected from the steps so far as n × (error / target)², at least
+ * {@link MIN_STEADY_STEPS} and at most `cap`. Fewer than three steps cannot show their noise: K is then
+ * {@link MIN_STEADY_STEPS} until they do.
+ *
+ * @example
+ * ```ts
+ * noiseSteps([1, 1.01, 0.99, 1], 0.01, 20); // 3: steps within 1 % of each other
+ * noiseSteps([5, 9, 6, 12, 7, 18], 0.01, 20); // 20: steps of 5–18 s need more than the budget
+ * ```
+ */
+export function noiseSteps(perSampleSeconds: readonly number[], target: number, cap: number): number {
+  const error = withinTrialNoise(perSampleSeconds);
+  if (error === null || !(target > 0)) return Math.min(MIN_STEADY_STEPS, Math.max(cap, 1));
+  const needed = Math.ceil(perSampleSeconds.length * (error / target) ** 2);
+  return Math.max(MIN_STEADY_STEPS, Math.min(needed, cap));
+}
+
+/** The most steady steps the job's noise asks of a trial before its window may end it (`--steps` caps it too). */
+export const MAX_NOISE_STEPS = 20;
+
+/** The standard error a trial's mean aims at by default, for K ({@link noiseSteps}): half the default stability target (±2 %). */
+export const DEFAULT_NOISE_TARGET = 0.01;
+
+/**
+ * How long a trial takes on this job, measured from trial 0's first step: its start-up, its warm-up
+ * steps, and the K steady steps this job's step noise asks for ({@link noiseSteps}), and `expectedS`
+ * (the ledger's prediction for the next one).
  *
  * @example
  * ```ts
  * trialTimeText({ fixedCostS: 4, warmupSteps: 3, stepSeconds: [6, 6, 6] }, 45); // "a trial takes ≈ 45 s on this job: …"
  * ```
  */
-export function trialTimeText(result: { fixedCostS?: number | null; warmupSteps?: number; stepSeconds: readonly number[] }, expectedS: number): string {
+export function trialTimeText(
+  result: { fixedCostS?: number | null; warmupSteps?: number; stepSeconds: readonly number[] },
+  expectedS: number,
+  cap = MAX_NOISE_STEPS,
+): string {
   const sorted = [...result.stepSeconds].sort((a, b) => a - b);
   const step = sorted[Math.floor(sorted.length / 2)];
+  const k = noiseSteps(result.stepSeconds, DEFAULT_NOISE_TARGET, cap);
+  const error = withinTrialNoise(result.stepSeconds);
+  const within = `±${(DEFAULT_NOISE_TARGET * 100).toFixed(0)} %`;
+  const why =
+    error === null
+      ? `${MIN_STEADY_STEPS} steady steps at least`
+      : `${k} steady steps at least (K: ${result.stepSeconds.length} steps measured their mean within ±${(error * 100).toFixed(1)} %; ${k >= cap && error > DEFAULT_NOISE_TARGET ? `${k} is the most K asks, short of ${within}` : `${k} bring it within ${within}`})`;
   const parts = [
     result.fixedCostS != null ? `start-up ${result.fixedCostS.toFixed(1)} s before its first step` : null,
     result.warmupSteps !== undefined ? `${result.warmupSteps} warm-up step${result.warmupSteps === 1 ? "" : "s"} left out` : null,
-    step !== undefined ? `then ${MIN_STEADY_STEPS} steady steps at least, of ≈ ${step >= 1 ? step.toFixed(1) : step.toPrecision(2)} s each here` : null,
+    step !== undefined ? `then ${why}, of ≈ ${step >= 1 ? step.toFixed(1) : step.toPrecision(2)} s each here` : null,
   ].filter((part): part is string => part !== null);
   return `a trial takes ≈ ${Math.round(expectedS)} s on this job: ${parts.join(", ")}`;
 }
@@ -349,7 +395,14 @@ export function windowVerdict(
     return { stop: "steps", detail: `${steady.length} measured steps in ${measured.toFixed(1)} s (the step budget, at least ${floor.toFixed(1)} s)` };
   if (counted && enough && isStable(steady, options.minSteps, options.stableWithin))
     return { stop: "stable", detail: `throughput stable within ±${pctOf(options.stableWithin)} over ${steady.length} steps in ${measured.toFixed(1)} s` };
-  if (counted && measured >= options.windowS) return { stop: "window", detail: `the ${options.windowS} s measurement window ended (${steady.length} steps)` };
+  const perSample = steady.map((s) => s.seconds / Math.max(1, s.samples ?? 1));
+  // a time window over slow, noisy steps is a few draws: it ends a trial only once its steps are K
+  const k = options.noiseTarget === undefined ? MIN_STEADY_STEPS : noiseSteps(perSample, options.noiseTarget, Math.min(options.maxSteps, MAX_NOISE_STEPS));
+  if (counted && steady.length >= k && measured >= options.windowS)
+    return {
+      stop: "window",
+      detail: `the ${options.windowS} s measurement window ended (${steady.length} steps${k > MIN_STEADY_STEPS ? `: K = ${k} for this job's step noise` : ""})`,
+    };
   // an early stop needs evidence beyond the noise: one steady step at least, never a first step still
   // running, and a step in flight counts only once it has run far longer than any steady step did
   if (context.best !== null && context.best > 0 && steady.length >= 1) {

@@ -33,7 +33,7 @@ describe("trials sized by steps: no decision on fewer than K steady steps", () =
 
   it("says how long a trial takes on this job from trial 0's first step", () => {
     expect(trialTimeText({ fixedCostS: 4.2, warmupSteps: 3, stepSeconds: [6, 12.9, 17.8] }, 98.4)).toBe(
-      "a trial takes ≈ 98 s on this job: start-up 4.2 s before its first step, 3 warm-up steps left out, then 3 steady steps at least, of ≈ 12.9 s each here",
+      "a trial takes ≈ 98 s on this job: start-up 4.2 s before its first step, 3 warm-up steps left out, then 20 steady steps at least (K: 3 steps measured their mean within ±28.0 %; 20 is the most K asks, short of ±1 %), of ≈ 12.9 s each here",
     );
   });
 });

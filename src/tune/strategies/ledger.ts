@@ -12,7 +12,7 @@
  */
 import type { Knobs, SearchOptions, SearchTrial, StopReason, TrialResult, TrialRunner } from "../types.ts";
 import { knobsKey, type MicroAxis } from "./axis.ts";
-import { trialNoise, withinTrialNoise, type Measured } from "./noise.ts";
+import { noiseEstimate, withinTrialNoise, type Measured, type NoiseEstimate } from "./noise.ts";
 import { MIN_STEADY_STEPS } from "../window.ts";
 
 /** What the measurements say about one configuration (trials with the same knobs). */
@@ -136,7 +136,8 @@ export class Ledger {
   /**
    * Seconds a trial with `knobs` is expected to take: the largest start-up seen (wall time not spent in
    * steady steps) plus as many steps as the trials ran, each as long as the nearest measured
-   * micro-batch's per-sample time says, plus 10 %.
+   * micro-batch's per-sample time says, plus 10 %: the window bounds the steps, but never below the
+   * most steps a trial its window ended had to measure (K, from the job's noise).
    */
   predictDuration(knobs: Knobs): number {
     const m = this.axis.microOf(knobs);
@@ -145,9 +146,11 @@ export class Ledger {
     let perSample: number | null = null;
     let nearest = Infinity;
     let longest = 0;
+    let held = MIN_STEADY_STEPS;
     for (const { knobs: k, result } of this.trials) {
       longest = Math.max(longest, result.durationS);
       if (result.end !== "ok" || result.stepSeconds.length === 0) continue;
+      if (result.stoppedBy === "window") held = Math.max(held, result.stepSeconds.length);
       const stepTotal = result.stepSeconds.reduce((a, b) => a + b, 0);
       overhead = Math.max(overhead, result.durationS - stepTotal);
       steps = Math.max(steps, result.stepSeconds.length);
@@ -166,8 +169,8 @@ export class Ledger {
     const step = m === null ? perSample : perSample * m;
     // a trial measures for at most its window, plus the warm-up step and the step in flight
     const window = this.options.maxStepS;
-    // (and never fewer than the steady steps every trial measures, whatever the window)
-    const least = (MIN_STEADY_STEPS + 1) * step;
+    // (and never fewer than the steady steps the job's noise held a trial to, whatever the window)
+    const least = (held + 1) * step;
     return 1.1 * (overhead + Math.min(steps * step, window === undefined ? Infinity : Math.max(least, window + 2 * step)));
   }
 
@@ -214,6 +217,11 @@ export class Ledger {
 
   /** The relative noise of one trial's throughput, from all trials so far (see noise.ts). */
   noise(): number {
+    return this.noiseEstimate().noise;
+  }
+
+  /** {@link noise} and where it comes from: repeats of a configuration in this tune, or assumed before any. */
+  noiseEstimate(): NoiseEstimate {
     const within: number[] = [];
     for (const t of this.trials) {
       if (!ranAsGiven(t.result)) continue;
@@ -223,6 +231,6 @@ export class Ledger {
     const repeats = this.estimates()
       .filter((e) => e.count > 1)
       .map((e) => e.indices.map((i) => this.trials[i]?.result.samplesPerSecond ?? e.mean));
-    return trialNoise(within, repeats);
+    return noiseEstimate(within, repeats);
   }
 }

@@ -10,7 +10,7 @@
  */
 import { mean as meanOf, median } from "../../stats.ts";
 
-/** The smallest relative noise a single trial's throughput is assumed to have. */
+/** The relative noise a trial's throughput is assumed to have before any configuration was measured twice. */
 export const NOISE_FLOOR = 0.005;
 /** How many standard errors apart two means must be to count as different. */
 export const NOISE_Z = 2;
@@ -54,12 +54,43 @@ export function withinTrialNoise(stepSeconds: readonly number[]): number | null 
 export const REPEATS_DF = 3;
 
 /**
- * The relative noise of one trial's throughput: the largest of {@link NOISE_FLOOR}, the spread
- * between repeated trials of the same configuration (pooled relative standard deviation, which
- * catches drift between trials that steps cannot show) and, until the repeats have
- * {@link REPEATS_DF} degrees of freedom, the median within-trial standard error. Repeats measure the
- * noise between trials itself; the within-trial error is a stand-in for it, and one that a trial's
- * own warm-up trend (the same in every trial) inflates.
+ * Where the noise of a tune comes from: `repeats`, the spread of configurations measured more than
+ * once in this tune (with the steps' own error beside it while they have fewer than
+ * {@link REPEATS_DF} degrees of freedom); `assumed`, no configuration measured twice yet, so the
+ * steps' own error and {@link NOISE_FLOOR} stand in for it.
+ */
+export interface NoiseEstimate {
+  /** relative noise of one trial's throughput */
+  noise: number;
+  source: "repeats" | "assumed";
+  /** degrees of freedom of the repeats (0: none) */
+  df: number;
+}
+
+/**
+ * The relative noise of one trial's throughput and where it comes from. Once a configuration has been
+ * measured twice, the spread between repeated trials of the same configuration (pooled relative
+ * standard deviation, which catches drift between trials that steps cannot show), and, until the
+ * repeats have {@link REPEATS_DF} degrees of freedom, the median within-trial error beside it (the
+ * larger: one degree of freedom can draw two close trials by chance); from {@link REPEATS_DF} on, the
+ * repeats alone. No floor under measured repeats: before any, the noise is assumed, the larger of
+ * {@link NOISE_FLOOR} and the median within-trial error.
+ *
+ * @example
+ * ```ts
+ * noiseEstimate([0.004], []); // { noise: 0.005, source: "assumed", df: 0 }
+ * noiseEstimate([0.2], [[380, 372], [671, 683], [662, 671], [483, 487]]); // { noise: ≈ 0.013, source: "repeats", df: 4 }
+ * ```
+ */
+export function noiseEstimate(withinTrial: readonly number[], repeats: readonly (readonly number[])[]): NoiseEstimate {
+  const { spread, df } = repeatSpread(repeats);
+  const middle = median(withinTrial) ?? 0;
+  if (df === 0) return { noise: Math.max(NOISE_FLOOR, middle), source: "assumed", df };
+  return { noise: df >= REPEATS_DF ? spread : Math.max(spread, middle), source: "repeats", df };
+}
+
+/**
+ * The relative noise of one trial's throughput ({@link noiseEstimate}'s number).
  *
  * @example
  * ```ts
@@ -68,9 +99,23 @@ export const REPEATS_DF = 3;
  * ```
  */
 export function trialNoise(withinTrial: readonly number[], repeats: readonly (readonly number[])[]): number {
-  const { spread, df } = repeatSpread(repeats);
-  const middle = df >= REPEATS_DF ? null : median(withinTrial);
-  return Math.max(NOISE_FLOOR, middle ?? 0, df > 0 ? spread : 0);
+  return noiseEstimate(withinTrial, repeats).noise;
+}
+
+/**
+ * How the noise reads in a note: measured from repeats (how many degrees of freedom), or assumed.
+ *
+ * @example
+ * ```ts
+ * describeNoise({ noise: 0.005, source: "assumed", df: 0 }); // "±0.5 % a trial, assumed: no configuration was measured twice"
+ * ```
+ */
+export function describeNoise(estimate: NoiseEstimate): string {
+  const share = estimate.noise * 100;
+  const value = `±${share >= 10 ? share.toFixed(0) : share.toFixed(1)} % a trial`;
+  return estimate.source === "assumed"
+    ? `${value}, assumed: no configuration was measured twice`
+    : `${value}, measured: the spread of repeated configurations in this tune (${estimate.df} degree${estimate.df === 1 ? "" : "s"} of freedom)`;
 }
 
 /** The pooled relative standard deviation of groups of throughputs of one configuration each, and its degrees of freedom. */
@@ -97,6 +142,22 @@ function repeatSpread(repeats: readonly (readonly number[])[]): { spread: number
  */
 export function noiseThreshold(a: Measured, b: Measured, noise: number): number {
   return NOISE_Z * noise * Math.sqrt(1 / a.count + 1 / b.count);
+}
+
+/**
+ * Whether the 95 % intervals of two configurations' throughputs overlap: each mean ± z × noise / √n
+ * (relative). Overlapping, neither is known apart from the other: before either is dropped, both are
+ * measured again, interleaved (strategies/settle.ts).
+ *
+ * @example
+ * ```ts
+ * intervalsOverlap({ mean: 1050, count: 1 }, { mean: 1000, count: 1 }, 0.02); // true: ±4 % each
+ * intervalsOverlap({ mean: 1200, count: 2 }, { mean: 1000, count: 2 }, 0.02); // false
+ * ```
+ */
+export function intervalsOverlap(a: Measured, b: Measured, noise: number): boolean {
+  const [hi, lo] = a.mean >= b.mean ? [a, b] : [b, a];
+  return hi.mean * (1 - (NOISE_Z * noise) / Math.sqrt(hi.count)) <= lo.mean * (1 + (NOISE_Z * noise) / Math.sqrt(lo.count));
 }
 
 /**

@@ -1,0 +1,144 @@
+import { describe, expect, it } from "vitest";
+import { searchKnobs } from "../../src/tune/search.ts";
+import type { Knobs, TrialResult, TuneSpace } from "../../src/tune/types.ts";
+import { describeNoise, intervalsOverlap, NOISE_FLOOR, noiseEstimate } from "../../src/tune/strategies/noise.ts";
+import { firstStepBudget } from "../../src/tune/trial-budget.ts";
+import { MAX_NOISE_STEPS, MIN_STEADY_STEPS, noiseSteps, windowVerdict, type StepTime, type WindowOptions } from "../../src/tune/window.ts";
+
+/** Steps of the given seconds, back to back from t = 100, 4 samples each. */
+const stepsOf = (seconds: readonly number[], warmup = 0): StepTime[] =>
+  seconds.map((s, i) => ({ t: 100 + seconds.slice(0, i + 1).reduce((a, b) => a + b, 0), samples: 4, seconds: s, warmup: i < warmup }));
+
+// recorded shape: a diffusion trainer beside a busy core, steps of 5 to 18 s
+const DIFFUSION = [11.2, 17.8, 6.1, 5.4, 12.9, 9.8, 14.1, 7.7, 16.3, 6.6, 10.4, 12.2];
+// recorded shape: a small CNN, steps within 1 % of each other
+const STEADY = [0.101, 0.1, 0.099, 0.1, 0.1005, 0.0995];
+
+const soft: WindowOptions = { warmupSteps: 0, maxSteps: 20, minSteps: 3, windowS: 10, stableWithin: 0.02, noiseTarget: 0.01 };
+const end = (steps: StepTime[]): number => (steps.at(-1) as StepTime).t;
+
+describe("K from the noise the job's steps show", () => {
+  it("asks three steps of a steady job, the most of a noisy one, and never fewer than three", () => {
+    expect(noiseSteps(STEADY, 0.01, 20)).toBe(MIN_STEADY_STEPS);
+    expect(noiseSteps(DIFFUSION, 0.01, 20)).toBe(20);
+    expect(noiseSteps(DIFFUSION, 0.01, 8)).toBe(8);
+    // between: steps ±5 % ask for more than three, fewer than the cap
+    const middling = [1, 1.05, 0.95, 1.02, 0.98, 1.04, 0.96, 1];
+    const k = noiseSteps(middling, 0.01, 20);
+    expect(k).toBeGreaterThan(MIN_STEADY_STEPS);
+    expect(k).toBeLessThan(20);
+    // fewer than three steps cannot show their noise
+    expect(noiseSteps([5, 18], 0.01, 20)).toBe(MIN_STEADY_STEPS);
+  });
+
+  it("holds the default window until a noisy job's steps are K, and lets a steady job's end at three", () => {
+    const noisy = stepsOf(DIFFUSION);
+    // 10 s passed after two steps, and after three: the window does not end it
+    expect(windowVerdict(noisy.slice(0, 3), end(noisy.slice(0, 3)), soft, { best: null, noise: 0.01 })).toBeNull();
+    expect(windowVerdict(noisy.slice(0, 12), end(noisy.slice(0, 12)), soft, { best: null, noise: 0.01 })).toBeNull();
+    const more = stepsOf([...DIFFUSION, ...DIFFUSION]).slice(0, MAX_NOISE_STEPS);
+    const v = windowVerdict(more, end(more), { ...soft, maxSteps: 40 }, { best: null, noise: 0.01 });
+    expect(v?.stop).toBe("window");
+    expect(v?.detail).toMatch(/\(20 steps: K = 20 for this job's step noise\)/);
+    // a steady job whose steps are slower than the window still stops at three
+    const steady = stepsOf(STEADY.map((s) => s * 40));
+    expect(windowVerdict(steady.slice(0, 3), end(steady.slice(0, 3)), soft, { best: null, noise: 0.01 })?.stop).toMatch(/window|stable/);
+  });
+
+  it("honours --steps as K's cap and a --window given as an override (no noise target: three steps)", () => {
+    const noisy = stepsOf(DIFFUSION);
+    expect(windowVerdict(noisy.slice(0, 6), end(noisy.slice(0, 6)), { ...soft, maxSteps: 6 }, { best: null, noise: 0.01 })?.stop).toBe("steps");
+    const given: WindowOptions = { ...soft, noiseTarget: undefined };
+    const v = windowVerdict(noisy.slice(0, 3), end(noisy.slice(0, 3)), given, { best: null, noise: 0.01 });
+    expect(v?.stop).toBe("window");
+    expect(v?.detail).toMatch(/\(3 steps\)$/);
+  });
+});
+
+describe("the noise the search uses comes from repeats, never from a floor", () => {
+  it("is assumed before any configuration was measured twice, and says so", () => {
+    const e = noiseEstimate([], []);
+    expect(e).toEqual({ noise: NOISE_FLOOR, source: "assumed", df: 0 });
+    expect(describeNoise(e)).toBe("±0.5 % a trial, assumed: no configuration was measured twice");
+    // the steps' own error stands in while nothing repeated, still said as assumed
+    expect(noiseEstimate([0.03], [[1000]])).toEqual({ noise: 0.03, source: "assumed", df: 0 });
+  });
+
+  it("is the spread of repeats once there are some, below the floor too", () => {
+    // recorded: four configurations measured twice, each pair within 0.3 %
+    const repeats = [
+      [1000, 1002],
+      [800, 801],
+      [1200, 1197],
+      [640, 641],
+    ];
+    const e = noiseEstimate([0.0001], repeats);
+    expect(e.source).toBe("repeats");
+    expect(e.df).toBe(4);
+    expect(e.noise).toBeLessThan(NOISE_FLOOR);
+    expect(e.noise).toBeGreaterThan(0);
+    expect(describeNoise(e)).toMatch(/measured: the spread of repeated configurations in this tune \(4 degrees of freedom\)$/);
+    // the issue's job: repeats of one configuration 0.90 and 2.1 samples/s
+    expect(noiseEstimate([0.01], [[0.9, 2.1]]).noise).toBeGreaterThan(0.5);
+  });
+});
+
+const result = (samplesPerSecond: number, stoppedBy: "window" | "stable"): TrialResult => ({
+  end: "ok",
+  samplesPerSecond,
+  stepSeconds: [5, 5.1, 4.9],
+  peakBytes: 1e9,
+  frameworkPeakBytes: null,
+  durationS: 40,
+  oomRecoveries: 0,
+  stoppedBy,
+});
+
+describe("the search says where its noise came from", () => {
+  const space: TuneSpace = { baseline: { num_workers: 0 }, others: [{ knob: "num_workers", values: [0, 2] }] };
+  const run = async (rates: number[], stoppedBy: "window" | "stable", maxTrials: number): Promise<string[]> => {
+    let i = 0;
+    const runner = { run: (_knobs: Knobs): Promise<TrialResult> => Promise.resolve(result(rates[i++] ?? 2, stoppedBy)) };
+    return (await searchKnobs(space, runner, { capBytes: 8e9, maxTrials, maxTimeS: 1e6, now: () => 0 })).notes;
+  };
+
+  it("measured, from the baseline's repeat", async () => {
+    const notes = await run([0.9, 2.1], "window", 2);
+    expect(notes.find((n) => n.startsWith("noise "))).toMatch(
+      /^noise ±\d+ % a trial, measured: the spread of repeated configurations in this tune \(1 degree of freedom\)$/,
+    );
+  });
+
+  it("assumed, when nothing was measured twice", async () => {
+    const notes = await run([2], "stable", 1);
+    expect(notes.find((n) => n.startsWith("noise "))).toMatch(/, assumed: no configuration was measured twice$/);
+  });
+});
+
+describe("intervals that overlap", () => {
+  it("overlap while the difference is within both 95 % intervals, and part with more measurements", () => {
+    expect(intervalsOverlap({ mean: 1050, count: 1 }, { mean: 1000, count: 1 }, 0.02)).toBe(true);
+    expect(intervalsOverlap({ mean: 1000, count: 1 }, { mean: 1050, count: 1 }, 0.02)).toBe(true);
+    expect(intervalsOverlap({ mean: 1100, count: 1 }, { mean: 1000, count: 1 }, 0.02)).toBe(false);
+    // 10 % apart at ±4 % a trial: overlapping once each (±8 %), apart after four measurements each (±4 %)
+    expect(intervalsOverlap({ mean: 1100, count: 1 }, { mean: 1000, count: 1 }, 0.04)).toBe(true);
+    expect(intervalsOverlap({ mean: 1100, count: 4 }, { mean: 1000, count: 4 }, 0.04)).toBe(false);
+  });
+});
+
+describe("the budget line from trial 0's first step", () => {
+  const window: WindowOptions = { warmupSteps: 1, maxSteps: 20, minSteps: 3, windowS: 10, stableWithin: 0.02, noiseTarget: 0.01 };
+
+  it("is said only once a steady step is in", () => {
+    expect(firstStepBudget({ startedAt: 90, steps: stepsOf([30], 1), window, maxTimeS: 1200 })).toBeNull();
+  });
+
+  it("says how long a trial takes on this job: start-up, warm-up, then K steps at least of the first steady step's time", () => {
+    // started at 90, first step (warm-up, 30 s) began at 100, first steady step 12 s
+    const line = firstStepBudget({ startedAt: 90, steps: stepsOf([30, 12], 1), window, maxTimeS: 1200 });
+    // 10 s start-up + 30 s warm-up + max(3 × 12 s, min(10 s, 20 × 12 s)) = 76 s
+    expect(line).toBe(
+      "budget: a trial takes ≈ 76 s on this job, measured from trial 0's first step: start-up 10 s, 1 step left out (warm-up) of 30 s, then 3 steady steps at least of ≈ 12 s (until stable, 20 steps or 10 s, longer where its steps are noisy); --max-time 1200 s holds ≈ 15 trials",
+    );
+  });
+});
