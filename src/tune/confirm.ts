@@ -16,7 +16,7 @@
 import type { TuneRecord } from "../record/types.ts";
 import type { Knobs, TrialResult } from "./types.ts";
 import { mean as meanOf } from "../stats.ts";
-import { NOISE_FLOOR, REPEATS_DF } from "./strategies/noise.ts";
+import { REPEATS_DF } from "./strategies/noise.ts";
 import { rateLabel } from "./window.ts";
 
 /** A/B pairs measured to confirm a winner, at least and at most (more while the interval holds 1.0 and time allows). */
@@ -84,7 +84,7 @@ const mean = (values: readonly number[]): number => meanOf(values) ?? NaN;
  * into the noise estimate until the interleaved measurements have {@link REPEATS_DF} degrees of
  * freedom of their own (three pairs), then left out; `floorNoise`: the least relative noise assumed
  * (the within-trial error) while the groups used have fewer than {@link REPEATS_DF} degrees of
- * freedom, {@link NOISE_FLOOR} after.
+ * freedom; from there on their spread alone, with no floor under it (noise is measured, not assumed).
  *
  * @example
  * ```ts
@@ -120,7 +120,7 @@ export function confirmSpeedup(
   const { squares, df } = own.df >= REPEATS_DF ? own : pooled([a, b, ...repeats.map(logs)]);
   const diff = a.length > 0 && b.length > 0 ? mean(b) - mean(a) : 0;
   // the repeats measure the noise between trials; the within-trial error stands in for it only while they are few
-  const noise = Math.max(df >= REPEATS_DF ? NOISE_FLOOR : floorNoise, df > 0 ? Math.sqrt(squares / df) : Infinity);
+  const noise = Math.max(df >= REPEATS_DF ? 0 : floorNoise, df > 0 ? Math.sqrt(squares / df) : Infinity);
   const half = a.length > 0 && b.length > 0 ? tQuantile975(df) * noise * Math.sqrt(1 / a.length + 1 / b.length) : Infinity;
   const low = Math.exp(diff - half);
   const high = Math.exp(diff + half);

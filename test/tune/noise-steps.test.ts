@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { confirmSpeedup } from "../../src/tune/confirm.ts";
 import { searchKnobs } from "../../src/tune/search.ts";
 import type { Knobs, TrialResult, TuneSpace } from "../../src/tune/types.ts";
 import { describeNoise, intervalsOverlap, NOISE_FLOOR, noiseEstimate } from "../../src/tune/strategies/noise.ts";
@@ -92,6 +93,17 @@ const result = (samplesPerSecond: number, stoppedBy: "window" | "stable"): Trial
   durationS: 40,
   oomRecoveries: 0,
   stoppedBy,
+});
+
+describe("the confirmation's noise is its pairs' spread once they have 3 degrees of freedom, with no floor", () => {
+  it("reads a spread of 0.1 % as 0.1 %, not the 0.5 % floor", () => {
+    // recorded shape: interleaved pairs on an idle GPU, each configuration within 0.1 % of itself
+    const c = confirmSpeedup([1000, 1001, 999, 1000.5], [1100, 1101, 1099.5, 1100], [], 0.02);
+    expect(c.df).toBe(6);
+    expect(c.noise).toBeLessThan(NOISE_FLOOR);
+    expect(c.noise).toBeGreaterThan(0);
+    expect(c.high / c.low).toBeLessThan(1.01);
+  });
 });
 
 describe("the search says where its noise came from", () => {
