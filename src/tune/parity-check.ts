@@ -26,7 +26,7 @@ function confirmPair(trials: readonly TuneTrialRecord[]): { a: TuneTrialRecord; 
 
 async function sideOf(store: RunStore, trial: TuneTrialRecord): Promise<ParitySide> {
   const run = await loadRun(store, trial.run_id as string);
-  const { losses, precision, microBatch } = stepLosses(mainSteps(run.timeline));
+  const { losses, precision, microBatch, accumulationSeen } = stepLosses(mainSteps(run.timeline));
   const knobMicro = trial.knobs["batch_size"];
   const knobPrecision = trial.knobs["precision"];
   return {
@@ -37,6 +37,7 @@ async function sideOf(store: RunStore, trial: TuneTrialRecord): Promise<ParitySi
     effectiveBatch: trial.effective_batch ?? null,
     microBatch: typeof knobMicro === "number" ? knobMicro : microBatch,
     facts: modelFactsOf(run.timeline.events),
+    accumulationSeen,
   };
 }
 

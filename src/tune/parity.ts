@@ -144,6 +144,8 @@ export interface ParitySide {
   effectiveBatch: number | null;
   microBatch: number | null;
   facts: ModelFacts | null;
+  /** the least and the most accumulation its steps reported, when they differ (a job that ramps it up as it runs) */
+  accumulationSeen?: readonly [number, number] | null;
 }
 
 /**
@@ -154,7 +156,12 @@ export interface ParitySide {
  * stepLosses(mainSteps(run.timeline)); // { losses: [2.31, 2.29, ...], precision: null }
  * ```
  */
-export function stepLosses(steps: readonly StepEntry[]): { losses: StepLoss[]; precision: string | null; microBatch: number | null } {
+export function stepLosses(steps: readonly StepEntry[]): {
+  losses: StepLoss[];
+  precision: string | null;
+  microBatch: number | null;
+  accumulationSeen: readonly [number, number] | null;
+} {
   const byStep = new Map<number, StepEntry>();
   for (const step of steps) if (!byStep.has(step.step)) byStep.set(step.step, step);
   const ordered = [...byStep.values()].sort((a, b) => a.step - b.step);
@@ -164,8 +171,11 @@ export function stepLosses(steps: readonly StepEntry[]): { losses: StepLoss[]; p
     if (step.step !== i) break;
     losses.push(step.loss);
   }
+  const accumulations = ordered.map((s) => s.accumulation).filter((a): a is number => a !== null);
+  const [least, most] = [Math.min(...accumulations), Math.max(...accumulations)];
   return {
     losses,
+    accumulationSeen: accumulations.length > 0 && least !== most ? [least, most] : null,
     precision: ordered.find((s) => s.precision !== null)?.precision ?? null,
     microBatch: ordered.find((s) => s.micro_batch !== null)?.micro_batch ?? null,
   };
@@ -233,7 +243,14 @@ export function parityEvidence(baseline: ParitySide, winner: ParitySide): { kind
   const moved = a.length > 0 && a.length === b.length && a.some((v, i) => v !== null && b[i] !== null && Math.abs(v - (b[i] ?? v)) > 1e-12 * Math.abs(v));
   const ratio = (x: number, y: number): string => `×${(y / x).toFixed(2)}`;
   const batchRatio = !held && baseline.effectiveBatch !== null && winner.effectiveBatch !== null ? ratio(baseline.effectiveBatch, winner.effectiveBatch) : null;
-  if (moved) {
+  // a warm-up from 0: the first step's rate says nothing of how the script sets the rate it warms up to
+  const warming = a.length > 0 && b.length > 0 && [...a, ...b].every((v) => v === 0);
+  if (warming) {
+    out.push({
+      kind: "lr_warmup",
+      text: "learning rate 0 at the first optimizer step in both runs (a warm-up from 0): whether the script scales the rate it warms up to with the batch size is not seen in the first step; check it before applying a changed batch",
+    });
+  } else if (moved) {
     const lrRatio = a[0] !== null && b[0] !== null && a[0] !== undefined && b[0] !== undefined && a[0] !== 0 ? ` (${ratio(a[0], b[0])})` : "";
     const advice = held
       ? "the effective batch is held, so it should not move: compute it from micro-batch × accumulation, or pass it as a fixed value"
@@ -272,6 +289,17 @@ export function parityEvidence(baseline: ParitySide, winner: ParitySide): { kind
       kind: "grad_clip",
       text: `gradient clipping by norm per micro-batch (${clipA} call(s) in your configuration's first optimizer step, ${clipB} in the winner's; accumulation ${accA ?? "?"} and ${accB ?? "?"}): it clips partial gradients, so a changed accumulation changes the update even with the effective batch held; clip once per optimizer step, after the last micro-batch's backward`,
     });
+  }
+  for (const [who, side] of [
+    ["your configuration's", baseline],
+    ["the winner's", winner],
+  ] as const) {
+    const seen = side.accumulationSeen;
+    if (seen !== null && seen !== undefined)
+      out.push({
+        kind: "accumulation_ramp",
+        text: `accumulation ${seen[0]} to ${seen[1]} within ${who} run: the job changes it as it runs (a warm-up ramp), so the effective batch of the steps measured is not the one it settles at; the samples/s hold, the effective-batch verdict is of the first steps only`,
+      });
   }
   const tokens = tokenLossEvidence(baseline, winner, accA, accB, held);
   if (tokens !== null) out.push(tokens);
@@ -365,7 +393,8 @@ export function parityRecord(baseline: ParitySide, winner: ParitySide): ParityRe
     return { ...common, verdict: "not_comparable", reason, line: parityLine({ verdict: "not_comparable", reason }) };
   }
   if (!held) {
-    const reason = `EFFECTIVE BATCH CHANGES: ${before} → ${after} samples per optimizer step (×${(after / before).toFixed(2)}): the winner runs another optimisation, not yours sped up, so its losses differ by design${bySamples(baseline, winner)}`;
+    const ramp = evidence.some((e) => e.kind === "accumulation_ramp") ? " in the steps measured (the job ramps its accumulation: below)" : "";
+    const reason = `EFFECTIVE BATCH CHANGES${ramp}: ${before} → ${after} samples per optimizer step (×${(after / before).toFixed(2)}): the winner runs another optimisation, not yours sped up, so its losses differ by design${bySamples(baseline, winner)}`;
     return { ...common, verdict: "batch_changed", reason, line: reason };
   }
   const parity = lossParity(baseline.losses, winner.losses, { baseline: baseline.precision, winner: winner.precision }, true);
