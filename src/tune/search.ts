@@ -27,6 +27,7 @@ import type { MemoryBook } from "./strategies/memory-book.ts";
 import { exploreMicroBatch } from "./strategies/micro-batch.ts";
 import { compareThroughput, describeNoise, noiseThreshold } from "./strategies/noise.ts";
 import { checkOptions, describeKnobs, newSearcher, pct, rate, type Searcher } from "./strategies/searcher.ts";
+import { measureApart } from "./strategies/settle.ts";
 import { trialTimeText } from "./window.ts";
 import type { Knobs, MemoryLineReport, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 
@@ -200,6 +201,9 @@ async function confirmAgainstBaseline(s: Searcher, found: ConfigEstimate): Promi
       if ((await s.ledger.run(e.knobs, `re-measure finalist: ${who}, to compare the winner with the baseline beyond noise`, null)) === null) break;
     }
   }
+  // neither the best found nor yours is dropped while their intervals overlap: measured again, interleaved
+  const own = (e: ConfigEstimate): string => (e.key === base.key ? "your configuration" : describeKnobs(e.knobs));
+  await measureApart(s, s.ledger.estimate(found.knobs) ?? found, s.ledger.estimate(base.knobs) ?? base, own);
   const w = s.ledger.estimate(found.knobs) ?? found;
   const b = s.ledger.estimate(base.knobs) ?? base;
   const noise = s.ledger.noise();

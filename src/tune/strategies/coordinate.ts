@@ -20,6 +20,7 @@ import { peakOf, ranAsGiven, type ConfigEstimate } from "./ledger.ts";
 import { exploreMicroBatch } from "./micro-batch.ts";
 import { compareThroughput, noiseThreshold, pickFastest } from "./noise.ts";
 import { pct, rate, type Searcher } from "./searcher.ts";
+import { measureApart } from "./settle.ts";
 
 /**
  * Tunes every knob of `space.others` in order from `start`; returns the configuration kept.
@@ -71,7 +72,6 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
   const said: string[] = [];
   let kept = false;
   let failed = false;
-  let remeasured = false;
   let walked: { estimate: ConfigEstimate; label: string } | null = null;
   const outcome = (): KnobOutcome => {
     finish(s, knob, said);
@@ -81,7 +81,7 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
     if (direction === -1 && kept) break;
     for (let j = i0 + direction; j >= 0 && j < values.length; j += direction) {
       // estimates move as trials are repeated: always compare against the incumbent's latest mean
-      const incumbent = s.incumbent === null ? null : (s.ledger.estimate(s.incumbent.knobs) ?? s.incumbent);
+      let incumbent = s.incumbent === null ? null : (s.ledger.estimate(s.incumbent.knobs) ?? s.incumbent);
       if (incumbent === null || s.ledger.stopReason !== null) return outcome();
       const value = values[j] as KnobValue;
       const from = incumbent.knobs[knob];
@@ -119,16 +119,11 @@ export async function tuneKnob(s: Searcher, knob: string, values: readonly KnobV
         estimate = s.ledger.estimate(knobs);
         if (estimate === undefined) break;
       }
-      let verdict = compareThroughput(estimate, incumbent, s.ledger.noise());
-      if (verdict === "tie" && estimate.mean > incumbent.mean && !remeasured && estimate.count === 1) {
-        remeasured = true;
-        s.ledger.expect(1);
-        const again = await s.ledger.run(knobs, `re-measure: ${label} is ${pct(estimate.mean / incumbent.mean - 1)} faster, within noise`, null);
-        if (again === null) return outcome();
-        estimate = s.ledger.estimate(knobs);
-        if (estimate === undefined) break;
-        verdict = compareThroughput(estimate, incumbent, s.ledger.noise());
-      }
+      // neither value is dropped while their intervals overlap: both are measured again, interleaved (settle.ts)
+      const apart = await measureApart(s, estimate, incumbent, (e) => `${knob}=${String(e.knobs[knob])}`);
+      if (apart.overlap && s.ledger.stopReason !== null) return outcome();
+      [estimate, incumbent] = [apart.a, apart.b];
+      const verdict = apart.verdict;
       const change = `${pct(estimate.mean / incumbent.mean - 1)} (${rate(estimate.mean)} vs ${rate(incumbent.mean)}, noise ±${pct(noiseThreshold(estimate, incumbent, s.ledger.noise()))})`;
       if (verdict === "better" && s.eligible([estimate]).length === 1) {
         said.push(`${label}: ${change} — kept`);

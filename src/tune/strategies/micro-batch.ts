@@ -15,7 +15,7 @@ import { MARGIN_FLOOR, MARGIN_SINGLE } from "../memory-line.ts";
 import type { Knobs, SearchOptions, SearchTrial } from "../types.ts";
 import { knobsKey, type MicroAxis } from "./axis.ts";
 import { didNotFit, peakOf, ranAsGiven } from "./ledger.ts";
-import { compareThroughput, gapBound, type CurvePoint } from "./noise.ts";
+import { gapBound, intervalsOverlap, type CurvePoint } from "./noise.ts";
 import { pct, rate, type Searcher } from "./searcher.ts";
 import { median } from "../../stats.ts";
 
@@ -350,7 +350,7 @@ function choose(probes: Probe[], top: CurvePoint, threshold: number): Probe | nu
 }
 
 /**
- * When the two fastest micro-batches of `context` are within noise of each other, the one measured
+ * When the intervals of the two fastest micro-batches of `context` overlap, the one measured
  * fewer times is measured once more (both, when both were measured once), so that neither wins on a
  * single lucky trial.
  */
@@ -359,7 +359,7 @@ function tieToSettle(s: Searcher, context: Knobs): { knobs: Knobs; purpose: stri
   const [top, runnerUp] = estimates;
   if (top === undefined || runnerUp === undefined) return [];
   const noise = s.ledger.noise();
-  if (compareThroughput(runnerUp, top, noise) !== "tie") return [];
+  if (!intervalsOverlap(runnerUp, top, noise)) return [];
   const targets = top.count === runnerUp.count ? (top.count === 1 ? [top, runnerUp] : []) : [top.count < runnerUp.count ? top : runnerUp];
   return targets.map((target) => {
     const other = target === top ? runnerUp : top;
