@@ -85,6 +85,12 @@ export interface KnobSpec {
    * for which the other would not be a whole number is not tried.
    */
   holds?: { knob: string; what: string };
+  /**
+   * the updates from one rollout to the next grow in proportion to it: a value whose rollout would come
+   * less often than once in the steps a trial measures is not tried (tune/rollout.ts), since a trial
+   * with no rollout in it reads as fast
+   */
+  periodGrows?: true;
   /** its keys and flags name it only in a job that has this knob too (`num_steps` is a rollout's length only beside a number of environments) */
   foundWith?: string;
   /** what a new value changes in the training beside its speed, said with its trials (issue 37: a winner that trains the same model) */
@@ -258,6 +264,7 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     candidates: nearPowers,
     evidence: { kind: "rollout", gain: (share) => share },
     holds: { knob: ROLLOUT_KNOB, what: "the rollout: transitions each update sees" },
+    periodGrows: true,
     alters:
       "with rollout_steps changed inversely the rollout (transitions each update sees) is kept, and only its shape changes (more environments, shorter rollouts: fewer steps to bootstrap the returns over); without a rollout_steps knob the rollout grows or shrinks with it",
   },
@@ -271,6 +278,7 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     candidates: nearPowers,
     evidence: { kind: "rollout", gain: (share) => 0.2 * share },
     foundWith: ENVS_KNOB,
+    periodGrows: true,
     alters: "the rollout (num_envs × rollout_steps transitions each update sees) changes with it, and so does how stale the policy that collected them is",
   },
   {
@@ -280,6 +288,7 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     configKeys: ["num_minibatches", "n_minibatches", "nminibatches"],
     type: "integer",
     candidates: nearPowers,
+    periodGrows: true,
     alters: "the minibatch (samples per optimizer step) is the rollout divided by it: more minibatches, more and smaller updates per pass",
   },
 ];

@@ -15,6 +15,9 @@
 import { ENVS_KNOB, knobSpec } from "../knobs/index.ts";
 import type { Knobs, KnobValue, TrialResult } from "./types.ts";
 import { median } from "../stats.ts";
+import { measurableValues, ROLLOUT_MIN, ROLLOUT_STEP, rolloutShare, type RolloutEvidence } from "./rollout.ts";
+
+export { ROLLOUT_MIN, ROLLOUT_STEP, rolloutShare } from "./rollout.ts";
 
 /** The measurements of one trial the search reads. */
 export interface TrialEvidence {
@@ -37,8 +40,8 @@ export interface TrialEvidence {
   hostBusy?: number | null;
   /** the trial's DataLoader workers (the num_workers knob), when known */
   workers?: number | null;
-  /** the time in steps far above the median step, as a share of all steps' time, and how many such steps (see {@link rolloutShare}) */
-  rollout?: { share: number; steps: number } | null;
+  /** the rollouts among the steps measured (tune/rollout.ts {@link rolloutShare}) */
+  rollout?: RolloutEvidence | null;
 }
 
 /** A data-wait share at least this large, with the CPUs idle while waiting, makes the loader I/O-bound. */
@@ -174,31 +177,6 @@ export function evidenceOf(result: TrialResult, knobs: Knobs, capBytes: number):
   };
 }
 
-/** A step at least this many times the median step is one that collected a rollout (or did other work between updates). */
-export const ROLLOUT_STEP = 2;
-/** Below this share of the time measured in rollout steps, with a rollout measured, more environments or longer rollouts cannot pay. */
-export const ROLLOUT_MIN = 0.05;
-
-/**
- * Where a reinforcement-learning job collects its rollout: between two updates, so that the update
- * after it takes the rollout's time too (the attach counts a step per optimizer step, or per batch of
- * the rollout's DataLoader). The share of the steps' time beyond the median step in those steps at
- * least {@link ROLLOUT_STEP} times it, and how many there were; null with fewer than 3 steps.
- *
- * @example
- * ```ts
- * rolloutShare([0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.31]); // { share: 0.79, steps: 1 } (0.30 of 0.38 s)
- * rolloutShare([0.01, 0.012, 0.011]); // { share: 0, steps: 0 }
- * ```
- */
-export function rolloutShare(stepSeconds: readonly number[]): { share: number; steps: number } | null {
-  const typical = median(stepSeconds);
-  const total = stepSeconds.reduce((sum, s) => sum + s, 0);
-  if (stepSeconds.length < 3 || typical === null || total <= 0) return null;
-  const long = stepSeconds.filter((s) => s >= ROLLOUT_STEP * typical);
-  return { share: long.reduce((sum, s) => sum + (s - typical), 0) / total, steps: long.length };
-}
-
 /**
  * How a `rollout` knob ranks on a trial's evidence: its gain with the why, or why it is skipped (a
  * rollout measured that took under {@link ROLLOUT_MIN} of the time). With no rollout in the steps
@@ -208,12 +186,15 @@ function rankRollout(
   knob: string,
   values: KnobValue[],
   evidence: TrialEvidence,
+  knobs: Knobs,
   gain: (share: number) => number,
   tie: number,
 ): { ranked: RankedKnob } | { skipped: string } {
   const alters = knobSpec(knob)?.alters;
-  const also = alters === undefined ? "" : `; ${alters}`;
   const rollout = evidence.rollout;
+  const measurable = measurableValues(knob, values, rollout, knobs);
+  const also = `${alters === undefined ? "" : `; ${alters}`}${measurable.why === null ? "" : `; ${measurable.why}`}`;
+  values = measurable.values;
   if (rollout == null || rollout.steps === 0)
     return {
       ranked: {
@@ -315,7 +296,7 @@ export function rankByEvidence(
       return;
     }
     if (rule?.kind === "rollout") {
-      const r = rankRollout(knob, values, evidence, rule.gain, tie);
+      const r = rankRollout(knob, values, evidence, knobs, rule.gain, tie);
       if ("skipped" in r) skipped.push({ knob, why: r.skipped });
       else ranked.push(r.ranked);
       return;
@@ -344,7 +325,13 @@ export function rankByEvidence(
       return;
     }
     const alters = knobSpec(knob)?.alters;
-    ranked.push({ knob, values, gain: 0.05 + tie, why: `no evidence either way${alters === undefined ? "" : `; ${alters}`}` });
+    const measurable = measurableValues(knob, values, evidence.rollout, knobs);
+    ranked.push({
+      knob,
+      values: measurable.values,
+      gain: 0.05 + tie,
+      why: `no evidence either way${alters === undefined ? "" : `; ${alters}`}${measurable.why === null ? "" : `; ${measurable.why}`}`,
+    });
   });
   ranked.sort((a, b) => b.gain - a.gain);
   return { ranked, skipped };

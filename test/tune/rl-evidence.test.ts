@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { nearPowers } from "../../src/knobs/index.ts";
-import { evidenceOf, rankByEvidence, rolloutShare } from "../../src/tune/evidence.ts";
+import { evidenceOf, rankByEvidence } from "../../src/tune/evidence.ts";
+import { measurableValues, rolloutShare } from "../../src/tune/rollout.ts";
 import { searchKnobs } from "../../src/tune/search.ts";
 import { heldLabel } from "../../src/tune/strategies/coordinate.ts";
 import type { Knobs, TrialResult, TrialRunner, TuneSpace } from "../../src/tune/types.ts";
@@ -35,9 +36,30 @@ const OTHERS = [
 
 describe("the rollout evidence: when more environments are worth a trial", () => {
   it("reads the rollout from the steps far above the median step", () => {
-    expect(rolloutShare([0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.31])).toEqual({ share: expect.closeTo(0.789, 3) as number, steps: 1 });
-    expect(rolloutShare([0.01, 0.012, 0.011])).toEqual({ share: 0, steps: 0 });
+    expect(rolloutShare([0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.31])).toEqual({
+      share: expect.closeTo(0.789, 3) as number,
+      steps: 1,
+      measured: 8,
+      period: 8,
+    });
+    expect(rolloutShare([0.01, 0.012, 0.011])).toEqual({ share: 0, steps: 0, measured: 3, period: null });
     expect(rolloutShare([0.01, 0.5])).toBeNull();
+    // a busy machine's step at 3× the median is not a rollout when they are counted for their period
+    expect(rolloutShare([0.01, 0.01, 0.03, 0.01, 0.3, 0.01, 0.01, 0.01, 0.28, 0.01])?.period).toBe(5);
+  });
+
+  it("does not try values whose rollout would not come once in the steps a trial measures (a trial without one reads as fast)", () => {
+    const rollout = { share: 0.6, steps: 2, measured: 64, period: 32 };
+    expect(measurableValues("rollout_steps", [32, 64, 128, 256, 512], rollout, { num_envs: 4, rollout_steps: 128 })).toEqual({
+      values: [32, 64, 128, 256],
+      why: "rollout_steps=512 not tried: a rollout would come every ≈128 updates there, more than the 64 steps a trial measures (a trial with no rollout in it reads as fast)",
+    });
+    expect(measurableValues("num_minibatches", [1, 2, 4, 8, 16], rollout, { num_minibatches: 4 }).values).toEqual([1, 2, 4, 8]);
+    // num_envs with a rollout length beside it keeps the rollout, and so its period; alone it spaces them out
+    expect(measurableValues("num_envs", [1, 2, 4, 8, 16], rollout, { num_envs: 4, rollout_steps: 128 }).values).toEqual([1, 2, 4, 8, 16]);
+    expect(measurableValues("num_envs", [1, 2, 4, 8, 16], rollout, { num_envs: 4 }).values).toEqual([1, 2, 4, 8]);
+    expect(measurableValues("num_workers", [0, 1, 2], rollout, { num_workers: 0 }).values).toEqual([0, 1, 2]);
+    expect(measurableValues("rollout_steps", [32, 512], { ...rollout, period: null, steps: 0 }, { rollout_steps: 128 }).values).toEqual([32, 512]);
   });
 
   it("a job whose updates wait on its environments: num_envs first, the rollout's share and what it changes said", () => {
@@ -119,6 +141,8 @@ describe("the walk over environments keeps the rollout (simulated rl_zoo3 PPO)",
     expect(first?.purpose).toMatch(
       /^knob num_envs=8 with rollout_steps=64 \(the rollout: transitions each update sees, kept at 512\): against num_envs=4 — \d+ % of the time measured/,
     );
+    // 128 steps a trial, a rollout every 32 updates at num_envs=8: rollout_steps stops at 4× (256)
+    expect(runner.calls.some((c) => c.knobs.rollout_steps === 512 && c.knobs.num_envs !== 1)).toBe(false);
     // until rollout_steps is walked on its own, every trial keeps 512 transitions a rollout
     const walkOfEnvs = runner.calls.filter((c) => c.purpose.startsWith("knob num_envs"));
     expect(walkOfEnvs.length).toBeGreaterThan(0);
