@@ -250,6 +250,11 @@ const report = {
   entries: [],
 };
 const previous = flag("merge") && existsSync(out) ? readJson(out) : null;
+if (previous !== null) {
+  // a merged record keeps what earlier calls measured with: the Pythons of the venvs this call did not use
+  const used = new Set(entries.map((e) => e.venv));
+  report.pythons = Object.fromEntries(Object.entries(report.pythons).map(([k, p]) => [k, used.has(k) ? p : (previous.pythons?.[k] ?? p)]));
+}
 const call = {
   command: report.command,
   commit: report.commit,

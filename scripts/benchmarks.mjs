@@ -961,6 +961,16 @@ function firstRunFigures(r) {
   ];
 }
 
+/** The tune's options of a corpus record: one line for all entries, or per call of a merged record when they differ. */
+function tuneOptions(r) {
+  const line = (c) => `\`brim tune --max-time ${c.tune_time_s}s${c.max_trials ? ` --max-trials ${c.max_trials}` : ""} -- <the entry's own command line>\``;
+  const calls = (r.calls ?? []).filter((c) => c.tune_time_s !== undefined);
+  if (calls.length < 2 || calls.every((c) => line(c) === line(calls[0]))) return `${line(r)} on each`;
+  const groups = new Map();
+  for (const c of calls) groups.set(line(c), [...(groups.get(line(c)) ?? []), ...c.entries]);
+  return [...groups].map(([l, names]) => `${l} on ${names.join(", ")}`).join("; ");
+}
+
 /** bench/tune-corpus.bench.mjs: `brim run --steps N` and `brim tune` on each installed entry point of corpus/. */
 function corpusFigures(r) {
   const es = r.entries;
@@ -1002,7 +1012,7 @@ function corpusFigures(r) {
       : "—";
   const old = r.schema !== "brim.bench-tune-corpus/v2";
   return [
-    `${es.length} entries (${es.filter((e) => e.skipped).length} skipped)${old ? " of the corpus before issue 36 (copied public scripts, since removed)" : ", training entry points installed from PyPI (corpus/corpus.json)"}; \`brim tune --max-time ${r.tune_time_s}s${r.max_trials ? ` --max-trials ${r.max_trials}` : ""} -- <the entry's own command line>\` on each; Pythons: ${Object.entries(
+    `${es.length} entries (${es.filter((e) => e.skipped).length} skipped)${old ? " of the corpus before issue 36 (copied public scripts, since removed)" : ", training entry points installed from PyPI (corpus/corpus.json)"}; ${tuneOptions(r)}; Pythons: ${Object.entries(
       r.pythons ?? {},
     )
       .map(([k, p]) => `${k} ${code(p?.version ?? "none")}`)
