@@ -5,6 +5,7 @@ import type { TuneRecord } from "../record/types.ts";
 import type { ApplyTuneResult } from "../tune/apply.ts";
 import { pythonLiteral } from "../tune/loaders.ts";
 import type { Knobs, TrialResult } from "../tune/types.ts";
+import { withinTrialNoise } from "../tune/strategies/noise.ts";
 import { rateLabel, unseenSamples } from "../tune/window.ts";
 
 /**
@@ -53,6 +54,12 @@ function rateText(samplesPerSecond: number): string {
   return samplesPerSecond >= 100 ? samplesPerSecond.toFixed(0) : samplesPerSecond.toPrecision(3);
 }
 
+/** A trial's own error (its steps' batch means), for the engineer who weighs one trial against another. */
+function ownError(stepSeconds: readonly number[]): string | null {
+  const error = withinTrialNoise(stepSeconds);
+  return error === null ? null : `its mean within ±${(error * 100).toFixed(error >= 0.1 ? 0 : 1)} %`;
+}
+
 /**
  * One line for a finished trial; a trial that failed gets its cause and the last lines of its output
  * after it, indented, so that the reason is on screen and not only in output.log.
@@ -69,6 +76,7 @@ export function renderTrialLine(index: number, planned: number, knobs: string, r
   if (result.end === "ok" && result.samplesPerSecond !== null) {
     const how = [
       `${result.stoppedBy ?? "ended"}, ${result.stepSeconds.length} steps in ${(result.measuredS ?? 0).toFixed(1)} s`,
+      ownError(result.stepSeconds),
       startup,
       result.dataWaitShare != null && result.dataWaitShare >= 0.05 ? `waits for data ${(result.dataWaitShare * 100).toFixed(0)} %` : null,
       result.gpuUtilMean != null ? `GPU ${result.gpuUtilMean.toFixed(0)} %` : null,
@@ -211,6 +219,9 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
           : "the peak did not grow with the micro-batch in these trials (no slope to extrapolate)";
     out.push(`memory line: ${line}, margin ${formatBytes(m.margin_bytes)}; largest micro-batch under the cap ≈ ${m.predicted_max_micro_batch}`);
   }
+  // where the noise every verdict above leans on came from: this tune's repeats, or assumed
+  const noise = (record.notes ?? []).find((note) => note.startsWith("noise ±"));
+  if (noise !== undefined) out.push(noise);
   const costs = record.trials.map((trial) => trial.fixed_cost_s).filter((value): value is number => typeof value === "number");
   if (costs.length > 0) {
     const sorted = [...costs].sort((a, b) => a - b);

@@ -93,7 +93,7 @@ export function budgetLine(options: TuneOptions): string {
   const stableWithin = options.stableWithin ?? DEFAULT_STABLE_WITHIN;
   return (
     `budget: ${options.maxTrials} trials or ${Math.round(options.maxTimeS)} s, whichever ends first, then ${2 * CONFIRM_PAIRS} (up to ${2 * CONFIRM_PAIRS_MAX}) to confirm a winner against your configuration; each trial leaves out its warm-up, ` +
-    `then measures until throughput is stable within ±${(stableWithin * 100).toFixed(0)} %, ${options.measureSteps} steps or ${windowS} s, and stops early when clearly slower than the best`
+    `then measures until throughput is stable within ±${(stableWithin * 100).toFixed(0)} %, ${options.measureSteps} steps or ${windowS} s${options.windowS === undefined ? " once it has the steady steps this job's noise asks" : ""}, and stops early when clearly slower than the best; how long that takes on this job is said at trial 0's first steady step`
   );
 }
 

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { renderTrialLine, renderTuneTable } from "../../src/cli/render-tune.ts";
+import type { TuneRecord } from "../../src/record/types.ts";
 import { confirmSpeedup } from "../../src/tune/confirm.ts";
 import { searchKnobs } from "../../src/tune/search.ts";
 import type { Knobs, TrialResult, TuneSpace } from "../../src/tune/types.ts";
@@ -152,5 +154,34 @@ describe("the budget line from trial 0's first step", () => {
     expect(line).toBe(
       "budget: a trial takes ≈ 76 s on this job, measured from trial 0's first step: start-up 10 s, 1 step left out (warm-up) of 30 s, then 3 steady steps at least of ≈ 12 s (until stable, 20 steps or 10 s, longer where its steps are noisy); --max-time 1200 s holds ≈ 15 trials",
     );
+  });
+});
+
+describe("what an engineer staring at the trial table sees of the noise", () => {
+  it("each trial's line says how close its own mean is", () => {
+    const line = renderTrialLine(1, 6, "num_workers=2", { ...result(2, "window"), stepSeconds: DIFFUSION, measuredS: 130 });
+    expect(line).toMatch(/\(window, 12 steps in 130\.0 s; its mean within ±\d+(\.\d)? %/);
+  });
+
+  it("the closing table says where the noise came from", () => {
+    const record: TuneRecord = {
+      schema: "brim.tune/v1",
+      id: "20261129-000000-abcd",
+      command: ["python", "train.py"],
+      cwd: "/p",
+      bindings: [],
+      cap_bytes: 2 ** 30,
+      cap_scope: "ram",
+      effective_batch: null,
+      started_at: "",
+      ended_at: "",
+      stop_reason: "converged",
+      strategy: "brim",
+      notes: ["noise ±31 % a trial, measured: the spread of repeated configurations in this tune (1 degree of freedom)"],
+      memory_line: null,
+      trials: [],
+      winner: null,
+    };
+    expect(renderTuneTable(record, 200)).toContain("noise ±31 % a trial, measured: the spread of repeated configurations in this tune (1 degree of freedom)");
   });
 });
