@@ -14,7 +14,7 @@
  */
 import { isWarmupStep } from "../record/timeline/index.ts";
 import { mean as meanOf } from "../stats.ts";
-import { withinTrialNoise } from "./strategies/noise.ts";
+import { NOISE_Z, withinTrialNoise } from "./strategies/noise.ts";
 
 /** One step of the job's main process as the trial sees it. */
 export interface StepTime {
@@ -393,11 +393,11 @@ export function windowVerdict(
   const counted = steady.length >= Math.max(MIN_STEADY_STEPS, options.minSteps, waves);
   if (counted && steady.length >= options.maxSteps && enough)
     return { stop: "steps", detail: `${steady.length} measured steps in ${measured.toFixed(1)} s (the step budget, at least ${floor.toFixed(1)} s)` };
-  if (counted && enough && isStable(steady, options.minSteps, options.stableWithin))
-    return { stop: "stable", detail: `throughput stable within ±${pctOf(options.stableWithin)} over ${steady.length} steps in ${measured.toFixed(1)} s` };
   const perSample = steady.map((s) => s.seconds / Math.max(1, s.samples ?? 1));
-  // a time window over slow, noisy steps is a few draws: it ends a trial only once its steps are K
+  // a time window over slow, noisy steps is a few draws: no decision but a clear one comes before K steps
   const k = options.noiseTarget === undefined ? MIN_STEADY_STEPS : noiseSteps(perSample, options.noiseTarget, Math.min(options.maxSteps, MAX_NOISE_STEPS));
+  if (counted && steady.length >= k && enough && isStable(steady, options.minSteps, options.stableWithin))
+    return { stop: "stable", detail: `throughput stable within ±${pctOf(options.stableWithin)} over ${steady.length} steps in ${measured.toFixed(1)} s` };
   if (counted && steady.length >= k && measured >= options.windowS)
     return {
       stop: "window",
@@ -408,7 +408,9 @@ export function windowVerdict(
   if (context.best !== null && context.best > 0 && steady.length >= 1) {
     const margin = Math.max(SLOWER_MARGIN, 4 * context.noise);
     const limit = context.best * (1 - margin);
-    if (counted && enough && rate !== null && rate < limit) {
+    // before K steps, only a rate whose own interval lies wholly under the limit
+    const clear = steady.length >= k || (rate !== null && rate * (1 + NOISE_Z * (withinTrialNoise(perSample) ?? Infinity)) < limit);
+    if (counted && enough && rate !== null && rate < limit && clear) {
       return {
         stop: "slower",
         rate,

@@ -48,6 +48,17 @@ describe("K from the noise the job's steps show", () => {
     expect(windowVerdict(steady.slice(0, 3), end(steady.slice(0, 3)), soft, { best: null, noise: 0.01 })?.stop).toMatch(/window|stable/);
   });
 
+  it("stops a noisy trial as clearly slower before K steps only when its own interval lies under the limit", () => {
+    const three = stepsOf(DIFFUSION).slice(0, 3);
+    const long = { ...soft, windowS: 600 };
+    // 0.34 samples/s over three steps of ±28 %, against a best of 0.5 (limit 0.4): not yet
+    expect(windowVerdict(three, end(three), long, { best: 0.5, noise: 0.02 })).toBeNull();
+    // a --window given keeps the three-step rule
+    expect(windowVerdict(three, end(three), { ...long, noiseTarget: undefined }, { best: 0.5, noise: 0.02 })?.stop).toBe("slower");
+    // against a best of 1.0 (limit 0.8) the interval is clear of it: stopped at three
+    expect(windowVerdict(three, end(three), long, { best: 1, noise: 0.02 })?.stop).toBe("slower");
+  });
+
   it("honours --steps as K's cap and a --window given as an override (no noise target: three steps)", () => {
     const noisy = stepsOf(DIFFUSION);
     expect(windowVerdict(noisy.slice(0, 6), end(noisy.slice(0, 6)), { ...soft, maxSteps: 6 }, { best: null, noise: 0.01 })?.stop).toBe("steps");
