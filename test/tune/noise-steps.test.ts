@@ -3,6 +3,7 @@ import { renderTrialLine, renderTuneTable } from "../../src/cli/render-tune.ts";
 import type { TuneRecord } from "../../src/record/types.ts";
 import { confirmSpeedup } from "../../src/tune/confirm.ts";
 import { searchKnobs } from "../../src/tune/search.ts";
+import { newSearcher } from "../../src/tune/strategies/searcher.ts";
 import type { Knobs, TrialResult, TuneSpace } from "../../src/tune/types.ts";
 import { describeNoise, intervalsOverlap, NOISE_FLOOR, noiseEstimate } from "../../src/tune/strategies/noise.ts";
 import { firstStepBudget } from "../../src/tune/trial-budget.ts";
@@ -165,6 +166,19 @@ describe("the budget line from trial 0's first step", () => {
     expect(line).toBe(
       "budget: a trial takes ≈ 76 s on this job, measured from trial 0's first step: start-up 10 s, 1 step left out (warm-up) of 30 s, then 3 steady steps at least of ≈ 12 s (until stable, 20 steps or 10 s, longer where its steps are noisy); --max-time 1200 s holds ≈ 15 trials",
     );
+  });
+});
+
+describe("the time a trial is predicted to take counts the K steps trials were held to", () => {
+  it("predicts 20 steps of a job whose window waited for 20, not the 10 s window", async () => {
+    // recorded: trial 0's window ended after 20 steady steps of ≈ 10 s (K = 20), 8 s of start-up
+    const held: TrialResult = { ...result(0.4, "window"), stepSeconds: Array.from({ length: 20 }, (_, i) => 10 + (i % 2)), durationS: 218 };
+    const runner = { run: (): Promise<TrialResult> => Promise.resolve(held) };
+    const space: TuneSpace = { baseline: { num_workers: 0 }, others: [] };
+    const s = newSearcher(space, runner, { capBytes: 8e9, maxTrials: 4, maxTimeS: 1e6, now: () => 0, maxStepS: 10 });
+    await s.ledger.run(space.baseline, "baseline", null);
+    // 1.1 × (8 s start-up + 20 steps × 10.5 s), not the window's 3 + 1 steps (55 s)
+    expect(s.ledger.predictDuration(space.baseline)).toBeCloseTo(1.1 * (8 + 20 * 10.5), 6);
   });
 });
 
