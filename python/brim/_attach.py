@@ -319,11 +319,23 @@ def _patch_cap(torch: Any) -> None:
     wrap_once(cuda, "_lazy_init", wrap_lazy_init)
 
 
+def _patch_seed(torch: Any) -> None:
+    """A trial's runs start from one seed of torch's generator (BRIM_SEED), set at torch's import, before
+    the job builds a model or a loader: the same weights and data order in every run of a tune, so that
+    their losses compare step by step. A job that seeds torch itself does so later, and its seed wins.
+    Each rank of a launcher gets its own (seed + rank), as each had its own before: dropout stays per rank."""
+    value = _env.seed()
+    if value is not None:
+        from ._ranks import rank
+
+        torch.manual_seed(value + rank())
+
+
 def patch_torch(torch: Any) -> None:
     """Put brim's wrappers on an imported torch (1.13 or 2.x). Each part fails alone."""
     from ._ranks import _patch_init_process_group
 
-    for patch in (_patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast, _loss._patch_scaler,
+    for patch in (_patch_seed, _patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast, _loss._patch_scaler,
                   _patch_init_process_group, _patch_model_input, _model_facts.patch_clip, _patch_threads):
         try:
             patch(torch)

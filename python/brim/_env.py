@@ -16,6 +16,7 @@ ENV_KNOBS = "BRIM_KNOBS"
 ENV_KNOBS_FILE = "BRIM_KNOBS_FILE"
 ENV_STEP_BUDGET = "BRIM_STEP_BUDGET"
 ENV_WARMUP_STEPS = "BRIM_WARMUP_STEPS"
+ENV_SEED = "BRIM_SEED"
 ENV_MEMORY_CAP_BYTES = "BRIM_MEMORY_CAP_BYTES"
 ENV_MEMORY_CAP_FRACTION = "BRIM_MEMORY_CAP_FRACTION"
 ENV_MEMORY_CAP_OVERHEAD_BYTES = "BRIM_MEMORY_CAP_OVERHEAD_BYTES"
@@ -123,6 +124,11 @@ def _parse_int_env(name: str, raw: str, minimum: int) -> Optional[int]:
 def step_budget() -> Optional[int]:
     """Steps the trial may run (BRIM_STEP_BUDGET, a positive integer), or None."""
     return _int_env(ENV_STEP_BUDGET, minimum=1)
+
+
+def seed() -> Optional[int]:
+    """The seed of torch's generator in a trial (BRIM_SEED, 0 or more), or None: torch's own."""
+    return _int_env(ENV_SEED, minimum=0)
 
 
 def warmup_steps() -> int:

@@ -28,6 +28,14 @@ def world_size() -> int:
     return 1
 
 
+def rank() -> int:
+    """This process's global rank as the launcher set it (RANK), 0 when it set none."""
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
 def is_oom(error: BaseException) -> bool:
     """A PyTorch out-of-memory error (torch.OutOfMemoryError / torch.cuda.OutOfMemoryError, or a
     RuntimeError saying so), without importing torch."""

@@ -230,3 +230,19 @@ torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
     assert own.returncode == 0, own.stderr
     reads = [m for m in srv.messages()[said:] if m["type"] == "event" and m["kind"] == "knob_read"]
     assert [(m["details"]["value"], m["details"]["default"], m["details"]["source"]) for m in reads] == [(1, 1, "code")]
+
+
+def test_a_trial_s_seed_is_torch_s_at_import_and_the_job_s_own_seed_wins_after(srv):
+    code = """
+import os, torch
+first = torch.rand(3).tolist()
+torch.manual_seed(int(os.environ["BRIM_SEED"]))
+print(first == torch.rand(3).tolist())
+"""
+    seeded = run(code, srv, env_extra={"BRIM_SEED": "123"})
+    assert seeded.returncode == 0, seeded.stderr
+    assert seeded.stdout.split() == ["True"]
+    # not under brim: torch is left alone, whatever the environment says
+    alone = run(code, env_extra={"BRIM_SEED": "123"})
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout.split() == ["False"]

@@ -62,6 +62,12 @@ export const JOB_ENV = {
     readBy: "brim.track, brim.report_step, the attach",
     meaning: "steps the process may run; unset: no budget",
   },
+  BRIM_SEED: {
+    setBy: "src/tune/launch.ts",
+    readBy: "the attach, at torch's import",
+    meaning:
+      "seed of torch's generator in a tune's trials and plan's measuring runs, so that every run starts from the same weights and data order (each rank seed + its RANK; a job's own manual_seed still wins); unset: torch's own",
+  },
   BRIM_WARMUP_STEPS: { setBy: "src/job/environment.ts", readBy: "step reports", meaning: "the first N steps are flagged warm-up; default 0" },
   BRIM_MEMORY_CAP_BYTES: { setBy: "src/job/environment.ts", readBy: "bt.apply_cap, the attach", meaning: "bytes the process may hold on the GPU" },
   BRIM_MEMORY_CAP_FRACTION: {

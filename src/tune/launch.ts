@@ -65,13 +65,20 @@ export interface LaunchOptions {
  */
 export interface KnobLaunch {
   command: string[];
-  /** the code knobs' environment; empty when every code knob keeps its value */
+  /** the code knobs' environment (empty when every code knob keeps its value) and the seed, BRIM_SEED */
   env: Record<string, string>;
   /** the config copies written for this run: the guard's `removeOnLoss` */
   copies: readonly string[];
   /** Removes the copies; safe to call more than once. */
   cleanup(): void;
 }
+
+/**
+ * The seed of torch's generator in every run launched with knobs (`BRIM_SEED`): the runs of one tune
+ * start from the same weights and draw the same data order, so their losses compare step by step
+ * (parity.ts) even in a job that seeds nothing itself; a job's own `torch.manual_seed` comes later and wins.
+ */
+export const TRIAL_SEED = 20261129;
 
 /**
  * Makes `command` run with `knobs` (see the module doc). A config file is copied only where the
@@ -104,7 +111,7 @@ export async function launchWithKnobs(command: readonly string[], bindings: read
     }
     const argv = bindings.filter((binding): binding is Extract<KnobBinding, { via: "argv" }> => binding.via === "argv");
     const final = rewriteArgv(fillTemplate(written, knobs), argv, knobs);
-    return { command: final, env: codeKnobEnv(bindings, knobs), copies: [...copies], cleanup };
+    return { command: final, env: { ...codeKnobEnv(bindings, knobs), BRIM_SEED: String(TRIAL_SEED) }, copies: [...copies], cleanup };
   } catch (error) {
     cleanup();
     throw error;

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { brimCopiesOf, copyPathOf } from "../../src/configs/index.ts";
 import { resolveBindings } from "../../src/tune/bindings.ts";
 import type { KnobBinding } from "../../src/tune/knobs.ts";
-import { launchWithKnobs } from "../../src/tune/launch.ts";
+import { TRIAL_SEED, launchWithKnobs } from "../../src/tune/launch.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-launch-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -60,7 +60,8 @@ describe("launchWithKnobs", () => {
     );
     expect(launch.copies).toEqual([]);
     expect(launch.command).toEqual(command);
-    expect(launch.env).toEqual({});
+    // every run of a tune starts from one seed of torch's generator, whatever its knobs
+    expect(launch.env).toEqual({ BRIM_SEED: String(TRIAL_SEED) });
     expect(readdirSync(dir)).toEqual(["conf.yaml"]);
   });
 
