@@ -36,7 +36,10 @@ export interface TuneOptions {
   warmupSteps: number;
   /** measured steps per trial at most */
   measureSteps: number;
-  /** seconds of measured steps per trial at most (default 10) */
+  /**
+   * seconds of measured steps per trial at most. Absent: 10, and a trial's window waits for the K
+   * steady steps its job's noise asks (window.ts `noiseSteps`); given: it overrides that (3 steps).
+   */
   windowS?: number;
   /** a trial stops once its throughput is stable within this share (default 0.02) */
   stableWithin?: number;
