@@ -14,7 +14,7 @@ import { dirname } from "node:path";
 import type { ConfigDocument } from "../configs/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { formatBytes } from "../bytes.ts";
-import { mean } from "../stats.ts";
+import { mean, median } from "../stats.ts";
 import { newRecordId } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { rewriteArgv } from "./argv.ts";
@@ -34,7 +34,7 @@ import { workersArgvKnob, workersFlagNote } from "./worker-flag.ts";
 import { evidenceOf, loaderBound, stillLimits } from "./evidence.ts";
 import { codeKnobs, codeValues, dataLimit, loaderArguments, pythonLiteral, scriptLiteral, type LoaderSeen } from "./loaders.ts";
 import { knobsKey } from "./strategies/axis.ts";
-import { trialNoise, withinTrialNoise } from "./strategies/noise.ts";
+import { withinTrialNoise } from "./strategies/noise.ts";
 import { runTrial, type TrialOutcome, type TrialSettings } from "./trial.ts";
 import { contextFor, interruptedResult, repeatedRates } from "./trial-context.ts";
 import { confirmationParity } from "./parity-check.ts";
@@ -434,7 +434,7 @@ async function confirm(options: TuneOptions, deps: TuneDeps, state: TuneState, o
       return result;
     },
     repeats,
-    trialNoise(within, []),
+    median(within) ?? 0,
     () => now() - tuneStartedAt + 2 * Math.max(...durations, 0) <= options.maxTimeS,
   );
 }
