@@ -61,6 +61,7 @@ export function renderRunSummary(run: RunCommandResult): string {
         .join(" · ")}`,
     );
   if (summary.data_wait_share !== null) lines.push(`  data wait    ${(summary.data_wait_share * 100).toFixed(1)}% of step time`);
+  if (summary.env_steps_per_s != null) lines.push(`  environment  ${summary.env_steps_per_s.toFixed(1)} steps/s of the vector environments (the job's own)`);
   const pss = summary.peak_tree_pss_bytes ?? null;
   const peak = meta.cap_scope === "gpu" ? summary.peak_tree_gpu_bytes : (pss ?? summary.peak_tree_rss_bytes);
   const counted =

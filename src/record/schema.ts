@@ -64,6 +64,8 @@ export const runSummarySchema = z.looseObject({
   oom_recoveries: n.default(0),
   micro_batch: nn,
   accumulation: nn,
+  /** vector environments' steps a second over the steady steps (SB3/Gymnasium, the attach's env_steps); null for other jobs and older records */
+  env_steps_per_s: nn.default(null),
 });
 
 /** The summary as read: `steady_samples` filled from `samples` in records older than it. */

@@ -244,6 +244,7 @@ export function trialMeasures(t: TuneTrialRecord, gpu: boolean): RunMeasures {
     samples_per_s: t.samples_per_s,
     throughput_source: null,
     data_wait_share: t.data_wait_share,
+    env_steps_per_s: null,
     step_time_s: null,
     wait_time_s: null,
     compute_time_s: null,

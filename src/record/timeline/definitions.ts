@@ -82,6 +82,7 @@ export function summaryOf(tl: Timeline, peaks: LivePeaks, durationS: number): Ru
     oom_recoveries: m.oom_recoveries,
     micro_batch: m.micro_batch,
     accumulation: m.accumulation,
+    env_steps_per_s: m.env_steps_per_s,
   };
 }
 

@@ -29,6 +29,13 @@ interface StepFolds {
   readonly stepCounts: Map<number, number>;
 }
 
+/** Environment steps a second between the first and the last steady step that carried a count; null without two. */
+function envStepsPerS(p: ProcessFold | undefined): number | null {
+  const [a, b] = [p?.envFirst, p?.envLast];
+  if (a == null || b == null || b.t <= a.t || b.total <= a.total) return null;
+  return (b.total - a.total) / (b.t - a.t);
+}
+
 /** What one stepping process measured: its steps and the readings of its steady window. */
 class ProcessFold {
   steps = 0;
@@ -47,6 +54,9 @@ class ProcessFold {
   readonly inWindow = new ReadingSums();
   #pending: SampleEntry[] = [];
   last: StepEntry | null = null;
+  /** the environment steps so far (a step's env_steps) at the first and the last steady step that carried them */
+  envFirst: { t: number; total: number } | null = null;
+  envLast: { t: number; total: number } | null = null;
   readonly kept = new EvenThinning<StepEntry>(MAX_STEPS_PER_PROCESS);
 
   step(s: StepEntry): void {
@@ -67,6 +77,11 @@ class ProcessFold {
     this.computeTime.add(s.compute_s ?? 0);
     if (s.backward_s != null) this.ownTime.add(Math.max(0, seconds - (s.wait_s ?? 0) - s.backward_s));
     this.sources[s.source]++;
+    const envTotal = s.metrics?.["env_steps"];
+    if (envTotal !== undefined) {
+      this.envFirst ??= { t: s.t, total: envTotal };
+      this.envLast = { t: s.t, total: envTotal };
+    }
     const start = s.t - seconds;
     if (this.windowStart === null || start < this.windowStart) this.windowStart = start;
     if (this.windowEnd === null || s.t > this.windowEnd) this.windowEnd = s.t;
@@ -321,6 +336,7 @@ export class TimelineFold {
       oom_recoveries: this.#eventCounts.oom_recovered ?? 0,
       micro_batch: main?.last?.micro_batch ?? null,
       accumulation: main?.last?.accumulation ?? null,
+      env_steps_per_s: envStepsPerS(main),
       steady_window: window,
       gpu_indexes: gpuIndexes,
       ranks,

@@ -70,6 +70,7 @@ describe("measurements", () => {
       oom_recoveries: 0,
       micro_batch: 32,
       accumulation: 1,
+      env_steps_per_s: null,
     };
     const m = measureRun(meta, readTimeline(timeline));
     expect(m.samples_per_s).toBe(fromTimeline.samples_per_s);
