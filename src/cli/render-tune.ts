@@ -2,6 +2,7 @@ import { formatBytes } from "../bytes.ts";
 import { wrap } from "../format.ts";
 import { knobSpec } from "../knobs/index.ts";
 import type { TuneRecord } from "../record/types.ts";
+import { parityLossLines } from "../report/parity-chart.ts";
 import type { ApplyTuneResult } from "../tune/apply.ts";
 import { pythonLiteral } from "../tune/loaders.ts";
 import type { Knobs, TrialResult } from "../tune/types.ts";
@@ -199,6 +200,7 @@ export function renderTuneTable(record: TuneRecord, width = 100): string {
   if (parity !== undefined) {
     out.push(winner ? parity.line : `the best configuration found, against yours: ${parity.line}`);
     for (const evidence of parity.evidence) out.push(`  ${evidence.text}`);
+    out.push(...parityLossLines(parity));
   }
   const unseen = unseenSamples(unit);
   if (unseen !== null) out.push(unseen);
