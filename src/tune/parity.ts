@@ -144,7 +144,7 @@ export interface ParitySide {
   effectiveBatch: number | null;
   microBatch: number | null;
   facts: ModelFacts | null;
-  /** the least and the most accumulation its steps reported, when they differ (a job that ramps it up as it runs) */
+  /** the first and the last accumulation its steps reported, when it only rose between them (a job that ramps it up as it runs) */
   accumulationSeen?: readonly [number, number] | null;
 }
 
@@ -171,11 +171,13 @@ export function stepLosses(steps: readonly StepEntry[]): {
     if (step.step !== i) break;
     losses.push(step.loss);
   }
+  // a ramp only rises (a warm-up); an epoch's last, shorter step (4, 4, 2, 4) is no ramp
   const accumulations = ordered.map((s) => s.accumulation).filter((a): a is number => a !== null);
-  const [least, most] = [Math.min(...accumulations), Math.max(...accumulations)];
+  const [first, last] = [accumulations[0], accumulations.at(-1)];
+  const rises = first !== undefined && last !== undefined && last > first && accumulations.every((a, i) => i === 0 || a >= (accumulations[i - 1] ?? a));
   return {
     losses,
-    accumulationSeen: accumulations.length > 0 && least !== most ? [least, most] : null,
+    accumulationSeen: rises ? [first, last] : null,
     precision: ordered.find((s) => s.precision !== null)?.precision ?? null,
     microBatch: ordered.find((s) => s.micro_batch !== null)?.micro_batch ?? null,
   };

@@ -33,7 +33,8 @@ describe.skipIf(python === undefined)("the token-averaged loss in a real tune's 
     const store = join(root, "store");
     const argv = ["tune", "--store", store, "--quiet", "--strategy", "grid", "--knob", "batch_size=4,16", "--fix", "num_workers", "--fix", "cpu_threads"];
     const job = [python as string, JOB, "--batch-size", "4", "--accumulation", "4", "--sleep-ms", "15", "--no-loss-kwargs"];
-    const result = spawnSync(process.execPath, [BRIM, ...argv, "--max-trials", "2", "--steps", "8", "--", ...job], {
+    // --window: the three-step rule of a window given; the verdict is asserted, not how long a trial waits for its noise
+    const result = spawnSync(process.execPath, [BRIM, ...argv, "--max-trials", "2", "--steps", "8", "--window", "10s", "--", ...job], {
       cwd: root,
       encoding: "utf8",
       env: { ...process.env, NO_COLOR: "1" },

@@ -23,9 +23,12 @@ function side(trial: number, micro: number, accumulations: number[], lr: number[
 }
 
 describe("loss parity on a job that warms up its learning rate and accumulation", () => {
-  it("reads the accumulations a run's steps reported: a range where they differ, none where they do not", () => {
-    expect(stepLosses([step(0, 1), step(1, 1), step(2, 2)]).accumulationSeen).toEqual([1, 2]);
+  it("reads the accumulations a run's steps reported: a ramp where they only rise, none where they hold or an epoch ends short", () => {
+    expect(stepLosses([step(0, 1), step(1, 1), step(2, 2), step(3, 3)]).accumulationSeen).toEqual([1, 3]);
     expect(stepLosses([step(0, 4), step(1, 4)]).accumulationSeen).toBeNull();
+    // the Hugging Face Trainer's last step of an epoch takes the micro-batches left: no ramp
+    expect(stepLosses([step(0, 4), step(1, 4), step(2, 2), step(3, 4)]).accumulationSeen).toBeNull();
+    expect(stepLosses([step(0, 4), step(1, 4), step(2, 2)]).accumulationSeen).toBeNull();
   });
 
   it("a rate of 0 at the first step is a warm-up, not a rate to scale; a ramped accumulation is said, with the verdict's scope", () => {

@@ -48,6 +48,9 @@ function tune(name: string, jobArgs: string[]): { stdout: string; record: TuneRe
         "2",
         "--steps",
         "20",
+        // the three-step rule of a window given: the losses compared are asserted, not how long a trial waits for its noise
+        "--window",
+        "10s",
       ],
       ...["--", python as string, JOB, "--batch-size", "4", "--accumulation", "4", "--sleep-ms", "15", ...jobArgs],
     ],

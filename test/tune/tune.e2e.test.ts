@@ -143,6 +143,13 @@ describe("brim tune on the bundled examples (CPU), with --apply", () => {
         // micro-batches, whose winner is the config edit asserted
         "--fix",
         "cpu_threads",
+        // nor are the environments and the rollout, found and bound (asserted below) but not walked: what
+        // the search tries of them is decided in unit tests (test/tune/rl-evidence.test.ts), and 32
+        // environments a trial cost more CPU than the rest of this tune
+        "--fix",
+        "num_envs",
+        "--fix",
+        "rollout_steps",
         "--max-trials",
         "3",
         "--warmup",
