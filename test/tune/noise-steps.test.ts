@@ -180,6 +180,17 @@ describe("the time a trial is predicted to take counts the K steps trials were h
     // 1.1 × (8 s start-up + 20 steps × 10.5 s), not the window's 3 + 1 steps (55 s)
     expect(s.ledger.predictDuration(space.baseline)).toBeCloseTo(1.1 * (8 + 20 * 10.5), 6);
   });
+
+  it("counts K where the trial ended at its --steps too (nbeats beside a busy core: 20 steps of 12.7 s asked, said ≈ 81 s)", async () => {
+    // as seen on the nbeats example at micro-batch 6144 beside a busy core: trial 0 stopped by its 20 steps, K = 20
+    const held: TrialResult = { ...result(0.4, "steps"), stepSeconds: Array.from({ length: 20 }, (_, i) => 12 + (i % 2)), durationS: 280 };
+    const runner = { run: (): Promise<TrialResult> => Promise.resolve(held) };
+    const space: TuneSpace = { baseline: { num_workers: 0 }, others: [] };
+    const s = newSearcher(space, runner, { capBytes: 8e9, maxTrials: 4, maxTimeS: 1e6, now: () => 0, maxStepS: 10 });
+    await s.ledger.run(space.baseline, "baseline", null);
+    // 1.1 × (30 s start-up and warm-up + 20 steps × 12.5 s), not the window's 3 + 1 steps
+    expect(s.ledger.predictDuration(space.baseline)).toBeCloseTo(1.1 * 280, 6);
+  });
 });
 
 describe("what an engineer staring at the trial table sees of the noise", () => {

@@ -150,7 +150,8 @@ export class Ledger {
     for (const { knobs: k, result } of this.trials) {
       longest = Math.max(longest, result.durationS);
       if (result.end !== "ok" || result.stepSeconds.length === 0) continue;
-      if (result.stoppedBy === "window") held = Math.max(held, result.stepSeconds.length);
+      // K holds every stop but slower: a trial ended by its window, its steps or as stable measured at least K
+      if (result.stoppedBy != null && result.stoppedBy !== "slower") held = Math.max(held, result.stepSeconds.length);
       const stepTotal = result.stepSeconds.reduce((a, b) => a + b, 0);
       overhead = Math.max(overhead, result.durationS - stepTotal);
       steps = Math.max(steps, result.stepSeconds.length);
