@@ -65,6 +65,8 @@ export interface NoiseEstimate {
   source: "repeats" | "assumed";
   /** degrees of freedom of the repeats (0: none) */
   df: number;
+  /** the repeats' own spread, where the trials' step noise was the larger and stood in for it (fewer than REPEATS_DF degrees of freedom) */
+  spread?: number;
 }
 
 /**
@@ -86,7 +88,8 @@ export function noiseEstimate(withinTrial: readonly number[], repeats: readonly 
   const { spread, df } = repeatSpread(repeats);
   const middle = median(withinTrial) ?? 0;
   if (df === 0) return { noise: Math.max(NOISE_FLOOR, middle), source: "assumed", df };
-  return { noise: df >= REPEATS_DF ? spread : Math.max(spread, middle), source: "repeats", df };
+  if (df >= REPEATS_DF || spread >= middle) return { noise: spread, source: "repeats", df };
+  return { noise: middle, source: "repeats", df, spread };
 }
 
 /**
@@ -113,9 +116,11 @@ export function trialNoise(withinTrial: readonly number[], repeats: readonly (re
 export function describeNoise(estimate: NoiseEstimate): string {
   const share = estimate.noise * 100;
   const value = `±${share >= 10 ? share.toFixed(0) : share.toFixed(1)} % a trial`;
-  return estimate.source === "assumed"
-    ? `${value}, assumed: no configuration was measured twice`
-    : `${value}, measured: the spread of repeated configurations in this tune (${estimate.df} degree${estimate.df === 1 ? "" : "s"} of freedom)`;
+  const df = `${estimate.df} degree${estimate.df === 1 ? "" : "s"} of freedom`;
+  if (estimate.source === "assumed") return `${value}, assumed: no configuration was measured twice`;
+  if (estimate.spread !== undefined)
+    return `${value}, measured: the trials' own step noise, larger than the ±${(estimate.spread * 100).toFixed(1)} % spread of repeated configurations in this tune (${df}: too few to stand alone)`;
+  return `${value}, measured: the spread of repeated configurations in this tune (${df})`;
 }
 
 /** The pooled relative standard deviation of groups of throughputs of one configuration each, and its degrees of freedom. */
