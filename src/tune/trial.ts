@@ -35,6 +35,7 @@ import {
   rateOf,
   splitWarmup,
   steadyMask,
+  trialStep,
   windowVerdict,
   type StepTime,
   type WindowContext,
@@ -205,17 +206,7 @@ class TrialWatch {
     // the attach is in the job and saw its DataLoader: its steps will come, the printed ones must not decide
     if (message.type === "event" && message.kind === "loader") this.#attached = true;
     if (message.type !== "step") return;
-    const seconds = (typeof message.wait_s === "number" ? message.wait_s : 0) + (typeof message.compute_s === "number" ? message.compute_s : 0);
-    const reported = typeof message.samples === "number" ? message.samples : null;
-    const accumulation = typeof message.accumulation === "number" ? message.accumulation : null;
-    const step: StepTime = {
-      t: message.t,
-      samples: reported ?? samplesFromKnob(this.#knobs, accumulation),
-      seconds,
-      warmup: message.warmup === true,
-      batches: accumulation,
-      printed: message.source === "progress",
-    };
+    const step = trialStep(message, this.#knobs);
     this.#steps.set(message.pid, [...(this.#steps.get(message.pid) ?? []), step]);
     this.#check();
   }
@@ -287,23 +278,6 @@ const loaderWindow = (knobs: Knobs): { waveSteps: number; queueSteps: number } =
 const finite = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
 
 /**
- * The samples of a step the job did not count (the attach could not find the batch dimension): the
- * batch_size knob's value × the batches the step fetched (else the accumulation knob, else 1); null
- * without a batch_size knob.
- *
- * @example
- * ```ts
- * samplesFromKnob({ batch_size: 32 }, 4); // 128
- * ```
- */
-export function samplesFromKnob(knobs: Knobs, batches: number | null): number | null {
-  const micro = knobs.batch_size;
-  if (typeof micro !== "number") return null;
-  const acc = batches !== null && batches >= 1 ? batches : typeof knobs.accumulation === "number" ? knobs.accumulation : 1;
-  return micro * acc;
-}
-
-/**
  * What a guarded trial run measured, and how it ended in the tuner's terms: a trial brim stopped
  * once measured is `ok` whatever signal ended the process; `slower` when stopped as clearly slower;
  * `time_limit` when it ran out of time before two steady steps.
@@ -327,13 +301,7 @@ export function classifyTrial(
   const steps = all.some((step) => step.source !== "progress") ? all.filter((step) => step.source !== "progress") : all;
   // steps brim counted are never thrown away: with no samples, the job's own samples/s, else their batches or the steps themselves are the rate
   const ownRate = withJobRate(
-    steps.map((step) => ({
-      t: step.t,
-      samples: finite(step.samples) ? step.samples : samplesFromKnob(knobs, step.accumulation),
-      seconds: (finite(step.wait_s) ? step.wait_s : 0) + (finite(step.compute_s) ? step.compute_s : 0),
-      warmup: step.warmup === true,
-      batches: finite(step.accumulation) ? step.accumulation : null,
-    })),
+    steps.map((step) => trialStep(step, knobs)),
     jobRates,
   );
   const { steps: times, unit } = inRateUnit(ownRate.steps);

@@ -5,6 +5,15 @@
  * as soon as it is clearly slower than the best so far (while a step is still running, the samples
  * it can add bound the throughput from above). Pure: steps and the clock come in, a verdict comes out.
  *
+ * One rate rule, a trial's and a run's: samples/s is Σ samples ÷ Σ (wait + compute) over the main
+ * process's steady steps, warm-up left out by the run record's one rule (`isWarmupStep`); a run's
+ * `samples_per_s` (src/record/timeline/fold.ts) and a trial's {@link rateOf} over {@link trialStep}s
+ * apply it alike. A trial leaves out more, on purpose, because it is short and compares configurations:
+ * the loader's queued first steps ({@link loaderQueueSteps}: read at the main process's speed, they
+ * favour more workers), steps out of line ({@link outOfLine}: an evaluation pass inside a step), and it
+ * counts a step's samples from the batch_size knob where the job reported none ({@link samplesFromKnob}).
+ * A run keeps them all: over hours the queue and the evaluation are the job's throughput.
+ *
  * @example
  * ```ts
  * const v = windowVerdict(steps, now, { warmupSteps: 1, maxSteps: 20, minSteps: 3, windowS: 10, stableWithin: 0.02 }, { best: 900, noise: 0.02 });
@@ -14,7 +23,52 @@
  */
 import { isWarmupStep } from "../record/timeline/index.ts";
 import { mean as meanOf } from "../stats.ts";
+import type { Knobs } from "./types.ts";
 import { NOISE_Z, withinTrialNoise } from "./strategies/noise.ts";
+
+/**
+ * The samples of a step the job did not count (the attach could not find the batch dimension): the
+ * batch_size knob's value × the batches the step fetched (else the accumulation knob, else 1); null
+ * without a batch_size knob.
+ *
+ * @example
+ * ```ts
+ * samplesFromKnob({ batch_size: 32 }, 4); // 128
+ * ```
+ */
+export function samplesFromKnob(knobs: Knobs, batches: number | null): number | null {
+  const micro = knobs.batch_size;
+  if (typeof micro !== "number") return null;
+  const acc = batches !== null && batches >= 1 ? batches : typeof knobs.accumulation === "number" ? knobs.accumulation : 1;
+  return micro * acc;
+}
+
+const finiteNumber = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) ? value : null);
+
+/**
+ * A step as a trial measures it, from the channel's step message while the trial runs or the run
+ * record's step entry after it (one rule for both): its seconds are wait + compute, as the run record's
+ * `stepSeconds`; samples the job did not report come from the knob ({@link samplesFromKnob}).
+ *
+ * @example
+ * ```ts
+ * trialStep({ t: 5, samples: null, wait_s: 0.1, compute_s: 0.4, warmup: false, accumulation: 2 }, { batch_size: 16 }).samples; // 32
+ * ```
+ */
+export function trialStep(
+  step: { t: number; samples?: unknown; wait_s?: unknown; compute_s?: unknown; warmup?: unknown; accumulation?: unknown; source?: unknown },
+  knobs: Knobs,
+): StepTime {
+  const batches = finiteNumber(step.accumulation);
+  return {
+    t: step.t,
+    samples: finiteNumber(step.samples) ?? samplesFromKnob(knobs, batches),
+    seconds: (finiteNumber(step.wait_s) ?? 0) + (finiteNumber(step.compute_s) ?? 0),
+    warmup: step.warmup === true,
+    batches,
+    printed: step.source === "progress",
+  };
+}
 
 /** One step of the job's main process as the trial sees it. */
 export interface StepTime {
@@ -232,9 +286,9 @@ export function outOfLine(steps: readonly { batches?: number | null }[]): boolea
 
 /**
  * Which steps a trial measures: not warm-up by the run record's one rule ({@link isWarmupStep}: the
- * steps the reporter flagged, the first `--warmup`), so a trial's throughput and its run's
- * `samples_per_s` count the same steps, not {@link outOfLine} (an evaluation pass inside a step), and
- * not among the first `queueSteps` (the loader's queue, {@link loaderQueueSteps}).
+ * steps the reporter flagged, the first `--warmup`), as its run's `samples_per_s` does; beyond the
+ * run's rule (see the module doc), not {@link outOfLine} (an evaluation pass inside a step) and not
+ * among the first `queueSteps` (the loader's queue, {@link loaderQueueSteps}).
  *
  * @example
  * ```ts

@@ -183,7 +183,7 @@ describe("the time a trial is predicted to take counts the K steps trials were h
 
   it("counts K where the trial ended at its --steps too (nbeats beside a busy core: 20 steps of 12.7 s asked, said ≈ 81 s)", async () => {
     // as seen on the nbeats example at micro-batch 6144 beside a busy core: trial 0 stopped by its 20 steps, K = 20
-    const held: TrialResult = { ...result(0.4, "steps"), stepSeconds: Array.from({ length: 20 }, (_, i) => 12 + (i % 2)), durationS: 280 };
+    const held: TrialResult = { ...result(0.4, "window"), stoppedBy: "steps", stepSeconds: Array.from({ length: 20 }, (_, i) => 12 + (i % 2)), durationS: 280 };
     const runner = { run: (): Promise<TrialResult> => Promise.resolve(held) };
     const space: TuneSpace = { baseline: { num_workers: 0 }, others: [] };
     const s = newSearcher(space, runner, { capBytes: 8e9, maxTrials: 4, maxTimeS: 1e6, now: () => 0, maxStepS: 10 });

@@ -1,6 +1,7 @@
 /**
  * The definitions readers apply to a folded timeline: the main process's steps, its steady steps,
- * the readings of the steady window, and run.json's summary.
+ * the readings of the steady window, and run.json's summary. The rate rule a run and a tune's trial
+ * share, and what a trial leaves out beyond it on purpose, are written once in src/tune/window.ts.
  *
  * @module
  */
