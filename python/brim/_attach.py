@@ -248,9 +248,9 @@ def _patch_autocast(torch: Any) -> None:
 
 
 def _cap_device(cuda: Any) -> int:
-    local = os.environ.get("LOCAL_RANK", "").strip()
-    if local.isdigit() and int(local) < cuda.device_count():
-        return int(local)
+    local = _env.local_rank()
+    if local is not None and 0 <= local < cuda.device_count():
+        return local
     return int(cuda.current_device())
 
 

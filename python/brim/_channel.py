@@ -65,16 +65,6 @@ def encode(msg: Dict[str, Any]) -> bytes:
     return (text + "\n").encode("utf-8")
 
 
-def _env_int(name: str) -> Optional[int]:
-    raw = os.environ.get(name)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        return None
-
-
 def _role() -> str:
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -141,11 +131,11 @@ def hello_message(sdk_version: str) -> Dict[str, Any]:
         "pid": os.getpid(),
         "ppid": os.getppid(),
         "run_id": _env.run_id(),
-        "rank": _env_int("RANK"),
-        "local_rank": _env_int("LOCAL_RANK"),
-        "group_rank": next((v for v in map(_env_int, ("GROUP_RANK", "NODE_RANK", "SLURM_NODEID")) if v is not None), None),
-        "launch_id": os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID") or None,
-        "world_size": _env_int("WORLD_SIZE"),
+        "rank": _env.rank(),
+        "local_rank": _env.local_rank(),
+        "group_rank": _env.group_rank(),
+        "launch_id": _env.launch_id(),
+        "world_size": _env.launcher_int("WORLD_SIZE"),
         "role": _role(),
         "python": platform.python_version(),
         "sdk": sdk_version,

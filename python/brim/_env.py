@@ -1,6 +1,7 @@
 """Environment variables the SDK reads, and the warning helper. Standard library only.
 
-The one Python reader of brim's job environment (src/job/contract.ts is the table of it): every other
+The one Python reader of the job's environment: brim's variables (src/job/contract.ts is the table of
+them) and those a launcher sets (torchrun, SLURM, Lightning; `LAUNCHER_VARIABLES`): every other
 module asks here. The only exception is python/_brim_boot/sitecustomize.py, which decides whether to
 import brim at all and so cannot import it first; a test holds its words to these."""
 
@@ -304,4 +305,55 @@ def cast_knob(name: str, value: Any, default: Any) -> Any:
         if isinstance(value, dict):
             return value
         fail()
+    return value
+
+
+#: variables a launcher sets for each process (torchrun, SLURM, Lightning); brim reads them, never sets them
+LAUNCHER_VARIABLES: Tuple[str, ...] = (
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
+    "SLURM_NODEID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID",
+)
+
+
+def launcher_int(name: str) -> Optional[int]:
+    """A launcher's whole-number variable (RANK, LOCAL_RANK, ...), None when unset or not a number."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        return int(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def rank() -> Optional[int]:
+    """This process's global rank as the launcher set it (RANK), None when it set none."""
+    return launcher_int("RANK")
+
+
+def local_rank() -> Optional[int]:
+    """This process's rank on its node (LOCAL_RANK), None when the launcher set none."""
+    return launcher_int("LOCAL_RANK")
+
+
+def group_rank() -> Optional[int]:
+    """This process's node (GROUP_RANK, NODE_RANK or SLURM_NODEID, the first set), None for none."""
+    return next((v for v in map(launcher_int, ("GROUP_RANK", "NODE_RANK", "SLURM_NODEID")) if v is not None), None)
+
+
+def world_size() -> int:
+    """Processes in the job as the launcher set it (WORLD_SIZE), 1 when unset: SLURM_NTASKS alone is
+    not read as ranks, since an allocation of many tasks may run one process."""
+    return launcher_int("WORLD_SIZE") or 1
+
+
+def launch_id() -> Optional[str]:
+    """What all the processes of one launch share (TORCHELASTIC_RUN_ID, else SLURM_JOB_ID), or None."""
+    return os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID") or None
+
+
+def set_default(name: str, value: str) -> Optional[str]:
+    """Set a variable for the libraries the job loads later (JAX's XLA_*) unless it is set; the value
+    set, None when the job's own was kept."""
+    if name in os.environ:
+        return None
+    os.environ[name] = value
     return value

@@ -1,6 +1,5 @@
 """JAX's memory cap: environment variables that must be set before JAX initialises its backend."""
 
-import os
 import sys
 from typing import Dict, Optional
 
@@ -19,12 +18,12 @@ def apply_jax_cap(fraction: Optional[float] = None) -> Dict[str, str]:
         fraction = _env.memory_cap_fraction()
     if "jax" in sys.modules:
         _env.warn_once("jax-cap", "apply_jax_cap() called after jax was imported; it may have no effect")
-    if "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ:
-        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-        out["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-    if fraction is not None and "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ:
-        os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "%.4f" % fraction
-        out["XLA_PYTHON_CLIENT_MEM_FRACTION"] = os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"]
+    wanted = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    if fraction is not None:
+        wanted["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "%.4f" % fraction
+    for name, value in wanted.items():
+        if _env.set_default(name, value) is not None:
+            out[name] = value
     if out:
         _state.event("cap_applied", framework="jax", env=out)
     return out

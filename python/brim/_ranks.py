@@ -20,20 +20,13 @@ OOM_EXIT_CODE = 75  # EX_TEMPFAIL: worth trying again (with a smaller micro-batc
 
 
 def world_size() -> int:
-    for name in ("WORLD_SIZE", "SLURM_NTASKS"):
-        try:
-            return int(os.environ.get(name, "1"))
-        except ValueError:
-            continue
-    return 1
+    """Processes in the job as the launcher set it, 1 when it set none."""
+    return _env.world_size()
 
 
 def rank() -> int:
     """This process's global rank as the launcher set it (RANK), 0 when it set none."""
-    try:
-        return int(os.environ.get("RANK", "0"))
-    except ValueError:
-        return 0
+    return _env.rank() or 0
 
 
 def is_oom(error: BaseException) -> bool:
@@ -60,11 +53,11 @@ def _exit_on_oom(kind: Any, error: BaseException, tb: Any, original: Any = sys.e
         _tracking.at_exit()
         _state.event("oom_exit", message="this rank ran out of memory: it exits with code %d so that every rank restarts "
                      "with a smaller micro-batch" % OOM_EXIT_CODE, step=_state.state.steps,
-                     rank=os.environ.get("RANK"), knobs=_env.knobs(), exit_code=OOM_EXIT_CODE)
+                     rank=_env.rank(), knobs=_env.knobs(), exit_code=OOM_EXIT_CODE)
         _state.close()
         sys.stderr.write("brim: rank %s ran out of memory at step %d; exit code %d: brim gives every rank of the next round "
                          "a smaller micro-batch (torchrun --max-restarts)\n"
-                         % (os.environ.get("RANK", "?"), _state.state.steps, OOM_EXIT_CODE))
+                         % (_env.rank() if _env.rank() is not None else "?", _state.state.steps, OOM_EXIT_CODE))
     except Exception:
         pass
 
@@ -79,11 +72,10 @@ def _patch_init_process_group(torch: Any) -> None:
     def wrap_init(original: Any) -> Any:
         def init_with_brim(*args: Any, **kwargs: Any) -> Any:
             out = original(*args, **kwargs)
-            if os.environ.get("RANK") is None:
+            if _env.rank() is None:
                 try:
-                    local = os.environ.get("LOCAL_RANK")
                     _state.event("rank_known", rank=int(dist.get_rank()), world_size=int(dist.get_world_size()),
-                                 local_rank=int(local) if local is not None and local.isdigit() else None)
+                                 local_rank=_env.local_rank())
                 except Exception:
                     pass
             return out

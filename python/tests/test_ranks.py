@@ -53,7 +53,7 @@ def test_a_rank_out_of_memory_exits_75_and_names_its_knobs(tmp_path, channel_sch
         srv.wait_for(lambda: any(m.get("kind") == "oom_exit" for m in srv.messages("event")))
         events = [m for m in srv.messages("event") if m.get("kind") == "oom_exit"]
         assert events[0]["details"]["knobs"] == {"batch_size": 16, "accumulation": 2}
-        assert events[0]["details"]["rank"] == "1"
+        assert events[0]["details"]["rank"] == 1
         for m in srv.messages():
             schema_check.check(m, channel_schema)
     finally:

@@ -42,11 +42,16 @@ describe("the job's environment contract", () => {
     expect(unused).toEqual([]);
   });
 
-  it("only python/brim/_env.py reads brim's variables; the start-up, which must not import brim first, says the same off-words", () => {
+  it("only python/brim/_env.py reads brim's variables and the launcher's; the start-up, which must not import brim first, says the same off-words", () => {
     const readers = [...files(join(REPO, "python", "brim"), /\.py$/)].filter(
       (path) => !path.endsWith("_env.py") && /environ(?:\.get)?\(\s*["']BRIM_|getenv\(\s*["']BRIM_|=\s*["']BRIM_[A-Z_]+["']/.test(readFileSync(path, "utf8")),
     );
     expect(readers).toEqual([]);
+    // the launcher's variables (RANK, LOCAL_RANK, ...) too: no module but _env.py touches the environment
+    const touching = [...files(join(REPO, "python", "brim"), /\.py$/)].filter(
+      (path) => !path.endsWith("_env.py") && /\bos\.(environ|getenv)\b/.test(readFileSync(path, "utf8")),
+    );
+    expect(touching).toEqual([]);
     const words = (text: string | undefined): string[] => [...(text ?? "").matchAll(/"([a-z0-9]+)"/g)].map((m) => m[1] as string).sort();
     const env = readFileSync(join(REPO, "python", "brim", "_env.py"), "utf8");
     const boot = readFileSync(join(REPO, "python", "_brim_boot", "sitecustomize.py"), "utf8");
