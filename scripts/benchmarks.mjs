@@ -35,6 +35,7 @@ const SOURCES = {
   guard: ["src/guard", "src/job", "src/cli/run.ts", "src/devices", "src/record/summary.ts", "python/brim", "bench/gpu/lib/guard.mjs", "examples/nbeats"],
   tune: [
     "src/tune",
+    "src/knobs",
     "src/job",
     "src/cli/tune.ts",
     "src/devices",
@@ -47,9 +48,10 @@ const SOURCES = {
   utilization: ["src/devices", "src/record", "src/job", "python/brim", "bench/gpu/lib/utilization.mjs", "bench/gpu/lib/jobs.mjs", "examples"],
   overhead: ["src/devices", "src/record", "src/job", "src/guard", "src/cli/run.ts", "python/brim", "bench/gpu/lib/overhead.mjs", "examples"],
   "sampler-cpu.json": ["src/devices", "bench/sampler.bench.mjs"],
-  "search-sim.json": ["src/tune", "bench/search-sim.bench.mjs"],
+  "search-sim.json": ["src/tune", "src/knobs", "bench/search-sim.bench.mjs"],
   "tune-strategies.json": [
     "src/tune",
+    "src/knobs",
     "src/job",
     "python/brim",
     "test/jobs/oracle_job.py",
@@ -91,10 +93,7 @@ const SOURCES = {
   "plan-script.json": [
     "src/plan",
     "src/plan/measure/script.ts",
-    "src/tune/knobs.ts",
-    "src/tune/loaders.ts",
-    "src/tune/bindings.ts",
-    "src/tune/argv.ts",
+    "src/knobs",
     "src/configs",
     "python/brim/_footprint.py",
     "python/brim/_code.py",

@@ -1,10 +1,9 @@
 import { formatBytes } from "../bytes.ts";
 import { wrap } from "../format.ts";
-import { knobSpec } from "../knobs/index.ts";
+import { knobSpec, pythonLiteral } from "../knobs/index.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { parityLossLines } from "../report/parity-chart.ts";
 import type { ApplyTuneResult } from "../tune/apply.ts";
-import { pythonLiteral } from "../tune/loaders.ts";
 import type { Knobs, TrialResult } from "../tune/types.ts";
 import { withinTrialNoise } from "../tune/strategies/noise.ts";
 import { rateLabel, unseenSamples } from "../tune/window.ts";

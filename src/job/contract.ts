@@ -48,12 +48,12 @@ export const JOB_ENV = {
     meaning: "JSON file of knobs brim decided during the run (a smaller micro-batch after an OOM), over BRIM_KNOBS",
   },
   BRIM_CODE_KNOBS: {
-    setBy: "src/tune/knobs.ts",
+    setBy: "src/knobs/binding.ts",
     readBy: "start-up (sitecustomize), python/brim/_code.py",
     meaning: "JSON list of literals in the job's code a trial changes in memory (file, line, name, value)",
   },
   BRIM_LOADER_ARGS: {
-    setBy: "src/tune/knobs.ts",
+    setBy: "src/knobs/binding.ts",
     readBy: "python/brim/_loader_args.py",
     meaning: "JSON list of DataLoader arguments a trial sets on the loader built at one line of code",
   },
@@ -63,7 +63,7 @@ export const JOB_ENV = {
     meaning: "steps the process may run; unset: no budget",
   },
   BRIM_SEED: {
-    setBy: "src/tune/launch.ts",
+    setBy: "src/knobs/launch.ts",
     readBy: "the attach, at torch's import",
     meaning:
       "seed of torch's generator in a tune's trials and plan's measuring runs, so that every run starts from the same weights and data order (each rank seed + its RANK; a job's own manual_seed still wins); unset: torch's own",

@@ -13,6 +13,8 @@
 
 /** A knob's value as the job reads it. */
 export type KnobValue = number | string | boolean;
+/** A configuration: knob name → value. */
+export type Knobs = Record<string, KnobValue>;
 
 /** What the tuner knows about the machine when it picks candidate values. */
 export interface CandidateContext {

@@ -1,8 +1,7 @@
 import { applyConfigEdits, interruptedMessage, type ApplyResult, type ConfigEdit } from "../configs/index.ts";
 import { BrimError, isBrimError } from "../errors/index.ts";
 import type { TuneRecord } from "../record/types.ts";
-import { rewriteArgv, type ArgvKnob } from "./argv.ts";
-import { configValue, fillTemplate } from "./knobs.ts";
+import { configValue, fillTemplate, rewriteArgv, type ArgvKnob } from "../knobs/index.ts";
 import { applyNote } from "./parity.ts";
 
 /** What applying a tune's winner did. */

@@ -14,7 +14,7 @@
  * @module
  */
 import type { TuneRecord, TuneTrialRecord } from "../record/types.ts";
-import type { LoaderSeen } from "./loaders.ts";
+import type { LoaderSeen } from "../knobs/index.ts";
 import { knobsKey } from "./strategies/axis.ts";
 import type { Knobs } from "./types.ts";
 

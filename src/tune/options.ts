@@ -13,7 +13,7 @@ import type { Devices } from "../devices/index.ts";
 import type { LiveState } from "../guard/live.ts";
 import type { RunStore } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
-import type { KnobBinding } from "./knobs.ts";
+import type { KnobBinding } from "../knobs/index.ts";
 import type { KnobValue, Knobs, SearchOutcome, TrialResult } from "./types.ts";
 
 /** Everything `brim tune` is asked. */

@@ -12,7 +12,7 @@ import type { ConfigDocument } from "../configs/index.ts";
 import type { RunStore } from "../record/store.ts";
 import type { KnobBindingRecord, TuneRecord, TuneTrialRecord } from "../record/types.ts";
 import { effectiveBatchOf } from "./effective.ts";
-import type { KnobBinding } from "./knobs.ts";
+import type { KnobBinding } from "../knobs/index.ts";
 import type { Knobs, MemoryLineReport, TrialResult } from "./types.ts";
 import { ENDED_TOO_SOON, NO_TRAINING_STEP } from "./types.ts";
 

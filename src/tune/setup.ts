@@ -14,12 +14,12 @@ import type { Devices } from "../devices/index.ts";
 import type { RunStore } from "../record/store.ts";
 import type { TuneRecord } from "../record/types.ts";
 import { CONFIRM_PAIRS, CONFIRM_PAIRS_MAX } from "./confirm.ts";
-import { configBaseline, configFilesInCommand, type KnobBinding } from "./knobs.ts";
+import { configBaseline, configFilesInCommand, type KnobBinding } from "../knobs/index.ts";
 import { DEFAULT_STABLE_WITHIN, DEFAULT_WINDOW_S, type TuneOptions } from "./options.ts";
 import { bindingRecord } from "./record.ts";
 import { defaultCap } from "./space.ts";
 import type { TrialSettings } from "./trial.ts";
-import type { Knobs } from "./types.ts";
+import type { Knobs, TrialResult } from "./types.ts";
 
 /** The cap of a tune: its bytes, what it caps, and why that much. */
 export interface TuneCap {
@@ -125,4 +125,26 @@ export function newTuneRecord(
     notes: [...notes],
     budget: { max_trials: options.maxTrials, max_time_s: options.maxTimeS },
   };
+}
+
+/** One tune's state, from its set-up to its record: what every step reads and what the trials change. */
+export interface TuneState {
+  record: TuneRecord;
+  bindings: KnobBinding[];
+  documents: Map<string, ConfigDocument>;
+  baseline: Knobs;
+  settings: TrialSettings;
+  note: (line: string) => void;
+  now: () => number;
+  tuneStartedAt: number;
+  /** values written in the job's code that no knob reaches, with the file:line to change */
+  codeHints: string[];
+  /** every trial's knobs and result, in the order they ran */
+  measured: { knobs: Knobs; result: TrialResult }[];
+  /** a trial was interrupted: no further trial starts */
+  interrupted: boolean;
+  /** why the trials' throughputs cannot be compared (the samples per step changed), once seen */
+  untrusted: string | null;
+  /** each trial's run in the store, by trial index */
+  runIds: Map<number, string | null>;
 }

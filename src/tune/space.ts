@@ -14,10 +14,9 @@ import { gpuCapabilities } from "../devices/gpu-facts.ts";
 import { UsageError } from "../errors/index.ts";
 import { findGpu } from "../plan/catalog.ts";
 import { formatBytes } from "../bytes.ts";
-import { ACCUMULATION_KNOB, knobSpec, MICRO_BATCH_KNOB, NEED_WORKERS, spelledValues } from "../knobs/index.ts";
+import { ACCUMULATION_KNOB, candidateValues, knobSpec, MICRO_BATCH_KNOB, NEED_WORKERS, spelledValues, type CandidateContext } from "../knobs/index.ts";
 import { rankByEvidence, type TrialEvidence } from "./evidence.ts";
 import { dividingMicroBatches, keptBatchLine, type GlobalBatch } from "./divisible.ts";
-import { candidateValues, type CandidateContext } from "./knobs.ts";
 import type { Knobs, KnobValue, TuneSpace } from "./types.ts";
 
 export { ACCUMULATION_KNOB, MICRO_BATCH_KNOB } from "../knobs/index.ts";

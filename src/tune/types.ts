@@ -11,10 +11,9 @@
  * @module
  */
 
-/** A knob's value as the job reads it. */
-export type KnobValue = number | string | boolean;
-/** A configuration: knob name → value. */
-export type Knobs = Record<string, KnobValue>;
+import type { KnobValue, Knobs } from "../knobs/index.ts";
+
+export type { KnobValue, Knobs } from "../knobs/index.ts";
 /** How a trial ended (the job runner's classification). */
 export type TrialEnd = "ok" | "gpu_oom" | "host_oom" | "cap_exceeded" | "crashed" | "hung" | "interrupted" | "gpu_fault" | "no_steps" | "time_limit" | "slower";
 

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { openDevices } from "../../src/devices/index.ts";
 import { guardRun } from "../../src/guard/guard.ts";
 import { RunStore } from "../../src/record/store.ts";
-import { dataLimit, loadersOf } from "../../src/tune/loaders.ts";
+import { dataLimit, loadersOf } from "../../src/knobs/loaders.ts";
 import { scaled } from "../helpers/time.ts";
 import { hasModules } from "../helpers/python.ts";
 

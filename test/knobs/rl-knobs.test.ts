@@ -3,11 +3,12 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { editConfigText, readConfig } from "../../src/configs/index.ts";
-import { candidateValues, INTEGER_KNOBS, knobOfName, lonePartners, nearPowers, withHeld } from "../../src/knobs/index.ts";
-import { findArgvKnobs, rewriteArgv } from "../../src/tune/argv.ts";
-import { resolveBindings } from "../../src/tune/bindings.ts";
-import { namedSection } from "../../src/tune/keyed-section.ts";
-import { configEditsByFile } from "../../src/tune/knobs.ts";
+import { candidateValues, INTEGER_KNOBS, knobOfName, lonePartners, withHeld } from "../../src/knobs/lists.ts";
+import { nearPowers } from "../../src/knobs/specs.ts";
+import { findArgvKnobs, rewriteArgv } from "../../src/knobs/argv.ts";
+import { resolveBindings } from "../../src/knobs/resolve.ts";
+import { namedSection } from "../../src/knobs/keyed-section.ts";
+import { configEditsByFile } from "../../src/knobs/binding.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const root = mkdtempSync(join(tmpdir(), "brim-rl-knobs-"));

@@ -6,21 +6,20 @@ import {
   candidateValues,
   DATA_WAIT_KNOBS,
   INTEGER_KNOBS,
-  KNOB_SPECS,
   KNOWN_KNOBS,
   knobOfName,
   knobOfShortFlag,
-  MICRO_BATCH_KNOB,
   MICRO_BATCH_NAMES,
   NEED_WORKERS,
   OWN_MEMORY_LINE,
   spelledValues,
   switchOf,
   WALK_FIRST,
-} from "../../src/knobs/index.ts";
-import { findArgvKnobs, rewriteArgv } from "../../src/tune/argv.ts";
-import { detectKnobKeys } from "../../src/tune/knobs.ts";
-import { LOADER_ARGUMENTS } from "../../src/tune/loaders.ts";
+} from "../../src/knobs/lists.ts";
+import { KNOB_SPECS, MICRO_BATCH_KNOB } from "../../src/knobs/specs.ts";
+import { findArgvKnobs, rewriteArgv } from "../../src/knobs/argv.ts";
+import { detectKnobKeys } from "../../src/knobs/binding.ts";
+import { LOADER_ARGUMENTS } from "../../src/knobs/loaders.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 
@@ -110,12 +109,14 @@ describe("the knobs as docs/tune.md tells them", () => {
 });
 
 describe("src/knobs/ in the flow", () => {
-  it("imports only its own files and the shared files at the root of src/", () => {
+  it("imports only its own files, the shared files at the root of src/, errors and configs (the stage before it)", () => {
     const dir = join(REPO, "src", "knobs");
     for (const file of readdirSync(dir).filter((name) => name.endsWith(".ts"))) {
       const text = readFileSync(join(dir, file), "utf8");
       for (const [, from] of text.matchAll(/^(?:import|export)[^"']*from\s+["']([^"']+)["']/gm))
-        expect(from, `${file} imports ${from}`).toMatch(/^(\.\/[\w-]+\.ts|\.\.\/(stats|format|bytes|files|version)\.ts|\.\.\/errors\/index\.ts|node:\w+)$/);
+        expect(from, `${file} imports ${from}`).toMatch(
+          /^(\.\/[\w-]+\.ts|\.\.\/(stats|format|bytes|files|version)\.ts|\.\.\/(errors|configs)\/index\.ts|node:\w+)$/,
+        );
     }
   });
 });

@@ -2,9 +2,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { candidateValues, codeKnobEnv, configFilesInCommand, detectKnobKeys, fillTemplate, parseBinding, templateKnobs } from "../../src/tune/knobs.ts";
+import { candidateValues } from "../../src/knobs/lists.ts";
+import { codeKnobEnv, configFilesInCommand, detectKnobKeys, fillTemplate, parseBinding, templateKnobs } from "../../src/knobs/binding.ts";
 import { loaderBound, stillLimits } from "../../src/tune/evidence.ts";
-import { buildSpace, resolveBindings } from "../../src/tune/tune.ts";
+import { resolveBindings } from "../../src/knobs/index.ts";
+import { buildSpace } from "../../src/tune/tune.ts";
 
 const REPO = resolve(import.meta.dirname, "..", "..");
 const PYTHON = process.env.BRIM_TEST_PYTHON ?? "/usr/bin/python3";

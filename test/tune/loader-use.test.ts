@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dataLimit, loadersOf } from "../../src/tune/loaders.ts";
+import { dataLimit, loadersOf } from "../../src/knobs/loaders.ts";
 
 // recorded from test/jobs/lightning_cli_val.py under brim: Lightning's sanity check builds the
 // validation loader first, at the same line as the training loader

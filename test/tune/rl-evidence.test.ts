@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nearPowers } from "../../src/knobs/index.ts";
+import { nearPowers } from "../../src/knobs/specs.ts";
 import { evidenceOf, rankByEvidence } from "../../src/tune/evidence.ts";
 import { measurableValues, rolloutShare } from "../../src/tune/rollout.ts";
 import { searchKnobs } from "../../src/tune/search.ts";

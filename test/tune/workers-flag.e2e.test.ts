@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { TuneRecord } from "../../src/record/types.ts";
-import { rewriteArgv } from "../../src/tune/argv.ts";
+import { rewriteArgv } from "../../src/knobs/argv.ts";
 import { hasModules } from "../helpers/python.ts";
 import { scaled } from "../helpers/time.ts";
 

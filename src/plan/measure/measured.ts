@@ -15,7 +15,7 @@ import { BrimError, UsageError } from "../../errors/index.ts";
 import { openDevices, type Devices } from "../../devices/index.ts";
 import type { GuardResult } from "../../guard/guard.ts";
 import { newRecordId, RunStore, storeRoot } from "../../record/store.ts";
-import { templateKnobs } from "../../tune/knobs.ts";
+import { templateKnobs } from "../../knobs/index.ts";
 import type { PlanTrial } from "../planner.ts";
 import type { MeasuredJobPlan } from "../plan-types.ts";
 import type { Precision } from "../spec.ts";

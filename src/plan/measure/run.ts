@@ -1,6 +1,6 @@
 /**
  * One measuring run of `brim plan`: the user's job run briefly under the guard with given knob values
- * (launched as a tune's trial is, `tune/launch.ts`), its config copies removed after — and by the
+ * (launched as a tune's trial is, `knobs/launch.ts`), its config copies removed after — and by the
  * watchdog when brim is killed. A run that did not end ok is an error with one text for every plan
  * path, its last lines said first.
  *
@@ -19,9 +19,7 @@ import type { Devices } from "../../devices/index.ts";
 import { BrimError } from "../../errors/index.ts";
 import { guardRun, type GuardOptions, type GuardResult } from "../../guard/guard.ts";
 import type { RunStore } from "../../record/store.ts";
-import type { KnobBinding } from "../../tune/knobs.ts";
-import { launchWithKnobs, type CopyTag } from "../../tune/launch.ts";
-import type { Knobs } from "../../tune/types.ts";
+import { launchWithKnobs, type CopyTag, type KnobBinding, type Knobs } from "../../knobs/index.ts";
 
 /**
  * One measuring run asked for.

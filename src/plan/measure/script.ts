@@ -15,11 +15,22 @@ import { removeStaleTrialCopies, type ConfigDocument } from "../../configs/index
 import { openDevices, type Devices } from "../../devices/index.ts";
 import { InputError, UsageError } from "../../errors/index.ts";
 import type { GuardResult } from "../../guard/guard.ts";
-import { ACCUMULATION_KNOB, MICRO_BATCH_KNOB } from "../../knobs/index.ts";
+import {
+  ACCUMULATION_KNOB,
+  codeKnobs,
+  codePlace,
+  configBaseline,
+  describeBindings,
+  loadersOf,
+  MICRO_BATCH_KNOB,
+  parseBinding,
+  resolveBindings,
+  scriptLiteral,
+  type CodeKnob,
+  type KnobBinding,
+  type LoaderSeen,
+} from "../../knobs/index.ts";
 import { newRecordId, RunStore, storeRoot } from "../../record/store.ts";
-import { codePlace, describeBindings, resolveBindings } from "../../tune/bindings.ts";
-import { configBaseline, parseBinding, type CodeKnob, type KnobBinding } from "../../tune/knobs.ts";
-import { codeKnobs, loadersOf, scriptLiteral, type LoaderSeen } from "../../tune/loaders.ts";
 import { DEFAULT_SCRIPT_GPUS, planScript, pointFromEvents, type MeasuredPoint, type ScriptPlan } from "../script.ts";
 import { PRECISIONS, type Optimizer, type Precision } from "../spec.ts";
 import { measuringRun, type MeasureDeps } from "./run.ts";

@@ -11,8 +11,8 @@
  * ```
  * @module
  */
-import { knobSpec, lonePartners } from "../knobs/index.ts";
-import type { KnobBinding } from "./knobs.ts";
+import { knobSpec, lonePartners } from "./lists.ts";
+import type { KnobBinding } from "./binding.ts";
 
 type Section = Record<string, unknown>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { workersArgvKnob, workersFlagNote, workersSourceOf } from "../../src/tune/worker-flag.ts";
+import { workersArgvKnob, workersFlagNote, workersSourceOf } from "../../src/knobs/worker-flag.ts";
 
 const threads = { dest: "threads", flags: ["-j", "--threads"], expr: "args.threads" };
 

@@ -12,8 +12,8 @@
  * ```
  * @module
  */
-import { BOOLEAN_KNOBS, INTEGER_KNOBS, knobOfName, knobOfShortFlag, knobSpec, switchOf } from "../knobs/index.ts";
-import type { KnobValue, Knobs } from "./types.ts";
+import { BOOLEAN_KNOBS, INTEGER_KNOBS, knobOfName, knobOfShortFlag, knobSpec, switchOf } from "./lists.ts";
+import type { KnobValue, Knobs } from "./specs.ts";
 
 /** How a knob's value sits in the command. */
 export type ArgvForm = "separate" | "equals" | "override" | "switch";

@@ -8,9 +8,9 @@ import { afterAll, describe, expect, it } from "vitest";
 import { readConfig } from "../../src/configs/index.ts";
 import { RunStore } from "../../src/record/store.ts";
 import { applyTune } from "../../src/tune/apply.ts";
-import { describeBindings, resolveBindings } from "../../src/tune/bindings.ts";
-import { deepSpeedKnobs, isDeepSpeedConfig } from "../../src/tune/deepspeed.ts";
-import { configBaseline, configEditsByFile } from "../../src/tune/knobs.ts";
+import { describeBindings, resolveBindings } from "../../src/knobs/resolve.ts";
+import { deepSpeedKnobs, isDeepSpeedConfig } from "../../src/knobs/deepspeed.ts";
+import { configBaseline, configEditsByFile } from "../../src/knobs/binding.ts";
 import { bindingRecord } from "../../src/tune/record.ts";
 import { writeSyntheticTune } from "../analyze/synthetic.ts";
 

@@ -2,11 +2,9 @@ import { existsSync } from "node:fs";
 import { extname, resolve } from "node:path";
 import type { ConfigDocument } from "../configs/index.ts";
 import { InputError, UsageError } from "../errors/index.ts";
-import { KNOWN_KNOBS } from "../knobs/index.ts";
+import { KNOWN_KNOBS } from "./lists.ts";
 import type { ArgvKnob } from "./argv.ts";
-import type { KnobValue, Knobs } from "./types.ts";
-
-export { candidateValues, KNOWN_KNOBS, type CandidateContext } from "../knobs/index.ts";
+import type { KnobValue, Knobs } from "./specs.ts";
 
 /** How a knob's value reaches the job. */
 export type KnobBinding = { knob: string; via: "template" } | ConfigKnob | { knob: string; via: "env" } | ({ via: "argv" } & ArgvKnob) | CodeKnob;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeArgvKnob, findArgvKnobs, rewriteArgv } from "../../src/tune/argv.ts";
+import { describeArgvKnob, findArgvKnobs, rewriteArgv } from "../../src/knobs/argv.ts";
 
 const knobsOf = (command: string[]): string[] => findArgvKnobs(command).found.map((k) => `${k.knob}=${String(k.value)} ${k.form} ${describeArgvKnob(k)}`);
 

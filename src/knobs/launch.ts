@@ -19,8 +19,8 @@
 import { rmSync } from "node:fs";
 import { copyPathOf, editConfigText, writeFileAtomic, type ConfigDocument, type CopyKind } from "../configs/index.ts";
 import { rewriteArgv } from "./argv.ts";
-import { codeKnobEnv, configEditsByFile, configFilesInCommand, fillTemplate, type KnobBinding } from "./knobs.ts";
-import type { Knobs } from "./types.ts";
+import { codeKnobEnv, configEditsByFile, configFilesInCommand, fillTemplate, type KnobBinding } from "./binding.ts";
+import type { Knobs } from "./specs.ts";
 
 /**
  * Whose copies these are: a tune's trial (`owner` the tune id) or a plan's measuring run (the plan's

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { join, resolve } from "node:path";
-import { reachedKnobs } from "../../src/tune/bindings.ts";
-import type { KnobBinding } from "../../src/tune/knobs.ts";
-import { codeKnobs, codeValues, dataLimit, loaderArguments, loadersOf, mainScript, scriptBatchLiteral, scriptLiteral } from "../../src/tune/loaders.ts";
+import { reachedKnobs } from "../../src/knobs/resolve.ts";
+import type { KnobBinding } from "../../src/knobs/binding.ts";
+import { codeKnobs, codeValues, dataLimit, loaderArguments, loadersOf, mainScript, scriptBatchLiteral, scriptLiteral } from "../../src/knobs/loaders.ts";
 
 const event = (details: Record<string, unknown>): { event: string; details: Record<string, unknown> } => ({ event: "loader", details });
 

@@ -12,9 +12,9 @@ import { readConfig, type ConfigDocument } from "../configs/index.ts";
 import { UsageError } from "../errors/index.ts";
 import { describeArgvKnob, findArgvKnobs } from "./argv.ts";
 import { deepSpeedKnobs, isDeepSpeedConfig } from "./deepspeed.ts";
-import { configFilesInCommand, detectKnobKeys, templateKnobs, type CodeKnob, type KnobBinding } from "./knobs.ts";
+import { configFilesInCommand, detectKnobKeys, templateKnobs, type CodeKnob, type KnobBinding } from "./binding.ts";
 import { dropLonePartners, namedSection } from "./keyed-section.ts";
-import type { Knobs } from "./types.ts";
+import type { Knobs } from "./specs.ts";
 
 /**
  * How each knob reaches the job: `{name}` templates in the command, explicit `--bind`s, and known knob

@@ -12,12 +12,12 @@
  * ```
  * @module
  */
-import { workersSourceIn, type WorkersSource } from "./worker-flag.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { NEED_WORKERS } from "../knobs/index.ts";
-import type { CodeKnob } from "./knobs.ts";
-import type { Knobs } from "./types.ts";
+import type { CodeKnob } from "./binding.ts";
+import { NEED_WORKERS } from "./lists.ts";
+import type { Knobs } from "./specs.ts";
+import { workersSourceIn, type WorkersSource } from "./worker-flag.ts";
 
 /** A DataLoader the job built. */
 export interface LoaderSeen {

@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { brimCopiesOf, copyPathOf } from "../../src/configs/index.ts";
-import { resolveBindings } from "../../src/tune/bindings.ts";
-import type { KnobBinding } from "../../src/tune/knobs.ts";
-import { TRIAL_SEED, launchWithKnobs } from "../../src/tune/launch.ts";
+import { resolveBindings } from "../../src/knobs/resolve.ts";
+import type { KnobBinding } from "../../src/knobs/binding.ts";
+import { TRIAL_SEED, launchWithKnobs } from "../../src/knobs/launch.ts";
 
 const root = mkdtempSync(join(tmpdir(), "brim-launch-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

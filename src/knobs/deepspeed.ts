@@ -12,7 +12,7 @@
  * ```
  * @module
  */
-import type { DetectedKey } from "./knobs.ts";
+import type { DetectedKey } from "./binding.ts";
 
 const MICRO = "train_micro_batch_size_per_gpu";
 const ACCUMULATION = "gradient_accumulation_steps";
