@@ -20,9 +20,9 @@ else: torch is never imported by brim. When the job imports torch, brim wraps:
 - `torch.autocast.__enter__`: the precision in force;
 - `torch.cuda._lazy_init` when a GPU cap is set: the allocator limit before the first allocation.
 
-When torch is imported, the process's intra-op threads are set to a trial's value of the knob
-`cpu_threads` (torch.set_num_threads); the value in force is reported as that knob's read once the
-process builds an optimizer.
+When torch is imported, the knobs every torch job has without a key (`cpu_threads`,
+`matmul_precision`: `_job_wide.py`) are set to a trial's values; the values in force are reported as
+those knobs' reads once the process builds an optimizer.
 
 A step is counted at the next of these points (or at exit), so that a job that also reports
 through the SDK (brim.track, report_step, the Lightning/HF callbacks) counts each step once: the
@@ -37,7 +37,7 @@ import time
 from types import FrameType
 from typing import Any, Dict, Optional
 
-from . import _env, _loader_args, _loss, _model_facts, _state
+from . import _env, _job_wide, _loader_args, _loss, _model_facts, _state
 from ._import_hook import OnImport
 from ._model_input import model_input
 from ._step_state import _grad_enabled, _uses, attach, watch_models
@@ -75,7 +75,7 @@ def _patch_optimizer(torch: Any) -> None:
         def init_with_brim(self: Any, *args: Any, **kwargs: Any) -> None:
             original(self, *args, **kwargs)
             attach.optimizer_built(self)
-            _report_threads()
+            _job_wide.report(self)
             # torch's own profiling wrapper (1.13 and 2.x) is put on the class by __init__ once and
             # marked `hooked`; functools.wraps carries that mark, so it is not put on twice
             wrap_once(type(self), "step", _wrap_step)
@@ -254,41 +254,6 @@ def _cap_device(cuda: Any) -> int:
     return int(cuda.current_device())
 
 
-CPU_THREADS = "cpu_threads"
-_threads: Dict[str, Any] = {}
-
-
-def _patch_threads(torch: Any) -> None:
-    """The knob `cpu_threads`: the job's intra-op threads, set to a trial's value now (before any op
-    runs) and reported as read once the process builds an optimizer: a launcher that imports torch
-    (torchrun) is no training process and says nothing."""
-    current = int(torch.get_num_threads())
-    values = _env.knobs()
-    wanted = current
-    if values.get(CPU_THREADS) is not None:
-        wanted = int(_env.cast_knob(CPU_THREADS, values[CPU_THREADS], current))
-        if wanted >= 1 and wanted != current:
-            torch.set_num_threads(wanted)
-    _threads.update(value=wanted, default=current, source="knobs" if wanted != current or CPU_THREADS in values else "default",
-                    torch=torch)
-
-
-def _report_threads() -> None:
-    """What runs is what the process has when it builds its optimizer: a job that calls
-    torch.set_num_threads itself (after brim set a trial's value at import) runs its own count, and
-    that count is its configuration, not the import-time default."""
-    if _threads and not _threads.get("said"):
-        _threads["said"] = True
-        value, default, source = _threads["value"], _threads["default"], _threads["source"]
-        try:
-            now = int(_threads["torch"].get_num_threads())
-        except Exception:
-            now = value
-        if now != value:
-            value, default, source = now, now, "code"
-        _state.note_knob(CPU_THREADS, value, default, source)
-
-
 def _patch_cap(torch: Any) -> None:
     """With a GPU cap, set the allocator limit right after CUDA initialises, before the job's
     first allocation. The overhead outside the allocator is BRIM_MEMORY_CAP_OVERHEAD_BYTES or
@@ -336,12 +301,12 @@ def patch_torch(torch: Any) -> None:
     from ._ranks import _patch_init_process_group
 
     for patch in (_patch_seed, _patch_cap, _patch_optimizer, _patch_backward, _patch_loader, _patch_loader_init, _patch_autocast, _loss._patch_scaler,
-                  _patch_init_process_group, _patch_model_input, _model_facts.patch_clip, _patch_threads):
+                  _patch_init_process_group, _patch_model_input, _model_facts.patch_clip, _job_wide.set_at_import):
         try:
             patch(torch)
         except Exception as e:
             _env.warn_once("attach-" + patch.__name__, "attach could not wrap %s (%s: %s); brim sees less of this job"
-                           % (patch.__name__[len("_patch_"):], type(e).__name__, e))
+                           % (patch.__name__.replace("_patch_", ""), type(e).__name__, e))
     try:
         watch_models(torch)
     except Exception:

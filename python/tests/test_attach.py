@@ -232,6 +232,24 @@ torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
     assert [(m["details"]["value"], m["details"]["default"], m["details"]["source"]) for m in reads] == [(1, 1, "code")]
 
 
+def test_matmul_precision_is_set_to_a_trials_value_and_said_only_for_a_gpu_optimizer(srv):
+    code = """
+import torch
+print(torch.get_float32_matmul_precision())
+torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
+"""
+    trial = run(code, srv, env_extra={"BRIM_KNOBS": '{"matmul_precision": "high"}'})
+    assert trial.returncode == 0, trial.stderr
+    assert trial.stdout.split() == ["high"]
+    # its parameters are on the CPU: a setting of CUDA matmuls is not this process's configuration
+    names = [m["details"]["name"] for m in srv.messages() if m["type"] == "event" and m["kind"] == "knob_read"]
+    assert "matmul_precision" not in names and "cpu_threads" in names
+    # a value torch does not take leaves the job's own, and the job runs
+    odd = run(code, srv, env_extra={"BRIM_KNOBS": '{"matmul_precision": "fastest"}'})
+    assert odd.returncode == 0, odd.stderr
+    assert odd.stdout.split() == ["highest"]
+
+
 def test_a_trial_s_seed_is_torch_s_at_import_and_the_job_s_own_seed_wins_after(srv):
     code = """
 import os, torch

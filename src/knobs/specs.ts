@@ -81,6 +81,8 @@ export interface KnobSpec {
    * reports the job's value (python/brim names the same knob); `apply` says how to set it for good.
    */
   jobWide?: { howToSet: (value: KnobValue) => string };
+  /** the precision fp32 matmuls compute in at a value of it (loss parity's tolerance, tune/parity.ts); absent: the job's own */
+  computesIn?: (value: KnobValue) => string | undefined;
   /**
    * A change of it is matched by the inverse change of knob `knob` when the job has both, so that their
    * product (`what`) is kept: `num_envs` × `rollout_steps`, the transitions each update sees. A value
@@ -252,6 +254,18 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     configKeys: ["cudnn_benchmark"],
     type: "boolean",
     candidates: (current, context) => onGpu(context, withCurrent(current, [false, true])),
+  },
+  {
+    // torch.set_float32_matmul_precision: "high" runs the fp32 matmuls of any job on TF32 tensor cores
+    // (Ampere and newer: several times the fp32 rate, products with a 10-bit mantissa); PyTorch's
+    // default is "highest". Any torch job has it without a key: the attach sets a trial's value at
+    // import and reports the job's own (python/brim/_attach.py, MATMUL_PRECISION).
+    name: "matmul_precision",
+    configKeys: ["matmul_precision", "float32_matmul_precision"],
+    type: "text",
+    candidates: (current, context) => (context.bf16 ? onGpu(context, withCurrent(current, ["highest", "high"])) : []),
+    jobWide: { howToSet: (value) => `torch.set_float32_matmul_precision("${String(value)}") at the job's start` },
+    computesIn: (value) => (value === "highest" ? undefined : "tf32"),
   },
   {
     // Reinforcement learning (PPO over vectorised environments): the environments stepped together.

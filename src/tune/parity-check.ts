@@ -9,6 +9,7 @@
  * ```
  * @module
  */
+import { knobSpec } from "../knobs/index.ts";
 import { loadRun } from "../record/load.ts";
 import type { RunStore } from "../record/store.ts";
 import { mainSteps } from "../record/timeline/index.ts";
@@ -29,11 +30,14 @@ async function sideOf(store: RunStore, trial: TuneTrialRecord): Promise<ParitySi
   const { losses, precision, microBatch, accumulationSeen } = stepLosses(mainSteps(run.timeline));
   const knobMicro = trial.knobs["batch_size"];
   const knobPrecision = trial.knobs["precision"];
+  const own = typeof knobPrecision === "string" ? knobPrecision : (precision ?? "fp32");
+  // fp32's matmuls on TF32 (matmul_precision): the tolerance of what they compute in
+  const matmul = Object.entries(trial.knobs).flatMap(([knob, value]) => knobSpec(knob)?.computesIn?.(value) ?? []);
   return {
     trial: trial.index,
     knobs: trial.knobs,
     losses,
-    precision: typeof knobPrecision === "string" ? knobPrecision : (precision ?? "fp32"),
+    precision: own === "fp32" ? (matmul[0] ?? own) : own,
     effectiveBatch: trial.effective_batch ?? null,
     microBatch: typeof knobMicro === "number" ? knobMicro : microBatch,
     facts: modelFactsOf(run.timeline.events),

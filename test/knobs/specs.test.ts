@@ -135,3 +135,23 @@ describe("a knob added by its entry alone: cudnn_benchmark", () => {
     expect(BOOLEAN_KNOBS.has("cudnn_benchmark")).toBe(true);
   });
 });
+
+describe("a knob every job has, added by its entry and its Python twin: matmul_precision", () => {
+  const gpu = { backend: "nvml", bf16: true, tensorCores: true, cpus: 4 } as const;
+
+  it("is tried on a GPU with TF32 only, found under its config keys, and said how to set for good", () => {
+    expect(candidateValues(["matmul_precision"], { matmul_precision: "highest" }, gpu)).toEqual([{ knob: "matmul_precision", values: ["highest", "high"] }]);
+    expect(candidateValues(["matmul_precision"], { matmul_precision: "highest" }, { ...gpu, bf16: false })).toEqual([]);
+    expect(candidateValues(["matmul_precision"], { matmul_precision: "highest" }, { ...gpu, backend: "cpu" })).toEqual([]);
+    expect(detectKnobKeys({ trainer: { float32_matmul_precision: "high" } }).found).toEqual([
+      { knob: "matmul_precision", key: "trainer.float32_matmul_precision", value: "high" },
+    ]);
+    const spec = KNOB_SPECS.find((s) => s.name === "matmul_precision");
+    expect(spec?.jobWide?.howToSet("high")).toBe(`torch.set_float32_matmul_precision("high") at the job's start`);
+    expect([spec?.computesIn?.("high"), spec?.computesIn?.("highest")]).toEqual(["tf32", undefined]);
+  });
+
+  it("python/brim/_job_wide.py sets and says the same knobs as the table's job-wide entries", () => {
+    expect(pythonTuple("python/brim/_job_wide.py", "JOB_WIDE")).toEqual(KNOB_SPECS.filter((s) => s.jobWide !== undefined).map((s) => s.name));
+  });
+});
