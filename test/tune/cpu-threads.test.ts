@@ -75,9 +75,13 @@ describe("cpu_threads: fewer intra-op threads when other work holds the cores", 
     expect(quiet.skipped).toEqual([
       { knob: "cpu_threads", why: "other processes keep only 0.05 of 2 cores busy: fewer threads pay only when they hold cores" },
     ]);
-    // a loop that does not wait for data: no loader walk to spoil, tried after the micro-batch phase
-    const fed = rankByEvidence(others, evidenceOf(trial(8, 1, 0.01), { num_workers: 0, cpu_threads: 2 }, 1e9), { num_workers: 0, cpu_threads: 2 });
+    // a loop that does not wait for data, on a GPU: no loader walk to spoil, tried after the micro-batch phase
+    const onGpu = { ...trial(8, 1, 0.01), gpuUtilMean: 80 };
+    const fed = rankByEvidence(others, evidenceOf(onGpu, { num_workers: 0, cpu_threads: 2 }, 1e9), { num_workers: 0, cpu_threads: 2 });
     expect(fed.ranked.map((r) => [r.knob, r.gain < EVIDENCE_FIRST])).toEqual([["cpu_threads", true]]);
+    // the same loop on the CPU: its threads are the compute, so they are tried before the micro-batch phase
+    const fedCpu = rankByEvidence(others, evidenceOf(trial(8, 1, 0.01), { num_workers: 0, cpu_threads: 2 }, 1e9), { num_workers: 0, cpu_threads: 2 });
+    expect(fedCpu.ranked.map((r) => [r.knob, r.gain >= EVIDENCE_FIRST])).toEqual([["cpu_threads", true]]);
     const unread = { ...evidenceOf(trial(8, 1), {}, 1e9), hostBusy: null };
     expect(rankByEvidence(others, unread, {}).skipped[0]?.why).toBe("no reading of the machine's other work");
   });
