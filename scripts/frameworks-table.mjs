@@ -57,7 +57,7 @@ function render(record, source) {
     `|---|---|---|${CHECKS.map(() => "---").join("|")}|`,
     ...record.cases.map((c) => `| ${c.name} | ${c.framework} ${c.version} | ${count(c)} | ${CHECKS.map(([k]) => cell(c.checks[k])).join(" | ")} |`),
     "",
-    "The oldest supported PyTorch, Debian's 1.13, runs the SDK's tests and the attach tests in CI's smoke job.",
+    "The oldest supported PyTorch, Debian's 1.13, runs the SDK's tests that depend on PyTorch's release (all but those marked `any_torch`) and the attach tests in CI's smoke job.",
     "",
   ];
   return lines.join("\n");

@@ -19,6 +19,14 @@ import schema_check  # noqa: E402
 from limits import scaled  # noqa: E402
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "any_torch: what the test proves does not depend on PyTorch's release (no torch, stand-ins, the "
+        "README's example jobs); scripts/test.mjs leaves it out of the run on the oldest PyTorch",
+    )
+
+
 class Connection:
     def __init__(self, sock):
         self.sock = sock

@@ -16,6 +16,9 @@ import brim
 import schema_check
 from conftest import flush_channel
 
+# the framework callbacks, on stand-in modules: no PyTorch release in them
+pytestmark = pytest.mark.any_torch
+
 
 @pytest.fixture
 def fake_lightning(monkeypatch):

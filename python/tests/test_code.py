@@ -7,8 +7,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from brim._code import edit_source, edits_from_env
 from limits import scaled
+
+# source edits of a job's literals: no PyTorch in them
+pytestmark = pytest.mark.any_torch
 
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 

@@ -19,6 +19,10 @@ from pathlib import Path
 import pytest
 from limits import scaled
 
+# the README's example jobs, as a user runs them on the main PyTorch: the SDK code they reach
+# (attach, knobs, out-of-memory recovery) is tested on the oldest PyTorch by the other files
+pytestmark = pytest.mark.any_torch
+
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("torch")
 

@@ -67,6 +67,7 @@ def test_pip_install_next_to_the_tested_pytorch(tmp_path, wheel, torch_version):
     assert lines[2] == "32"
 
 
+@pytest.mark.any_torch  # a venv with no PyTorch at all
 def test_imports_cleanly_without_torch(tmp_path, wheel):
     py, env = _venv(tmp_path, wheel, with_torch=False)
     lines = _run(py, env, tmp_path,

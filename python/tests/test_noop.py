@@ -12,6 +12,9 @@ import brim
 from brim import _env, _tracking
 from conftest import PYTHON_DIR
 
+# the SDK with no channel, and what its core imports: no PyTorch in them
+pytestmark = pytest.mark.any_torch
+
 
 def test_core_import_uses_only_the_standard_library():
     code = ("import sys; import brim, brim._channel, brim._env, brim._callbacks; "

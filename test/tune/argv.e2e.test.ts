@@ -44,8 +44,9 @@ const MAIN = PYTHONS.find((python) => torchOf(python) !== null);
  * The least tune that still varies a knob: the grid over the configuration as given and one smaller
  * batch (`slower`), baseline first. The smaller batch of these jobs runs at fewer samples/s (their
  * steps cost about the same whatever the batch), so the tune ends without a winner and without the A/B
- * confirmation of one (4 more trials); if the machine makes it win, it is confirmed and the test only
- * takes longer. A winner's confirmation and apply are run by the cases that need them. The PyTorch
+ * confirmation of one (4 more trials, each a job process: seconds of CPU); the cases take an eighth of
+ * the batch or less, further below than a busy machine's noise reaches. If the machine still makes it
+ * win, it is confirmed and the test only takes longer. A winner's confirmation and apply are run by the cases that need them. The PyTorch
  * threads (cpu_threads, tried first when other processes hold cores, as on a busy test machine) are
  * fixed: on the grid they would join the smaller batch's trial and could make it the faster one.
  */
@@ -94,15 +95,15 @@ describe.each(PYTHONS)("brim tune with knobs on the command line (%s)", (python)
       const store = join(root, `store-${python.replace(/\W/g, "_")}`);
       // the least tune that varies the flags: the main Python, the grid over given values, so both flags
       // are varied whatever the search would pick first (a re-measure of a never-stable baseline, a walk
-      // of loader workers): the batch as given (32, workers 0), 16 with workers 0 and 16 with workers 1,
+      // of loader workers): the batch as given (32, workers 0), 4 with workers 0 and 4 with workers 1,
       // PyTorch's threads (tried first beside busy cores) fixed; the others: one smaller batch, 2
       // trials. The smaller batch runs at fewer samples/s, so neither ends with a winner to confirm (4–6
       // more trials); if the machine makes one win, it is confirmed and applied, and apply is asserted
       const given = 32;
       const search =
         python === MAIN
-          ? ["--strategy", "grid", "--knob", "batch_size=32,16", "--knob", "num_workers=0,1", "--fix", "cpu_threads", "--max-trials", "3"]
-          : [...oneSmallerBatch(32, 16), "--fix", "num_workers"];
+          ? ["--strategy", "grid", "--knob", "batch_size=32,4", "--knob", "num_workers=0,1", "--fix", "cpu_threads", "--max-trials", "3"]
+          : [...oneSmallerBatch(32, 4), "--fix", "num_workers"];
       const result = brim([
         "tune",
         "--store",
@@ -177,8 +178,8 @@ describe("brim tune on an accelerate job with accumulation (the built CLI, real 
         "--store",
         store,
         "--quiet",
-        // 16 × 4 and 8 × 8: the accumulation follows the micro-batch, the effective batch held
-        ...oneSmallerBatch(16, 8),
+        // 16 × 4 and 2 × 32: the accumulation follows the micro-batch, the effective batch held
+        ...oneSmallerBatch(16, 2),
         "--steps",
         "6",
         "--",
@@ -215,7 +216,7 @@ describe("brim tune on an accelerate job with accumulation (the built CLI, real 
         store,
         "--quiet",
         "--free-batch",
-        ...oneSmallerBatch(16, 8),
+        ...oneSmallerBatch(16, 2),
         "--steps",
         "6",
         "--",
@@ -308,20 +309,7 @@ describe("brim tune on a job that reports no sample count", () => {
       ].join("\n"),
     );
     const store = join(root, "store-no-loader");
-    const result = brim([
-      "tune",
-      "--store",
-      store,
-      "--quiet",
-      ...oneSmallerBatch(32, 16),
-      "--steps",
-      "6",
-      "--",
-      python as string,
-      script,
-      "--batch-size",
-      "32",
-    ]);
+    const result = brim(["tune", "--store", store, "--quiet", ...oneSmallerBatch(32, 4), "--steps", "6", "--", python as string, script, "--batch-size", "32"]);
     const record = onlyTune(store);
     expect(record.no_winner?.reason ?? "").not.toMatch(/no trial reported steps with samples/);
     const ok = measured(record);

@@ -88,7 +88,7 @@ const QUICK = [
     optimizer: "adam",
     datasetSize: 408,
     accuracy: { microBatches: [4, 16], set: [], knobs: {} },
-    grid: [8, 32, 128],
+    grid: [8, 32],
   },
 ];
 
@@ -109,9 +109,11 @@ const SETTINGS = {
     precisions: ["fp32"],
     accuracy: { steps: 3, warmup: 1, hz: 10, runLimitS: 120, guessS: 10 },
     profile: { samples: 8, limitS: 120 },
-    // room past a re-measured baseline (a never-stable trial 0 on a busy CPU is measured twice)
-    tune: { maxTrials: 5, maxTime: "90s", steps: 12, warmup: 2, trialTime: "60s", guessS: 60 },
-    grid: { precisions: [], maxTime: "60s", guessS: 40 },
+    // the least tune that searches: your configuration and one trial (a winner adds its A/B
+    // confirmation, 4 trials more); every trial is a job process, seconds of CPU on a busy machine
+    tune: { maxTrials: 2, maxTime: "90s", steps: 12, warmup: 2, trialTime: "60s", guessS: 60 },
+    // the grid is over the micro-batch: PyTorch's threads (tried first beside busy cores) stay as given
+    grid: { precisions: [], fix: ["cpu_threads"], maxTime: "60s", guessS: 40 },
     guard: { cap: "4GiB", fitShare: null, pressureShare: null, steps: 4, oomAt: 1, limitS: 120, guessS: 15 },
     overhead: { steps: 4, pairs: 1, hz: 10, limitS: 120, guessS: 20 },
     utilization: { targetS: 1, minSteps: 3, maxSteps: 3, warmup: 1, hz: 10, limitS: 120, guessS: 15 },

@@ -87,7 +87,7 @@ export async function tunePart(c, { workloads: jobs, settings }) {
           "--knob",
           `batch_size=${job.grid.filter((m) => m <= job.datasetSize).join(",")}`,
           ...(g.precisions.length > 1 ? ["--knob", `precision=${g.precisions.join(",")}`] : ["--fix", "precision"]),
-          ...LOADER_KNOBS.flatMap((k) => ["--fix", k]),
+          ...[...LOADER_KNOBS, ...(g.fix ?? [])].flatMap((k) => ["--fix", k]),
         ],
         guessS: g.guessS,
       },
