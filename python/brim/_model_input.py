@@ -10,8 +10,11 @@ evaluation) are not looked at. The step adds one such batch per backward outside
 evaluating the same batch again) count it once.
 
 Nothing here syncs or copies (a shape is host metadata). While torch.compile traces, the hook does
-nothing, so it puts no guard on brim's state. It is taken off as soon as a DataLoader batch feeds a
-step: a job with a DataLoader pays for it only until its first batch.
+nothing, so it puts no guard on brim's state. Where DataLoader batches feed the steps, it stays on for
+their first few (the step state puts its count beside the loader's, `extra.model_samples`: a library
+that draws its model batch from the loader's, windows from series, says so there) and is then taken
+off; one that a compiled graph was traced with stays on, doing nothing, since removing a global hook
+makes torch.compile trace that graph again.
 """
 
 import sys
@@ -57,18 +60,26 @@ class ModelInput:
         self.compiling: Callable[[], bool] = _never
         self.grad_enabled: Callable[[], bool] = _always
         self.want = True
+        self.live = False  # on and reading
+        self.traced = False  # a torch.compile graph was traced with the hook on
         self.pending: Optional[int] = None
         self.seen = False
 
     def install(self, torch: Any) -> None:
         """Put the hook on (once); nothing when this torch has no global module hooks."""
         if _put_hook(self, torch):
+            self.live = True
             token_input.install(torch)
 
     def off(self) -> None:
-        """Take the hook off for good: a DataLoader tells the samples."""
-        handle, self.handle = self.handle, None
+        """Stop reading for good: a DataLoader tells the samples. The hook is taken off, unless a
+        compiled graph was traced with it (taking it off would make torch.compile trace that graph
+        again): that one stays on and does nothing."""
+        self.live = False
         self.want = False
+        if self.traced:
+            return
+        handle, self.handle = self.handle, None
         if handle is not None:
             try:
                 handle.remove()
@@ -76,7 +87,10 @@ class ModelInput:
                 pass
 
     def _hook(self, module: Any, args: Tuple[Any, ...]) -> None:
-        if not self.want or self.compiling() or not self.grad_enabled():
+        if self.compiling():
+            self.traced = True
+            return None
+        if not self.want or not self.grad_enabled():
             return None
         try:
             if not has_tensor(args):
@@ -93,7 +107,7 @@ class ModelInput:
         unknown); looks for the next forward from here."""
         seen, n = self.seen, self.pending
         self.seen, self.pending = False, None
-        self.want = self.handle is not None
+        self.want = self.live
         return seen, n
 
 
