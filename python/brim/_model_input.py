@@ -3,8 +3,9 @@
 Reinforcement learning (PPO over vectorised environments) trains on slices of rollout tensors, and
 many loops slice their own tensors (`x[i:i + B]`, a `get_batch()`): no DataLoader batch tells the
 samples. Until one does, a global forward pre-hook on torch modules reads the batch dimension (the
-rules of _samples.BatchDim) of the first module call made with gradients on after each backward: the
-forward whose loss goes backward next. Calls with gradients off (an RL rollout under `no_grad`,
+rules of _samples.BatchDim) of the first call of a module with parameters made with gradients on after
+each backward: the forward whose loss goes backward next (a layer with nothing to train called on the
+way, a padding of the loader's series before windows are drawn from them, is not the model). Calls with gradients off (an RL rollout under `no_grad`,
 evaluation) are not looked at. The step adds one such batch per backward outside an optimizer step
 (accumulation); the backward calls inside one optimizer step (a closure optimizer such as LBFGS
 evaluating the same batch again) count it once.
@@ -29,6 +30,14 @@ def _never() -> bool:
 
 def _always() -> bool:
     return True
+
+
+def _trains(module: Any) -> bool:
+    """Whether the module holds a parameter (its own or a submodule's)."""
+    try:
+        return next(iter(module.parameters()), None) is not None
+    except Exception:
+        return True
 
 
 def _put_hook(owner: Any, torch: Any) -> bool:
@@ -90,7 +99,7 @@ class ModelInput:
         if self.compiling():
             self.traced = True
             return None
-        if not self.want or not self.grad_enabled():
+        if not self.want or not self.grad_enabled() or not _trains(module):
             return None
         try:
             if not has_tensor(args):
