@@ -3,15 +3,19 @@
 Reinforcement learning (PPO over vectorised environments) trains on slices of rollout tensors, and
 many loops slice their own tensors (`x[i:i + B]`, a `get_batch()`): no DataLoader batch tells the
 samples. Until one does, a global forward pre-hook on torch modules reads the batch dimension (the
-rules of _samples.BatchDim) of the first module call made with gradients on after each backward: the
-forward whose loss goes backward next. Calls with gradients off (an RL rollout under `no_grad`,
+rules of _samples.BatchDim) of the first call of a module with parameters made with gradients on after
+each backward: the forward whose loss goes backward next (a layer with nothing to train called on the
+way, a padding of the loader's series before windows are drawn from them, is not the model). Calls with gradients off (an RL rollout under `no_grad`,
 evaluation) are not looked at. The step adds one such batch per backward outside an optimizer step
 (accumulation); the backward calls inside one optimizer step (a closure optimizer such as LBFGS
 evaluating the same batch again) count it once.
 
 Nothing here syncs or copies (a shape is host metadata). While torch.compile traces, the hook does
-nothing, so it puts no guard on brim's state. It is taken off as soon as a DataLoader batch feeds a
-step: a job with a DataLoader pays for it only until its first batch.
+nothing, so it puts no guard on brim's state. Where DataLoader batches feed the steps, it stays on for
+their first few (the step state puts its count beside the loader's, `extra.model_samples`: a library
+that draws its model batch from the loader's, windows from series, says so there) and is then taken
+off; one that a compiled graph was traced with stays on, doing nothing, since removing a global hook
+makes torch.compile trace that graph again.
 """
 
 import sys
@@ -26,6 +30,14 @@ def _never() -> bool:
 
 def _always() -> bool:
     return True
+
+
+def _trains(module: Any) -> bool:
+    """Whether the module holds a parameter (its own or a submodule's)."""
+    try:
+        return next(iter(module.parameters()), None) is not None
+    except Exception:
+        return True
 
 
 def _put_hook(owner: Any, torch: Any) -> bool:
@@ -57,18 +69,26 @@ class ModelInput:
         self.compiling: Callable[[], bool] = _never
         self.grad_enabled: Callable[[], bool] = _always
         self.want = True
+        self.live = False  # on and reading
+        self.traced = False  # a torch.compile graph was traced with the hook on
         self.pending: Optional[int] = None
         self.seen = False
 
     def install(self, torch: Any) -> None:
         """Put the hook on (once); nothing when this torch has no global module hooks."""
         if _put_hook(self, torch):
+            self.live = True
             token_input.install(torch)
 
     def off(self) -> None:
-        """Take the hook off for good: a DataLoader tells the samples."""
-        handle, self.handle = self.handle, None
+        """Stop reading for good: a DataLoader tells the samples. The hook is taken off, unless a
+        compiled graph was traced with it (taking it off would make torch.compile trace that graph
+        again): that one stays on and does nothing."""
+        self.live = False
         self.want = False
+        if self.traced:
+            return
+        handle, self.handle = self.handle, None
         if handle is not None:
             try:
                 handle.remove()
@@ -76,7 +96,10 @@ class ModelInput:
                 pass
 
     def _hook(self, module: Any, args: Tuple[Any, ...]) -> None:
-        if not self.want or self.compiling() or not self.grad_enabled():
+        if self.compiling():
+            self.traced = True
+            return None
+        if not self.want or not self.grad_enabled() or not _trains(module):
             return None
         try:
             if not has_tensor(args):
@@ -93,7 +116,7 @@ class ModelInput:
         unknown); looks for the next forward from here."""
         seen, n = self.seen, self.pending
         self.seen, self.pending = False, None
-        self.want = self.handle is not None
+        self.want = self.live
         return seen, n
 
 

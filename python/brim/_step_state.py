@@ -33,6 +33,9 @@ def _param_precision(optimizer: Any) -> Optional[str]:
 
 
 _MAX_LOADERS = 64
+# the loader-fed steps whose model input is read beside the loader's count: after the first (set-up)
+# one, this many; then the model-input hook goes off
+_MODEL_SKIP, _MODEL_READS = 1, 3
 # torch.is_grad_enabled once torch is imported (a fetch with gradients off is validation or test)
 _grad_enabled: List[Callable[[], bool]] = [lambda: True]
 
@@ -109,6 +112,8 @@ class _Attach:
         # batches fetched with gradients off since the last step: (loader, samples, wait)
         self.held: List[Tuple[Optional[int], Optional[int], Wait]] = []
         self.model = StepSamples()  # with no DataLoader batch: what the model's input says
+        self.loader_steps = 0  # steps a DataLoader batch fed, while the model's input is read beside it
+        self.loader_fed = False  # a DataLoader batch fed a step: the model's input never counts its samples
 
     # -- points where the job's own code runs through brim ------------------------------------
     def hook_point(self) -> None:
@@ -179,7 +184,7 @@ class _Attach:
         self.batches += 1
         self.micro_batch = n
         self.samples = None if n is None or self.samples is None else self.samples + n
-        model_input.off()
+        self.loader_fed = True
         if loader is not None:
             self.fed.add(loader)
 
@@ -194,7 +199,7 @@ class _Attach:
 
     def backward_seen(self) -> None:
         """A backward returned: the batch of the forward before it counts in this step."""
-        if model_input.handle is not None and not self.yielded:
+        if model_input.live and not self.yielded:
             self.model.backward(self.depth > 0)
 
     def step_begin(self) -> None:
@@ -249,9 +254,15 @@ class _Attach:
             "loss": _loss.take(),
             "fields": fields,
         }
+        extra: Dict[str, Any] = {}
         envs = env_steps.total
         if envs:
-            self.deferred["extra"] = {"env_steps": envs}
+            extra["env_steps"] = envs
+        model_samples = self._model_beside_loader()
+        if model_samples is not None:
+            extra["model_samples"] = model_samples
+        if extra:
+            self.deferred["extra"] = extra
         if compiled or evaluated:
             # a step that compiled, or ran a validation pass, is not a steady step, wherever it falls
             self.deferred["warmup"] = True
@@ -262,10 +273,23 @@ class _Attach:
         self.precision = None
         self.model = StepSamples()
 
+    def _model_beside_loader(self) -> Optional[int]:
+        """In one of the first few steps DataLoader batches fed: the samples the model's input said
+        (the loader's count stays the step's samples: a sequence-first or two-view model input can
+        say another number), else None. The hook goes off after those steps."""
+        if not self.batches or not model_input.live:
+            return None
+        self.loader_steps += 1
+        if self.loader_steps >= _MODEL_SKIP + _MODEL_READS:
+            model_input.off()
+        if self.loader_steps <= _MODEL_SKIP or not self.model.batches:
+            return None
+        return self.model.samples
+
     def _samples(self) -> Tuple[Optional[int], Optional[int], int]:
         """The step's samples, micro-batch and batches: from its DataLoader batches, else from the
         model's input (said once in an event)."""
-        if self.batches or not self.model.batches:
+        if self.batches or not self.model.batches or self.loader_fed:
             return (self.samples if self.batches else None), (self.micro_batch if self.batches else None), self.batches
         if self.model.samples is not None and not told[0]:
             told[0] = True

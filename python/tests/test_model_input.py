@@ -89,6 +89,32 @@ print("hook", model_input.handle is None)
     assert "hook True" in out.stdout
     assert [s["samples"] for s in steps_of(srv)] == [10] * 4
     assert events_of(srv, "samples_source") == []
+    # the model's input is read beside the loader's count in the loader-fed steps after the first
+    assert [(s.get("extra") or {}).get("model_samples") for s in steps_of(srv)] == [None, 20, 20, 20]
+
+
+def test_a_model_batch_drawn_from_the_loaders_is_said_beside_it(srv, channel_schema):
+    # a library that draws its model batch from the loader's (windows sampled from series): the loader
+    # says its series, the model is fed the same 24 windows whatever the loader's batch
+    out = run(PRELUDE + """
+from torch.utils.data import DataLoader, TensorDataset
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(48, 4)), batch_size=6)
+pad = torch.nn.ConstantPad1d((0, 1), 0.0)      # nothing to train: called on the series, not the model
+for (series,) in loader:
+    series = pad(series)[:, :4]
+    windows = series[torch.randint(0, len(series), (24,))]
+    opt.zero_grad(); model(windows).pow(2).mean().backward(); opt.step()
+from brim._model_input import model_input
+print("hook", model_input.handle is None, model_input.live)
+""", srv)
+    assert out.returncode == 0, out.stderr
+    assert "hook True False" in out.stdout
+    steps = steps_of(srv)
+    assert [s["samples"] for s in steps] == [6] * 8
+    assert [(s.get("extra") or {}).get("model_samples") for s in steps] == [None, 24, 24, 24] + [None] * 4
+    for m in srv.messages():
+        schema_check.check(m, channel_schema)
 
 
 def test_sequence_first_input_counts_the_batch_dimension(srv):
@@ -132,3 +158,27 @@ print("ok")
 """, srv, pythonpath=[root])
     assert out.returncode == 0, out.stderr
     assert [s.get("extra") for s in steps_of(srv)] == [{"env_steps": 15}, {"env_steps": 30}]
+
+
+def test_a_hook_a_compiled_graph_was_traced_with_stays_on_doing_nothing():
+    # removing a global module hook makes torch.compile trace its graphs again: once one was traced
+    # with it, off() leaves it on and reading nothing
+    from brim._model_input import ModelInput, token_input
+
+    if not hasattr(torch.nn.modules.module, "register_module_forward_pre_hook"):
+        pytest.skip("this torch has no global module hooks")
+    for traced in (False, True):
+        mi = ModelInput()
+        mi.install(torch)
+        try:
+            torch.nn.Linear(4, 1)(torch.randn(3, 4))
+            assert mi.take() == (True, 3)
+            mi.traced = traced
+            mi.off()
+            assert (mi.handle is not None) == traced and not mi.live
+            torch.nn.Linear(4, 1)(torch.randn(5, 4))
+            assert mi.take() == (False, None)
+        finally:
+            if mi.handle is not None:
+                mi.handle.remove()
+            token_input.off()

@@ -156,6 +156,8 @@ export const trialSchema = z.looseObject({
   measured_s: nn.optional(),
   stopped_by: z.string().nullable().optional(),
   samples_per_step: nn.optional(),
+  /** The batch dimension of the model's input per step, as the attach read it in a few of the first DataLoader-fed steps (their median); absent when none said it. */
+  model_samples_per_step: nn.optional(),
   sm_activity_mean: nn.optional(),
   /** Batches per optimizer step the job reported, and the effective batch that ran (micro-batch × accumulation). */
   accumulation: nn.optional(),

@@ -6,7 +6,7 @@
  * @module
  */
 import { measureRun } from "../analyze/measure.ts";
-import { mainSteps, stepSeconds, type Timeline } from "../record/timeline/index.ts";
+import { mainSteps, MODEL_SAMPLES_FIELD, stepSeconds, type Timeline } from "../record/timeline/index.ts";
 import type { RunMeta } from "../record/types.ts";
 import { runCharts, timeOrigin } from "./charts.ts";
 import type { ChartSpec, Series } from "./svg.ts";
@@ -195,7 +195,8 @@ export const MAX_METRIC_CHARTS = 8;
 export function metricCharts(runs: readonly ProgressRun[], axis: ProgressAxis = "step", options: LossOptions = {}): ChartSpec[] {
   const names: string[] = [];
   for (const run of runs)
-    for (const step of mainSteps(run.timeline)) for (const name of Object.keys(step.metrics ?? {})) if (!names.includes(name)) names.push(name);
+    for (const step of mainSteps(run.timeline))
+      for (const name of Object.keys(step.metrics ?? {})) if (name !== MODEL_SAMPLES_FIELD && !names.includes(name)) names.push(name);
   return names
     .slice(0, MAX_METRIC_CHARTS)
     .map((name) =>

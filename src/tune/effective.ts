@@ -91,6 +91,41 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
   );
 }
 
+/** How {@link modelWorkUnmoved}'s finding begins (tune.json's no-winner reason tells it by this). */
+export const MODEL_WORK_UNMOVED = "the model was fed the same samples per step";
+
+/**
+ * The loader's samples per step followed the effective batch, but the model's input did not move
+ * (the attach's `model_samples`, read beside the loader's count): the knob changes what the
+ * DataLoader yields, not what the model trains on each step (a library that draws its model batch
+ * from the loader's, windows sampled from series). Samples/s then grows with the knob while the
+ * model's work per step stays the same, so it cannot be compared. The one-line finding, or null when
+ * the model's count moved too, a trial lacks it, or the loader's count did not move.
+ *
+ * @example
+ * ```ts
+ * modelWorkUnmoved(
+ *   { knobs: { batch_size: 32 }, result: { samplesPerStep: 32, modelSamplesPerStep: 256, ... } },
+ *   { knobs: { batch_size: 64 }, result: { samplesPerStep: 64, modelSamplesPerStep: 256, ... } },
+ * ); // "the model was fed the same samples per step: ..."
+ * ```
+ */
+export function modelWorkUnmoved(base: { knobs: Knobs; result: TrialResult }, other: { knobs: Knobs; result: TrialResult }): string | null {
+  const s0 = base.result.samplesPerStep;
+  const s = other.result.samplesPerStep;
+  const m0 = base.result.modelSamplesPerStep;
+  const m = other.result.modelSamplesPerStep;
+  if (s0 == null || s == null || m0 == null || m == null || s0 <= 0 || m0 <= 0) return null;
+  const loader = s / s0;
+  if (Math.abs(loader - 1) <= SAMPLES_TOLERANCE || Math.abs(m / m0 - 1) > SAMPLES_TOLERANCE) return null;
+  const what = (knobs: Knobs, result: TrialResult): string => `${String(knobs[MICRO_BATCH_KNOB] ?? "?")} × ${accumulationOf(knobs, result)}`;
+  return (
+    `${MODEL_WORK_UNMOVED}: ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} moved the DataLoader's samples per step ${s0} → ${s} (×${loader.toFixed(2)}) ` +
+    `but the batch dimension of the model's input stayed ${m0} → ${m}: the knob changes what the loader yields, not what the model trains on each step ` +
+    "(a library that draws its model batch from the loader's, e.g. windows sampled from series), so samples/s cannot be compared; no winner is picked on these numbers"
+  );
+}
+
 /**
  * A trial whose samples per step grew with the effective batch, but less than asked: the job ran
  * out of data for one step (a batch larger than its data set, where no loader told brim the size).
@@ -118,7 +153,7 @@ export function dataShort(base: { knobs: Knobs; result: TrialResult }, other: { 
 /**
  * What a trial's samples per step say against trial 0's: `short`, a batch larger than the data (the
  * trial fails with that cause, and bounds the micro-batch); else `mismatch`, samples that do not
- * follow the effective batch (nothing is trusted). A trial stopped early as slower measured steps too:
+ * follow the effective batch, or a model's input that does not follow them (nothing is trusted). A trial stopped early as slower measured steps too:
  * a batch larger than a JAX loop's data is both slow and short, and must read as short.
  *
  * @example
@@ -132,7 +167,7 @@ export function judgeSamples(
 ): { short: string | null; mismatch: string | null } {
   const stepped = other.result.end === "ok" || other.result.end === "slower";
   const short = stepped ? dataShort(base, other) : null;
-  return { short, mismatch: short === null ? samplesMismatch(base, other) : null };
+  return { short, mismatch: short === null ? (samplesMismatch(base, other) ?? modelWorkUnmoved(base, other)) : null };
 }
 
 /** The effective-batch policy line of a tune (as tune.json keeps it). */

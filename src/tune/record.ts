@@ -11,7 +11,7 @@
 import type { ConfigDocument } from "../configs/index.ts";
 import type { RunStore } from "../record/store.ts";
 import type { KnobBindingRecord, TuneRecord, TuneTrialRecord } from "../record/types.ts";
-import { effectiveBatchOf } from "./effective.ts";
+import { effectiveBatchOf, MODEL_WORK_UNMOVED } from "./effective.ts";
 import type { KnobBinding } from "../knobs/index.ts";
 import type { Knobs, MemoryLineReport, TrialResult } from "./types.ts";
 import { ENDED_TOO_SOON, NO_TRAINING_STEP } from "./types.ts";
@@ -78,6 +78,7 @@ export function trialRecord(index: number, knobs: Knobs, purpose: string, result
     measured_s: result.measuredS ?? null,
     stopped_by: result.stoppedBy ?? null,
     samples_per_step: result.samplesPerStep ?? null,
+    ...(result.modelSamplesPerStep != null ? { model_samples_per_step: result.modelSamplesPerStep } : {}),
     sm_activity_mean: result.smActivityMean ?? null,
     accumulation: result.accumulation ?? null,
     effective_batch: result.end === "ok" || result.end === "slower" ? effectiveBatchOf(knobs, result) : null,
@@ -132,8 +133,20 @@ export async function recordTrial(
  * noWinnerAdvice(record.trials, "converged"); // { reason: "every trial crashed: ValueError: ...", next: "fix the job so that it runs as configured, then tune again" }
  * ```
  */
-export function noWinnerAdvice(trials: readonly TuneTrialRecord[], stopReason: string | null, capText: string): { reason: string; next: string } {
+export function noWinnerAdvice(
+  trials: readonly TuneTrialRecord[],
+  stopReason: string | null,
+  capText: string,
+  untrusted: string | null = null,
+): { reason: string; next: string } {
   const baseline = trials.find((trial) => trial.index === 0);
+  if (stopReason === "untrusted" && untrusted?.startsWith(MODEL_WORK_UNMOVED) === true) {
+    return {
+      reason:
+        "the batch-size knob changes what the DataLoader yields, not what the model is fed each step (the batch dimension of its input stayed the same), so samples/s cannot be compared between trials",
+      next: "tune the setting that sizes the model's batch (its own knob, e.g. --bind batch_size=<config>:<its key>), or report the samples the model trains on per step yourself (brim.log(samples=...))",
+    };
+  }
   if (stopReason === "untrusted") {
     return {
       reason: "the samples the job reports per step do not follow the micro-batch, so samples/s cannot be compared between trials",

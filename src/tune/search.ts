@@ -290,7 +290,8 @@ function outcomeOf(s: Searcher, winner: ConfigEstimate | null, family: number): 
   noteStop(s, ledger, stopReason);
   const first = ledger.trials[0]?.result;
   const baseline = first !== undefined && ranAsGiven(first) ? first.samplesPerSecond : null;
-  if (winner !== null) {
+  // measurements that cannot be compared name no winner, even in the search's notes
+  if (winner !== null && stopReason !== "untrusted") {
     const speedup = baseline !== null && baseline > 0 ? ` (×${(winner.mean / baseline).toFixed(2)} the baseline)` : "";
     s.notes.push(`winner: ${describeKnobs(winner.knobs)} — ${rate(winner.mean)} over ${winner.count} trial${winner.count > 1 ? "s" : ""}${speedup}`);
   }

@@ -18,7 +18,7 @@ import { guardRun, type GuardResult, type RunControl } from "../guard/guard.ts";
 import type { LiveState } from "../guard/live.ts";
 import type { ChannelMessage } from "../job/channel.ts";
 import type { RunStore } from "../record/store.ts";
-import { mainSteps } from "../record/timeline/index.ts";
+import { mainSteps, MODEL_SAMPLES_FIELD } from "../record/timeline/index.ts";
 import { JobRates, withJobRate, type JobRate } from "./job-rate.ts";
 import { trialEvaluation } from "./evaluation.ts";
 import { asKnobValue, dataLimit, launchWithKnobs, loadersOf, type KnobBinding, type LoaderSeen } from "../knobs/index.ts";
@@ -369,6 +369,8 @@ export function classifyTrial(
     hostBusy: finite(run.timeline.measured.host_cpu_percent_mean) ? run.timeline.measured.host_cpu_percent_mean / 100 : null,
     accumulation: medianOf(steadyEntries.map((s) => s.accumulation)),
     microBatch: medianOf(steadyEntries.map((s) => s.micro_batch)),
+    // read in a few of the first steps only (warm-up ones among them): every step that carried it
+    modelSamplesPerStep: medianOf(steps.map((s) => s.metrics?.[MODEL_SAMPLES_FIELD] ?? null)),
     failure: null,
   };
   if (end === "ok" && result.samplesPerSecond === null) result.end = "no_steps";

@@ -357,7 +357,7 @@ async function finish(
   if (evaluation !== null) record.evaluation = evaluation;
   record.no_winner =
     record.winner === null && stopReason !== "interrupted"
-      ? (refused ?? noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes)))
+      ? (refused ?? noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes), state.untrusted))
       : null;
   record.ended_at = new Date().toISOString();
   await deps.store.writeTune(record);

@@ -85,6 +85,8 @@ export interface TrialResult {
   accumulation?: number | null;
   /** samples per batch the job reported (median over the steady steps), when it said */
   microBatch?: number | null;
+  /** samples per step the model's input said beside the loader's (the attach's `model_samples`, read in a few of the first loader-fed steps; their median), when it said */
+  modelSamplesPerStep?: number | null;
 }
 
 /** Runs one trial of the job with the given knobs. */

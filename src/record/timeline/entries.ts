@@ -150,6 +150,18 @@ export function stepOf(e: TimelineEntry): StepEntry | null {
   };
 }
 
+/**
+ * The `extra` field the attach puts on a few of the first DataLoader-fed steps: the samples the
+ * model's input said beside the loader's (docs/attach.md); read by the tuner, not one of the job's own
+ * scalars (no chart draws it).
+ *
+ * @example
+ * ```ts
+ * step.metrics?.[MODEL_SAMPLES_FIELD]; // 256: the model was fed 256 windows while the loader said 32 series
+ * ```
+ */
+export const MODEL_SAMPLES_FIELD = "model_samples";
+
 /** The finite numbers among a step's `extra` fields, as `{ metrics }`, or nothing. */
 function metricsOf(extra: unknown): { metrics?: Record<string, number> } {
   const fields = obj(extra);

@@ -8,7 +8,7 @@
  * @module
  */
 export type { EventEntry, GpuReading, HelloEntry, SampleEntry, StepEntry, StepMemory, StepSource, Timeline, TimelineMeasures, RankMeasures } from "./types.ts";
-export { isGpuRun, isWarmupStep, parseTimelineLine, sampleOf, stepOf, stepSeconds, stepStart } from "./entries.ts";
+export { isGpuRun, isWarmupStep, MODEL_SAMPLES_FIELD, parseTimelineLine, sampleOf, stepOf, stepSeconds, stepStart } from "./entries.ts";
 export { loadTimeline, loadTimelineSpread, timelineEntries } from "./file.ts";
 export { jobGpuIndexes, mainProcessPid, MAX_EVENTS, MAX_SAMPLES, MAX_STEPS_PER_PROCESS, readTimeline, TimelineFold } from "./fold.ts";
 export { mainSteps, steadySamples, steadySteps, summaryOf } from "./definitions.ts";
