@@ -1,4 +1,4 @@
-// One launch (src/tune/launch.ts): a command made to run with knob values through every channel at
+// One launch (src/knobs/launch.ts): a command made to run with knob values through every channel at
 // once — a config copy beside the original, a {name} template, a flag, a value written in the code —
 // and its copies gone after cleanup, or when writing one fails.
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

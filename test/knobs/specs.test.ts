@@ -72,7 +72,7 @@ describe("the knob table", () => {
     expect(spelledValues("precision")).toEqual(new Set(["fp32", "bf16-mixed", "fp16-mixed"]));
   });
 
-  it("names as DataLoader arguments exactly those the attach reports of a loader (tune/loaders.ts)", () => {
+  it("names as DataLoader arguments exactly those the attach reports of a loader (knobs/loaders.ts)", () => {
     expect(new Set(KNOB_SPECS.filter((spec) => spec.loader !== undefined).map((spec) => spec.name))).toEqual(new Set(LOADER_ARGUMENTS));
   });
 
