@@ -80,6 +80,13 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
   if (most != null && Math.abs(most / s0 / expected - 1) <= SAMPLES_TOLERANCE) return null;
   const what = (knobs: Knobs, result: TrialResult): string => `${String(knobs[MICRO_BATCH_KNOB])} × ${accumulationOf(knobs, result)}`;
   // not a count that moved the wrong way: the very same batch, whatever the knob said
+  const m0 = base.result.modelSamplesPerStep;
+  const m = other.result.modelSamplesPerStep;
+  if (Math.abs(actual - 1) <= SAMPLES_TOLERANCE && m0 != null && m != null && m0 > 0 && Math.abs(m / m0 / expected - 1) <= SAMPLES_TOLERANCE)
+    return (
+      `${MODEL_WORK_ONLY}: ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) moved the batch dimension of the model's input ${m0} → ${m}, ` +
+      `while the DataLoader's samples per step, which brim counts, stayed ${s0} → ${s}: the knob sizes what the model is fed, not what the loader yields (a library that draws its model batch from the loader's, e.g. windows sampled from series), so samples/s cannot be compared; no winner is picked on these numbers`
+    );
   if (Math.abs(actual - 1) <= SAMPLES_TOLERANCE)
     return (
       `samples per step did not follow the effective batch: ${what(base.knobs, base.result)} → ${what(other.knobs, other.result)} (×${expected.toFixed(2)}) but the job ran ${s0} → ${s} samples per step, the same batch: ` +
@@ -90,6 +97,9 @@ export function samplesMismatch(base: { knobs: Knobs; result: TrialResult }, oth
     "the job counts something else as samples (e.g. a sequence-first batch counting time steps), so samples/s cannot be compared: no winner is picked on these numbers"
   );
 }
+
+/** How {@link samplesMismatch}'s finding begins when the model's batch followed the knob and the loader's did not. */
+export const MODEL_WORK_ONLY = "the model's batch followed the knob, the loader's did not";
 
 /** How {@link modelWorkUnmoved}'s finding begins (tune.json's no-winner reason tells it by this). */
 export const MODEL_WORK_UNMOVED = "the model was fed the same samples per step";

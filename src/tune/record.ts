@@ -11,7 +11,7 @@
 import type { ConfigDocument } from "../configs/index.ts";
 import type { RunStore } from "../record/store.ts";
 import type { KnobBindingRecord, TuneRecord, TuneTrialRecord } from "../record/types.ts";
-import { effectiveBatchOf, MODEL_WORK_UNMOVED } from "./effective.ts";
+import { effectiveBatchOf, MODEL_WORK_ONLY, MODEL_WORK_UNMOVED } from "./effective.ts";
 import type { KnobBinding } from "../knobs/index.ts";
 import type { Knobs, MemoryLineReport, TrialResult } from "./types.ts";
 import { ENDED_TOO_SOON, NO_TRAINING_STEP } from "./types.ts";
@@ -145,6 +145,13 @@ export function noWinnerAdvice(
       reason:
         "the batch-size knob changes what the DataLoader yields, not what the model is fed each step (the batch dimension of its input stayed the same), so samples/s cannot be compared between trials",
       next: "tune the setting that sizes the model's batch (its own knob, e.g. --bind batch_size=<config>:<its key>), or report the samples the model trains on per step yourself (brim.log(samples=...))",
+    };
+  }
+  if (stopReason === "untrusted" && untrusted?.startsWith(MODEL_WORK_ONLY) === true) {
+    return {
+      reason:
+        "the batch-size knob sizes what the model is fed each step, not the DataLoader's batch brim counts (the batch dimension of the model's input followed it, the loader's did not), so samples/s cannot be compared between trials",
+      next: "report the samples the model trains on per step yourself (brim.log(samples=...)), or tune the loader's batch setting instead",
     };
   }
   if (stopReason === "untrusted") {

@@ -8,7 +8,7 @@ import { readTimeline } from "../../src/record/timeline/index.ts";
 import type { TimelineEntry } from "../../src/record/types.ts";
 import { classifyTrial } from "../../src/tune/trial.ts";
 import type { TrialResult } from "../../src/tune/types.ts";
-import { judgeSamples, modelWorkUnmoved, MODEL_WORK_UNMOVED } from "../../src/tune/effective.ts";
+import { judgeSamples, MODEL_WORK_ONLY, modelWorkUnmoved, MODEL_WORK_UNMOVED, samplesMismatch } from "../../src/tune/effective.ts";
 import { noWinnerAdvice, trialRecord } from "../../src/tune/record.ts";
 
 const ok = (samplesPerStep: number, modelSamplesPerStep: number | null): TrialResult => ({
@@ -51,6 +51,23 @@ describe("a knob that changes the loader's batch, not the model's", () => {
     expect(modelWorkUnmoved(base, { knobs: { batch_size: 32, num_workers: 2 }, result: ok(32, 256) })).toBeNull();
     // the other untrusted finding keeps its own advice
     expect(noWinnerAdvice([], "untrusted", "1 GiB", "samples per step did not follow the effective batch: ...").reason).not.toMatch(MODEL_WORK_UNMOVED);
+  });
+});
+
+describe("a knob that sizes the model's batch, not the loader's (the mirror case)", () => {
+  it("loader 32 → 32 with the model fed 256 → 16: said as such, not as an inert knob, with its own no-winner advice", () => {
+    const base = { knobs: { batch_size: 256 }, result: ok(32, 256) };
+    const other = { knobs: { batch_size: 16 }, result: ok(32, 16) };
+    const finding = samplesMismatch(base, other);
+    expect(finding).toMatch(
+      new RegExp(
+        `^${MODEL_WORK_ONLY}: 256 × 1 → 16 × 1 \\(×0\\.06\\) moved the batch dimension of the model's input 256 → 16, while the DataLoader's samples per step, which brim counts, stayed 32 → 32`,
+      ),
+    );
+    expect(noWinnerAdvice([], "untrusted", "", finding).next).toMatch(/report the samples the model trains on per step yourself/);
+    // without the model's count, or with a model's count that did not follow either: the inert knob as before
+    expect(samplesMismatch(base, { ...other, result: ok(32, null) })).toMatch(/looks inert/);
+    expect(samplesMismatch(base, { ...other, result: ok(32, 256) })).toMatch(/looks inert/);
   });
 });
 
