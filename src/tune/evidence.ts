@@ -115,8 +115,8 @@ export const CONTENTION_GAIN = 1.5;
  * The same for a loop on a GPU that hardly waits for data: no loader walk to spoil, and its threads
  * only feed the GPU, so it is tried after the micro-batch phase. A run on the CPU gets
  * {@link CONTENTION_GAIN} however fed its loop: its threads are the training's compute, so every step
- * waits for the contended core (a sentence-transformers fine-tune beside 1.3 busy cores of 2 ran
- * about 7 times faster on one thread than on two).
+ * waits for the contended core (seen by hand on the corpus's sentence-transformers fine-tune beside
+ * busy cores, not yet a committed record: docs/corpus.md).
  */
 export const CONTENTION_LATE = 0.06;
 
