@@ -126,6 +126,7 @@ function pad(text: string, width: number): string {
 }
 
 function endCell(trial: TuneRecord["trials"][number]): string {
+  if (trial.not_comparable !== undefined) return "not comparable";
   if (trial.end === "ok") return trial.oom_recoveries > 0 ? "ok (split)" : trial.stopped_by ? `ok, ${trial.stopped_by}` : "ok";
   const kind = trial.failure?.kind;
   return kind === "memory" ? "out of memory" : kind === "crash" ? "crashed" : kind === "data" ? "batch > data" : trial.end.replace("_", " ");

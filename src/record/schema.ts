@@ -158,6 +158,8 @@ export const trialSchema = z.looseObject({
   samples_per_step: nn.optional(),
   /** The batch dimension of the model's input per step, as the attach read it in a few of the first DataLoader-fed steps (their median); absent when none said it. */
   model_samples_per_step: nn.optional(),
+  /** Its samples per step did not follow its micro-batch or accumulation (the finding): its samples/s is not compared with trial 0's, and it may not win. */
+  not_comparable: z.string().optional(),
   sm_activity_mean: nn.optional(),
   /** Batches per optimizer step the job reported, and the effective batch that ran (micro-batch × accumulation). */
   accumulation: nn.optional(),
@@ -193,6 +195,12 @@ export const tuneSchema = z.looseObject({
   strategy: z.string().optional(),
   memory_line: z.looseObject({ intercept_bytes: n, bytes_per_sample: n, margin_bytes: n, predicted_max_micro_batch: n }).nullable().default(null),
   notes: z.array(z.string()).default([]),
+  /**
+   * The knobs the search dropped (the micro-batch and its accumulation) when trial `trial` came back
+   * not comparable, and the finding; the other knobs were tuned at the baseline's micro-batch. Absent
+   * when none was dropped.
+   */
+  dropped: z.looseObject({ knobs: z.array(z.string()), trial: n, reason: z.string() }).optional(),
   /** The budget stated up front: trials and seconds at most. */
   budget: z.looseObject({ max_trials: n, max_time_s: n }).optional(),
   /** The effective-batch policy in force ("held" / "free" / "none") and what the winner does to it. */

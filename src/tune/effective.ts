@@ -180,6 +180,29 @@ export function judgeSamples(
   return { short, mismatch: short === null ? (samplesMismatch(base, other) ?? modelWorkUnmoved(base, other)) : null };
 }
 
+/**
+ * {@link judgeSamples} and what follows for the trial: a batch larger than the data fails it (it
+ * bounds the micro-batch); a mismatch on a trial whose micro-batch or accumulation differs from the
+ * baseline's marks it `notComparable` (the finding is about that knob: the search keeps the
+ * baseline's micro-batch and tunes the rest); a mismatch at the baseline's own batch is `untrusted`:
+ * something else broke the count, and no trial can be compared.
+ *
+ * @example
+ * ```ts
+ * judgeTrial(trial0, { knobs: { batch_size: 512 }, result: { samplesPerStep: 64, ... } }).result.notComparable; // "samples per step did not follow ..."
+ * ```
+ */
+export function judgeTrial(
+  base: { knobs: Knobs; result: TrialResult },
+  other: { knobs: Knobs; result: TrialResult },
+): { result: TrialResult; untrusted: string | null } {
+  const { short, mismatch } = judgeSamples(base, other);
+  if (short !== null) return { result: { ...other.result, end: "crashed", samplesPerSecond: null, failure: { kind: "data", cause: short } }, untrusted: null };
+  if (mismatch === null) return { result: other.result, untrusted: null };
+  const moved = [MICRO_BATCH_KNOB, ACCUMULATION_KNOB].some((knob) => other.knobs[knob] !== base.knobs[knob]);
+  return moved ? { result: { ...other.result, notComparable: mismatch }, untrusted: null } : { result: other.result, untrusted: mismatch };
+}
+
 /** The effective-batch policy line of a tune (as tune.json keeps it). */
 export interface PolicyLine {
   kind: string;

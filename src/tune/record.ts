@@ -79,6 +79,7 @@ export function trialRecord(index: number, knobs: Knobs, purpose: string, result
     stopped_by: result.stoppedBy ?? null,
     samples_per_step: result.samplesPerStep ?? null,
     ...(result.modelSamplesPerStep != null ? { model_samples_per_step: result.modelSamplesPerStep } : {}),
+    ...(result.notComparable !== undefined ? { not_comparable: result.notComparable } : {}),
     sm_activity_mean: result.smActivityMean ?? null,
     accumulation: result.accumulation ?? null,
     effective_batch: result.end === "ok" || result.end === "slower" ? effectiveBatchOf(knobs, result) : null,

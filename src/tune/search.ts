@@ -29,7 +29,7 @@ import { compareThroughput, describeNoise, noiseThreshold } from "./strategies/n
 import { checkOptions, describeKnobs, newSearcher, pct, rate, type Searcher } from "./strategies/searcher.ts";
 import { measureApart } from "./strategies/settle.ts";
 import { trialTimeText } from "./window.ts";
-import type { Knobs, MemoryLineReport, SearchOptions, SearchOutcome, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
+import type { Knobs, MemoryLineReport, SearchOptions, SearchOutcome, SearchTrial, StopReason, TrialResult, TrialRunner, TuneSpace } from "./types.ts";
 
 export { doublingBisection, exhaustiveGrid } from "./strategies/baselines.ts";
 export type {
@@ -59,6 +59,7 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
   checkOptions(options);
   const s = newSearcher(space, runner, options);
   const { axis, ledger } = s;
+  ledger.whenNotComparable = (trial) => dropMicroBatch(s, trial);
   const baseContext = axis.contextOf(space.baseline);
   const family = s.memory.open(baseContext);
   const m0 = axis.microOf(space.baseline);
@@ -121,7 +122,7 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
       s.explored.add(knobsKey(kept));
       await exploreMicroBatch(s, kept, keptFamily, keptFamily === family);
     }
-    noteMicroPhase(s, kept, keptFamily);
+    if (ledger.dropped === null) noteMicroPhase(s, kept, keptFamily);
   } else if (!ranAsGiven(base.result)) {
     s.notes.push("the baseline did not fit under the cap and there is no micro-batch knob to make it smaller");
   }
@@ -160,7 +161,15 @@ export async function searchKnobs(space: TuneSpace, runner: TrialRunner, options
     for (const r of skipped) s.notes.push(`${r.knob} not tried: ${r.why} (at ${describeKnobs(start.knobs)})`);
     order = ranked;
   }
-  const found = order.length > 0 ? await tuneOthers(s, start, order) : start;
+  let found = order.length > 0 ? await tuneOthers(s, start, order) : start;
+  if (ledger.dropped !== null) {
+    // nothing measured at the baseline's micro-batch but the baseline: nothing was tunable beside the knob dropped
+    if (!s.eligible(ledger.estimates()).some((e) => e.key !== knobsKey(space.baseline))) {
+      if (ledger.stopReason !== "interrupted") ledger.stopReason = "untrusted";
+      return outcomeOf(s, null, family);
+    }
+    found = s.eligible([found]).length > 0 ? found : (s.fastest(ledger.estimates()) ?? found);
+  }
   const winner = overtaken(s, await confirmAgainstBaseline(s, found));
   s.incumbent = winner;
   return outcomeOf(s, winner, s.memory.familyOf(axis.contextOf(winner.knobs)) ?? family);
@@ -300,11 +309,30 @@ function outcomeOf(s: Searcher, winner: ConfigEstimate | null, family: number): 
     trials: ledger.trials,
     bestIndex: winner?.indices.at(-1) ?? null,
     stopReason,
-    memoryLine: lineReport(s.memory, family, s.axis.max),
+    // a line over micro-batches whose samples did not follow them fits nothing the job ran
+    memoryLine: s.dropped === null ? lineReport(s.memory, family, s.axis.max) : null,
     notes: s.notes,
     best: winner === null ? null : { knobs: winner.knobs, samplesPerSecond: winner.mean, measurements: winner.count },
     noise: ledger.noise(),
+    ...(s.dropped === null ? {} : { dropped: s.dropped }),
   };
+}
+
+/**
+ * A trial at another micro-batch came back not comparable: the finding is about the micro-batch knob
+ * (and its accumulation) alone, so the search goes on without them, as with --fix, the other knobs
+ * tuned at the baseline's micro-batch; false (the search stops as untrusted) when there are none.
+ */
+function dropMicroBatch(s: Searcher, trial: SearchTrial): boolean {
+  const knobs = [s.axis.knob, s.axis.accumulationKnob].filter((k): k is string => k !== undefined);
+  const reason = trial.result.notComparable ?? "";
+  if (s.space.others.length === 0 || knobs.length === 0) return false;
+  s.dropped = { knobs, trial: trial.index, reason };
+  const batch = knobs.map((k) => `${k}=${String(trial.knobs[k])}`).join(" ");
+  const line = `${knobs.join(" and ")} dropped from the search: ${reason.split(":")[0]} (trial ${trial.index}, ${batch}); the other knobs are tuned at micro-batch ${s.axis.microOf(s.space.baseline)}`;
+  s.notes.push(line);
+  s.options.onNote?.(line);
+  return true;
 }
 
 function noteStop(s: Searcher, ledger: Ledger, reason: StopReason): void {

@@ -143,8 +143,10 @@ export interface TuneState {
   measured: { knobs: Knobs; result: TrialResult }[];
   /** a trial was interrupted: no further trial starts */
   interrupted: boolean;
-  /** why the trials' throughputs cannot be compared (the samples per step changed), once seen */
+  /** why no trial's throughput can be compared: samples per step that moved at the baseline's own batch, once seen */
   untrusted: string | null;
+  /** the first trial at another micro-batch marked not comparable: its finding (the search drops the micro-batch knob) */
+  finding: string | null;
   /** each trial's run in the store, by trial index */
   runIds: Map<number, string | null>;
 }

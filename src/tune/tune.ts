@@ -26,7 +26,7 @@ import { doublingBisection, exhaustiveGrid, searchKnobs } from "./search.ts";
 import { effectiveBatchPolicy, jobWideRuledOut, MICRO_BATCH_KNOB } from "./space.ts";
 import { planPrior, type PlanPrior } from "./plan-prior.ts";
 import { CONFIRM_PAIRS, confirmationOutcome, confirmWinner, type Confirmation } from "./confirm.ts";
-import { judgeSamples, winnerPolicy } from "./effective.ts";
+import { judgeTrial, winnerPolicy } from "./effective.ts";
 import { evidenceOf, stillLimits } from "./evidence.ts";
 import { knobsKey } from "./strategies/axis.ts";
 import { withinTrialNoise } from "./strategies/noise.ts";
@@ -92,6 +92,7 @@ export async function tune(options: TuneOptions, deps: TuneDeps): Promise<TuneRe
       measured: [],
       interrupted: false,
       untrusted: null,
+      finding: null,
       runIds: new Map(),
     };
     return await runTune(options, deps, state);
@@ -150,13 +151,17 @@ async function runOne(options: TuneOptions, deps: TuneDeps, state: TuneState, kn
   const outcome = await runTrial(state.settings, knobs, contextFor(measured, knobs, index), deps, index);
   if (outcome.result.end === "interrupted") state.interrupted = true;
   const first = measured[0];
-  // a step short of the batch asked for: the data ran out, so this micro-batch fails (it bounds the search)
-  const { short, mismatch } = first !== undefined ? judgeSamples(first, { knobs, result: outcome.result }) : { short: null, mismatch: null };
-  if (short !== null) outcome.result = { ...outcome.result, end: "crashed", samplesPerSecond: null, failure: { kind: "data", cause: short } };
+  const judged = first !== undefined ? judgeTrial(first, { knobs, result: outcome.result }) : { result: outcome.result, untrusted: null };
+  outcome.result = judged.result;
   measured.push({ knobs, result: outcome.result });
-  if (mismatch !== null && state.untrusted === null) {
-    state.untrusted = mismatch;
-    state.note(mismatch);
+  // each finding said once: the first trial marked not comparable, and the first that stops the tune
+  const { notComparable } = outcome.result;
+  if (judged.untrusted !== null && state.untrusted === null) {
+    state.untrusted = judged.untrusted;
+    state.note(judged.untrusted);
+  } else if (notComparable !== undefined && state.finding === null) {
+    state.finding = notComparable;
+    state.note(notComparable);
   }
   return outcome;
 }
@@ -271,6 +276,7 @@ function searchOptions(options: TuneOptions, state: TuneState, prior: PlanPrior 
     maxTimeS: Math.max(1, options.maxTimeS - (now() - tuneStartedAt)),
     now,
     stopWhen: () => (state.untrusted !== null ? "untrusted" : null),
+    onNote: state.note,
     onTrial: (event) => {
       if (event.index === 0) return;
       const progress = { ...event, plannedTotal: options.maxTrials };
@@ -347,6 +353,7 @@ async function finish(
     record.noise = outcome.noise;
     record.memory_line = memoryLineRecord(outcome.memoryLine);
     record.notes = [...record.notes, ...outcome.notes];
+    if (outcome.dropped !== undefined) record.dropped = outcome.dropped;
   }
   const policy = record.effective_batch_policy;
   if (policy !== undefined && record.winner !== null) Object.assign(policy, winnerPolicy(policy, record.winner.knobs, best?.result));
@@ -357,7 +364,7 @@ async function finish(
   if (evaluation !== null) record.evaluation = evaluation;
   record.no_winner =
     record.winner === null && stopReason !== "interrupted"
-      ? (refused ?? noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes), state.untrusted))
+      ? (refused ?? noGain?.advice ?? noWinnerAdvice(record.trials, stopReason, formatBytes(record.cap_bytes), state.untrusted ?? state.finding))
       : null;
   record.ended_at = new Date().toISOString();
   await deps.store.writeTune(record);

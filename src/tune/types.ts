@@ -87,6 +87,8 @@ export interface TrialResult {
   microBatch?: number | null;
   /** samples per step the model's input said beside the loader's (the attach's `model_samples`, read in a few of the first loader-fed steps; their median), when it said */
   modelSamplesPerStep?: number | null;
+  /** its samples per step did not follow its micro-batch or accumulation, which differ from the baseline's (the finding): its samples/s cannot be compared with trial 0's, and it may not win */
+  notComparable?: string;
 }
 
 /** Runs one trial of the job with the given knobs. */
@@ -125,6 +127,8 @@ export interface SearchOptions {
   prior?: { fixedBytes: number; bytesPerSample: number; maxMicroBatch?: number };
   /** asked before each trial: a reason to stop the search now (e.g. measurements that cannot be trusted) */
   stopWhen?(): StopReason | null;
+  /** a note worth saying as it happens (every note is in the outcome's notes too) */
+  onNote?(line: string): void;
   /** before and after each trial, for live progress */
   onTrial?(event: { index: number; knobs: Knobs; purpose: string; result?: TrialResult; bestIndex: number | null; plannedTotal: number }): void;
 }
@@ -167,6 +171,8 @@ export interface SearchOutcome {
   best: { knobs: Knobs; samplesPerSecond: number; measurements: number } | null;
   /** relative noise of one trial's throughput, as the search estimated it */
   noise: number;
+  /** the knobs the search dropped (the micro-batch and its accumulation) after `trial` came back not comparable, and why */
+  dropped?: { knobs: string[]; trial: number; reason: string };
 }
 
 /** How the failure of a job that ended on its own before two steady steps begins (all its steps had their samples). */

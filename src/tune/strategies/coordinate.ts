@@ -298,7 +298,7 @@ async function afterKeeping(s: Searcher, kept: ConfigEstimate, said: string[], l
   const context = s.axis.contextOf(kept.knobs);
   const family = s.memory.familyOf(context);
   const key = knobsKey(context);
-  if (family === undefined || s.axis.knob === undefined || !s.ownLines.has(key) || s.explored.has(key)) return;
+  if (family === undefined || s.axis.knob === undefined || s.ledger.dropped !== null || !s.ownLines.has(key) || s.explored.has(key)) return;
   s.explored.add(key);
   await exploreMicroBatch(s, context, family, false);
   const best = s.fastest(s.inContext(context));

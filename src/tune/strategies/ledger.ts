@@ -82,6 +82,10 @@ export class Ledger {
   planned = 1;
   /** the trial index of the configuration the search would pick now */
   bestIndex: () => number | null = () => null;
+  /** the first trial that came back not comparable (its micro-batch's samples did not follow), and the finding */
+  dropped: { trial: number; reason: string } | null = null;
+  /** what the search does with that trial: true, it goes on without the micro-batch knob; false (the default), it stops as untrusted */
+  whenNotComparable: (trial: SearchTrial) => boolean = () => false;
   private readonly runner: TrialRunner;
   private readonly options: SearchOptions;
   private readonly axis: MicroAxis;
@@ -124,6 +128,10 @@ export class Ledger {
     const trial: SearchTrial = { index, knobs, purpose, result, predictedPeakBytes };
     this.trials.push(trial);
     if (result.end === "interrupted") this.stopReason = "interrupted";
+    if (result.notComparable !== undefined && this.dropped === null) {
+      this.dropped = { trial: index, reason: result.notComparable };
+      if (!this.whenNotComparable(trial)) this.stopReason ??= "untrusted";
+    }
     this.options.onTrial?.({ index, knobs, purpose, result, bestIndex: this.bestIndex(), plannedTotal: this.planned });
     return trial;
   }
@@ -183,7 +191,7 @@ export class Ledger {
     for (const t of this.trials) {
       const sps = t.result.samplesPerSecond;
       const slower = t.result.end === "slower";
-      if ((!ranAsGiven(t.result) && !slower) || sps === null || !(sps > 0)) continue;
+      if ((!ranAsGiven(t.result) && !slower) || sps === null || !(sps > 0) || t.result.notComparable !== undefined) continue;
       const key = knobsKey(t.knobs);
       if (slower && measured.has(key)) continue;
       const e = byKey.get(key) ?? { key, knobs: t.knobs, indices: [], mean: 0, count: 0, sum: 0 };

@@ -47,14 +47,14 @@ export async function exploreMicroBatch(s: Searcher, context: Knobs, family: num
   if (s.axis.explicit) return tryListed(s, context);
   let remeasured = false;
   for (;;) {
-    if (s.ledger.stopReason !== null) return;
+    if (stopped(s)) return;
     const probe = nextProbe(s, context, family, first);
     if (probe === null) {
       if (remeasured) return;
       remeasured = true;
       const again = tieToSettle(s, context);
       s.ledger.expect(again.length);
-      for (const t of again) if ((await s.ledger.run(t.knobs, t.purpose, null)) === null) return;
+      for (const t of again) if (stopped(s) || (await s.ledger.run(t.knobs, t.purpose, null)) === null) return;
       if (again.length === 0) return;
       continue;
     }
@@ -67,7 +67,7 @@ export async function exploreMicroBatch(s: Searcher, context: Knobs, family: num
 async function tryListed(s: Searcher, context: Knobs): Promise<void> {
   const listed = s.axis.values ?? [];
   for (const m of listed) {
-    if (s.ledger.stopReason !== null) return;
+    if (stopped(s)) return;
     const here = trialsIn(s, context);
     if (here.some((t) => s.axis.microOf(t.knobs) === m)) continue;
     const failed = here.filter((t) => !ranAsGiven(t.result) && t.result.end !== "interrupted" && (s.axis.microOf(t.knobs) ?? Infinity) < m);
@@ -87,6 +87,11 @@ async function tryListed(s: Searcher, context: Knobs): Promise<void> {
     )
       return;
   }
+}
+
+/** The budget stopped the search, or a trial's samples did not follow its micro-batch: no micro-batch is tried any more. */
+function stopped(s: Searcher): boolean {
+  return s.ledger.stopReason !== null || s.ledger.dropped !== null;
 }
 
 /** The trials of `context` that carry a micro-batch. */

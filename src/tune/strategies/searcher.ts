@@ -12,7 +12,7 @@
 import { formatBytes } from "../../bytes.ts";
 import { InputError } from "../../errors/index.ts";
 import { MARGIN_FLOOR } from "../memory-line.ts";
-import type { Knobs, SearchOptions, TrialRunner, TuneSpace } from "../types.ts";
+import type { Knobs, SearchOptions, SearchOutcome, TrialRunner, TuneSpace } from "../types.ts";
 import { knobsKey, MicroAxis } from "./axis.ts";
 import { Ledger, peakOf, type ConfigEstimate } from "./ledger.ts";
 import { MemoryBook } from "./memory-book.ts";
@@ -36,12 +36,16 @@ export interface Searcher {
   explored: Set<string>;
   /** memory families whose upward probes the measurement window has capped, already noted */
   stepCapped: Set<number>;
+  /** the micro-batch knobs dropped after a trial came back not comparable (null: none) */
+  dropped: NonNullable<SearchOutcome["dropped"]> | null;
   /** estimates that may win: ran as given, and left {@link MARGIN_FLOOR} of the cap free or lie within the memory line's limit */
   eligible(estimates: readonly ConfigEstimate[]): ConfigEstimate[];
   /** the winner among `estimates` by the noise rule, of the eligible ones */
   fastest(estimates: readonly ConfigEstimate[]): ConfigEstimate | null;
   /** estimates of configurations with this context */
   inContext(context: Knobs): ConfigEstimate[];
+  /** `knobs` hold the baseline's micro-batch and accumulation: once the micro-batch knob is dropped, only these may win */
+  atBaselineBatch(knobs: Knobs): boolean;
 }
 
 /**
@@ -68,10 +72,11 @@ export function newSearcher(space: TuneSpace, runner: TrialRunner, options: Sear
     ownLines: new Set(),
     explored: new Set(),
     stepCapped: new Set(),
+    dropped: null,
     eligible(estimates) {
       const limit = options.capBytes * (1 - MARGIN_FLOOR);
       return estimates.filter((e) => {
-        if (e.bounded === true) return false;
+        if (e.bounded === true || (ledger.dropped !== null && !s.atBaselineBatch(e.knobs))) return false;
         const peaks = e.indices.map((i) => (ledger.trials[i] === undefined ? null : peakOf(ledger.trials[i].result)));
         const highest = Math.max(...peaks.map((p) => p ?? 0));
         if (highest <= limit) return true;
@@ -91,6 +96,9 @@ export function newSearcher(space: TuneSpace, runner: TrialRunner, options: Sear
     },
     fastest(estimates) {
       return pickFastest(s.eligible(estimates), ledger.noise());
+    },
+    atBaselineBatch(knobs) {
+      return [axis.knob, axis.accumulationKnob].every((k) => k === undefined || knobs[k] === space.baseline[k]);
     },
     inContext(context) {
       const key = knobsKey(context);
