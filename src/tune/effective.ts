@@ -163,7 +163,7 @@ export function dataShort(base: { knobs: Knobs; result: TrialResult }, other: { 
 /**
  * What a trial's samples per step say against trial 0's: `short`, a batch larger than the data (the
  * trial fails with that cause, and bounds the micro-batch); else `mismatch`, samples that do not
- * follow the effective batch, or a model's input that does not follow them (nothing is trusted). A trial stopped early as slower measured steps too:
+ * follow the effective batch, or a model's input that does not follow them ({@link judgeTrial} says what follows). A trial stopped early as slower measured steps too:
  * a batch larger than a JAX loop's data is both slow and short, and must read as short.
  *
  * @example
