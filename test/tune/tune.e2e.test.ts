@@ -131,42 +131,47 @@ describe("brim tune on the bundled examples (CPU), with --apply", () => {
       const config = join(examples, name, "config.yaml");
       const before = readFileSync(config, "utf8");
       const store = join(root, `store-${name}`);
-      const result = brim([
-        "tune",
-        "--store",
-        store,
-        "--apply",
-        "--quiet",
-        "--cap",
-        "6GiB",
-        // PyTorch's threads (tried first beside busy cores) are not this test's subject: its trials are
-        // micro-batches, whose winner is the config edit asserted
-        "--fix",
-        "cpu_threads",
-        // nor are the environments and the rollout, found and bound (asserted below) but not walked: what
-        // the search tries of them is decided in unit tests (test/tune/rl-evidence.test.ts), and 32
-        // environments a trial cost more CPU than the rest of this tune
-        "--fix",
-        "num_envs",
-        "--fix",
-        "rollout_steps",
-        "--max-trials",
-        "3",
-        "--warmup",
-        "1",
-        "--steps",
-        "4",
-        // at most 2 s measured a trial: the record and the config's edit are asserted, not a speed
-        "--window",
-        "2s",
-        "--max-batch",
-        "128",
-        "--",
-        PYTHON,
-        join(examples, name, "train.py"),
-        "--config",
-        config,
-      ]);
+      const result = brim(
+        [
+          "tune",
+          "--store",
+          store,
+          "--apply",
+          "--quiet",
+          "--cap",
+          "6GiB",
+          // PyTorch's threads (tried first beside busy cores) are not this test's subject: its trials are
+          // micro-batches, whose winner is the config edit asserted
+          "--fix",
+          "cpu_threads",
+          // nor are the environments and the rollout, found and bound (asserted below) but not walked: what
+          // the search tries of them is decided in unit tests (test/tune/rl-evidence.test.ts), and 32
+          // environments a trial cost more CPU than the rest of this tune
+          "--fix",
+          "num_envs",
+          "--fix",
+          "rollout_steps",
+          "--max-trials",
+          "3",
+          "--warmup",
+          "1",
+          "--steps",
+          "4",
+          // at most 2 s measured a trial: the record and the config's edit are asserted, not a speed
+          "--window",
+          "2s",
+          "--max-batch",
+          "128",
+          "--",
+          PYTHON,
+          join(examples, name, "train.py"),
+          "--config",
+          config,
+        ],
+        // one intra-op thread (PyTorch's threads are fixed above, not the subject): beside busy cores two
+        // threads wait at each op's barrier, a fifth of each trial's CPU on a loaded 2-core machine
+        { OMP_NUM_THREADS: "1" },
+      );
       expect(result.status, result.stderr).toBe(0);
       // a winner confirmed interleaved, no gain beyond the noise, or yours faster (exit 0 each way)
       // the closing lines wrap at the terminal's width, their continuation indented by two spaces
