@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -19,28 +19,45 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const has = (module: string): boolean => hasModules(PYTHON, module);
 const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
 
-function run(name: string, args: string[]): { meta: RunMeta; dir: string; steps: ReturnType<typeof readTimeline>["steps"] } {
+/** `json: false`: brim's own output, as a user sees it (the job's on stdout, brim's summary on stderr); the run is the store's one. */
+function run(
+  name: string,
+  args: string[],
+  { json = true } = {},
+): { meta: RunMeta; dir: string; steps: ReturnType<typeof readTimeline>["steps"]; stdout: string; stderr: string } {
   const store = join(root, name);
-  const result = spawnSync(process.execPath, [BRIM, "run", "--json", "--quiet", "--store", store, ...args], {
+  const result = spawnSync(process.execPath, [BRIM, "run", ...(json ? ["--json"] : []), "--quiet", "--store", store, ...args], {
     cwd: REPO,
     encoding: "utf8",
     timeout: scaled(300_000),
+    env: { ...process.env, NO_COLOR: "1" },
   });
   expect(result.status, result.stderr).toBe(0);
-  const meta = JSON.parse(result.stdout) as RunMeta;
-  const dir = join(store, "runs", meta.id);
+  const ids = readdirSync(join(store, "runs"));
+  expect(ids).toHaveLength(1);
+  const dir = join(store, "runs", ids[0] as string);
+  const meta = json ? (JSON.parse(result.stdout) as RunMeta) : (JSON.parse(readFileSync(join(dir, "run.json"), "utf8")) as RunMeta);
+  expect(meta.id).toBe(ids[0]);
   const entries = readFileSync(join(dir, "timeline.ndjson"), "utf8")
     .trim()
     .split("\n")
     .map((line) => JSON.parse(line) as TimelineEntry);
-  return { meta, dir, steps: readTimeline(entries).steps };
+  return { meta, dir, steps: readTimeline(entries).steps, stdout: result.stdout, stderr: result.stderr };
 }
 
 describe("the job's own logged scalars, with no code change", () => {
   it.skipIf(!required && !has("lightning"))(
     "Lightning: every step carries what self.log got, the same value that went backward",
     () => {
-      const { steps, meta } = run("lightning", ["--steps", "8", "--", PYTHON, "examples/lightning/train.py", "--config", "examples/lightning/config.yaml"]);
+      // the example as shipped, as a user runs it: this run is also test/examples' check that it trains
+      // under brim run and reports its steps (one Lightning process, ~13 s of CPU, not two)
+      const { steps, meta, stdout, stderr } = run(
+        "lightning",
+        ["--steps", "8", "--", PYTHON, "examples/lightning/train.py", "--config", "examples/lightning/config.yaml"],
+        { json: false },
+      );
+      expect(stdout).toMatch(/^\[lightning\] done steps=8 /m);
+      expect(stderr).toMatch(/· 8 steps/);
       expect(steps.length).toBe(8);
       for (const step of steps) {
         // the example logs self.log("loss", loss) and returns the same loss for backward

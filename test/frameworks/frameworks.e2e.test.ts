@@ -10,7 +10,7 @@ import { scaled } from "../helpers/time.ts";
 // torch.compile, torchrun, JAX + optax), each running an unmodified job of test/jobs/fw_*.py under
 // the built CLI, as a user runs it. Each case checks the step budget, the samples per step, brim's
 // samples/s against the job's own printed figure, the precision brim reports, and that Ctrl-C ends
-// everything with exit 130. The outcomes go to a record that scripts/frameworks-table.mjs renders
+// everything with exit 130 (once for each interrupt path: see ctrlCAs). The outcomes go to a record that scripts/frameworks-table.mjs renders
 // as docs/frameworks.md.
 const REPO = resolve(import.meta.dirname, "..", "..");
 const BRIM = join(REPO, "bin", "brim.js");
@@ -41,7 +41,11 @@ interface Case {
   accumulation: number | null;
   precision: string | null;
   ranks?: number;
-  /** the case whose Ctrl-C test covers this one's (the same framework and interrupt path; only the precision differs) */
+  /**
+   * the case whose Ctrl-C test covers this one's: the same interrupt path, in brim (src/job/runner.ts:
+   * SIGINT to the job's process group, SIGKILL after the grace; the same for every job) and in the job
+   * (no handler of the framework's own, no process of its own beside the one brim started)
+   */
   ctrlCAs?: string;
 }
 
@@ -77,6 +81,10 @@ const CASES: Case[] = [
     microBatch: 8,
     accumulation: 2,
     precision: "fp32",
+    // the Trainer installs no SIGINT handler (only a SIGTERM one, and only with its opt-in JIT
+    // checkpoint) and starts no process with 0 loader workers: Python's KeyboardInterrupt ends it, as
+    // it ends the accelerate loop
+    ctrlCAs: "accelerate Accelerator (bf16, accumulation 4)",
   },
   {
     name: "accelerate Accelerator (bf16, accumulation 4)",
@@ -112,6 +120,9 @@ const CASES: Case[] = [
     microBatch: 256,
     accumulation: 1,
     precision: null,
+    // one process, no SIGINT handler of JAX's, optax's or brim's attach (python/brim): Python's
+    // KeyboardInterrupt ends it, as it ends the accelerate loop
+    ctrlCAs: "accelerate Accelerator (bf16, accumulation 4)",
   },
 ];
 
@@ -323,12 +334,15 @@ describe.skipIf(!py.available)(`real frameworks (${py.available ? py.summary : "
         else note(c, "precision", report.measures.precision === c.precision, `${report.measures.precision ?? "?"} (job: ${c.precision})`);
         expect(report.measures.precision).toBe(c.precision);
         if (c.script === "fw_compile.py") expect(report.findings.map((f) => f.id)).toContain("slow_steps");
-        if (c.ctrlCAs !== undefined) note(c, "ctrl_c", null, `not run again: the same Trainer and interrupt path as ${c.ctrlCAs}, whose Ctrl-C test covers it`);
+        if (c.ctrlCAs !== undefined) note(c, "ctrl_c", null, `not run again: the same interrupt path as ${c.ctrlCAs}, whose Ctrl-C test covers it`);
       },
       scaled(360_000),
     );
 
-    // one Lightning process costs ~13 s of CPU: a second Ctrl-C of the same Trainer in another precision adds nothing
+    // a job process costs 5-15 s of CPU: a Ctrl-C on the same interrupt path as another case's adds nothing.
+    // Run on: Lightning (its own KeyboardInterrupt handler: SIG_IGN, teardown, exit 1), torch.compile
+    // (inductor's compile workers, processes of the job's own), torchrun (a launcher and its ranks), and
+    // accelerate for the jobs that Python's own KeyboardInterrupt ends
     if (c.ctrlCAs === undefined)
       it(
         `${c.name}: Ctrl-C ends brim with exit 130 and leaves no process behind`,
