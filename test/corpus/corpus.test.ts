@@ -45,10 +45,12 @@ describe("corpus.json names packages, commands and our own files only", () => {
     for (const e of corpus.entries) {
       const venv = corpus.venvs[e.venv];
       expect(venv, `${e.name}: venv ${e.venv}`).toBeDefined();
-      const pinned = pins((venv as Venv).requirements);
+      // the venv's main file and the files installed after it with flags of their own (corpus.json's `also`)
+      const files = [(venv as Venv).requirements, ...((venv as Venv).also ?? []).map((a) => a.requirements)];
+      const pinned = new Map(files.flatMap((f) => [...pins(f)]));
       expect(pinned.get("torch"), `${e.name}: torch in ${(venv as Venv).requirements}`).toMatch(/^2\.(13\.0|14\.1)$/);
       for (const [name, version] of Object.entries(e.packages))
-        expect(`${name}==${pinned.get(name.toLowerCase().replace(/[-_.]+/g, "-")) ?? "(not pinned)"}`, `${e.name} in ${(venv as Venv).requirements}`).toBe(
+        expect(`${name}==${pinned.get(name.toLowerCase().replace(/[-_.]+/g, "-")) ?? "(not pinned)"}`, `${e.name} in ${files.join(" + ")}`).toBe(
           `${name}==${version}`,
         );
       // the command's files of ours are listed and present; a key=value word may name a file of the

@@ -5,6 +5,8 @@ import { join, resolve } from "node:path";
 export interface Venv {
   path: string;
   requirements: string;
+  /** further requirements files installed after the main one, each with its own pip flags (cleanrl: --ignore-requires-python) */
+  also?: { requirements: string; pip_flags: string[] }[];
 }
 export interface Entry {
   name: string;
