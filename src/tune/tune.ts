@@ -161,7 +161,8 @@ async function runOne(options: TuneOptions, deps: TuneDeps, state: TuneState, kn
     state.note(judged.untrusted);
   } else if (notComparable !== undefined && state.finding === null) {
     state.finding = notComparable;
-    state.note(notComparable);
+    // the search goes on without that knob: only this trial's numbers are left out
+    state.note(notComparable.replace(/[;:] no winner is picked on these numbers$/, "; this trial is left out of the comparison"));
   }
   return outcome;
 }
