@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch")
 
 import schema_check  # noqa: E402
-from conftest import PYTHON_DIR  # noqa: E402
+from conftest import PYTHON_DIR, FakeBrim  # noqa: E402
 
 from brim._samples import BatchDim, batch_samples  # noqa: E402
 from limits import scaled  # noqa: E402
@@ -42,6 +42,60 @@ def batch(n=8):
 
 def steps_of(srv):
     return [m for m in srv.messages("step")]
+
+
+def said(out):
+    """The job's 'key=value' lines."""
+    return dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+
+
+# Jobs several tests read, each started once (a job process imports torch: seconds of CPU), on a fake
+# brim of its own unless "channel" is False. What each prints: the threads torch runs, whether the
+# attach is in (its mark on Optimizer.__init__, its module loaded), the matmul precision, and whether
+# the job's own seed set after import gave what the import's did.
+SHARED_CODE = """
+import os, sys, torch
+first = torch.rand(3).tolist()
+print("threads=%d" % torch.get_num_threads())
+print("attach=%s %s" % (getattr(torch.optim.Optimizer.__init__, "_brim_attach", False), "brim._attach" in sys.modules))
+print("matmul=%s" % torch.get_float32_matmul_precision())
+torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
+torch.manual_seed(int(os.environ["BRIM_SEED"]))
+print("seed_kept=%s" % (first == torch.rand(3).tolist()))
+"""
+SHARED = {
+    # under brim with a trial's seed and no knobs: the defaults are read
+    "default": {"OMP_NUM_THREADS": "2", "BRIM_SEED": "123"},
+    # a trial's values for several knobs at once, as tune gives them
+    "trial": {"OMP_NUM_THREADS": "2", "BRIM_SEED": "123", "BRIM_KNOBS": '{"cpu_threads": 1, "matmul_precision": "high"}'},
+    # not under brim, whatever the environment says
+    "alone": {"channel": False, "OMP_NUM_THREADS": "2", "BRIM_SEED": "123",
+              "BRIM_KNOBS": '{"cpu_threads": 1, "matmul_precision": "high"}'},
+}
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """shared(name) -> (the finished process, every message its fake brim got)."""
+    done = {}
+
+    def get(name):
+        if name not in done:
+            env = dict(SHARED[name])
+            srv = FakeBrim() if env.pop("channel", True) else None
+            try:
+                out = run(SHARED_CODE, srv, env)
+                messages = []
+                if srv is not None:
+                    srv.wait_for(lambda: all(c.closed for c in srv.connections))  # every line read
+                    messages = srv.messages()
+            finally:
+                if srv is not None:
+                    srv.close()
+            done[name] = (out, messages)
+        return done[name]
+
+    return get
 
 
 def test_counts_each_optimizer_step_once_nested_and_scheduled(srv, channel_schema):
@@ -137,16 +191,16 @@ for x in brim.track([torch.randn(3, 4) for _ in range(6)]):
     assert all(s["source"] == "sdk" and s["samples"] == 3 for s in steps)
 
 
-def test_off_switch_and_no_channel_leave_torch_untouched(srv):
+def test_off_switch_and_no_channel_leave_torch_untouched(srv, shared):
     code = PRELUDE + """
 print(getattr(torch.optim.Optimizer.__init__, "_brim_attach", False), "brim._attach" in __import__("sys").modules)
 """
     off = run(code, srv, {"BRIM_ATTACH": "0"})
     assert off.returncode == 0 and off.stdout.split() == ["False", "False"], off.stderr
-    bare = run(code, None)
-    assert bare.returncode == 0 and bare.stdout.split() == ["False", "False"], bare.stderr
-    on = run(code, srv)
-    assert on.stdout.split() == ["True", "True"], on.stderr
+    bare, _ = shared("alone")
+    assert bare.returncode == 0 and said(bare)["attach"] == "False False", bare.stderr
+    on, _ = shared("default")
+    assert on.returncode == 0 and said(on)["attach"] == "True True", on.stderr
 
 
 def test_no_torch_import_unless_the_job_imports_it(srv):
@@ -200,26 +254,23 @@ def test_batch_dimension_follows_a_short_last_batch_and_the_knob(monkeypatch):
     assert BatchDim()((torch.zeros(35, 16), torch.zeros(35, 16))) == 16
 
 
-def test_cpu_threads_is_read_as_a_knob_and_set_to_a_trials_value(srv):
-    code = """
-import torch
-print(torch.get_num_threads())
-torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
-"""
-    before = run(code, srv, env_extra={"OMP_NUM_THREADS": "2"})
-    assert before.returncode == 0, before.stderr
-    assert before.stdout.split() == ["2"]
-    reads = [m for m in srv.messages() if m["type"] == "event" and m["kind"] == "knob_read"]
-    assert [(m["details"]["name"], m["details"]["value"], m["details"]["source"]) for m in reads] == [("cpu_threads", 2, "default")]
+def knob_reads(messages):
+    return [m["details"] for m in messages if m["type"] == "event" and m["kind"] == "knob_read"]
 
-    trial = run(code, env_extra={"OMP_NUM_THREADS": "2", "BRIM_CHANNEL": srv.path, "BRIM_KNOBS": '{"cpu_threads": 1}'})
+
+def test_cpu_threads_is_read_as_a_knob_and_set_to_a_trials_value(srv, shared):
+    before, said_before = shared("default")
+    assert before.returncode == 0, before.stderr
+    assert said(before)["threads"] == "2"
+    assert [(d["name"], d["value"], d["source"]) for d in knob_reads(said_before)] == [("cpu_threads", 2, "default")]
+
+    trial, _ = shared("trial")
     assert trial.returncode == 0, trial.stderr
-    assert trial.stdout.split() == ["1"]
-    said = len(srv.messages())
+    assert said(trial)["threads"] == "1"
     # a process that builds no optimizer (a launcher importing torch) says nothing
     quiet = run("import torch", env_extra={"BRIM_CHANNEL": srv.path, "BRIM_KNOBS": '{"cpu_threads": 1}'})
     assert quiet.returncode == 0, quiet.stderr
-    assert len(srv.messages()) == said
+    assert srv.messages() == []
 
     # a job that sets its own threads after import runs that count: it is the job's configuration
     own = run("""
@@ -228,39 +279,32 @@ torch.set_num_threads(1)
 torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
 """, srv, env_extra={"OMP_NUM_THREADS": "2"})
     assert own.returncode == 0, own.stderr
-    reads = [m for m in srv.messages()[said:] if m["type"] == "event" and m["kind"] == "knob_read"]
-    assert [(m["details"]["value"], m["details"]["default"], m["details"]["source"]) for m in reads] == [(1, 1, "code")]
+    assert [(d["value"], d["default"], d["source"]) for d in knob_reads(srv.messages())] == [(1, 1, "code")]
 
 
-def test_matmul_precision_is_set_to_a_trials_value_and_said_only_for_a_gpu_optimizer(srv):
+def test_matmul_precision_is_set_to_a_trials_value_and_said_only_for_a_gpu_optimizer(srv, shared):
+    trial, said_trial = shared("trial")
+    assert trial.returncode == 0, trial.stderr
+    assert said(trial)["matmul"] == "high"
+    # its parameters are on the CPU: a setting of CUDA matmuls is not this process's configuration
+    names = [d["name"] for d in knob_reads(said_trial)]
+    assert "matmul_precision" not in names and "cpu_threads" in names
+    # a value torch does not take leaves the job's own, and the job runs
     code = """
 import torch
 print(torch.get_float32_matmul_precision())
 torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
 """
-    trial = run(code, srv, env_extra={"BRIM_KNOBS": '{"matmul_precision": "high"}'})
-    assert trial.returncode == 0, trial.stderr
-    assert trial.stdout.split() == ["high"]
-    # its parameters are on the CPU: a setting of CUDA matmuls is not this process's configuration
-    names = [m["details"]["name"] for m in srv.messages() if m["type"] == "event" and m["kind"] == "knob_read"]
-    assert "matmul_precision" not in names and "cpu_threads" in names
-    # a value torch does not take leaves the job's own, and the job runs
     odd = run(code, srv, env_extra={"BRIM_KNOBS": '{"matmul_precision": "fastest"}'})
     assert odd.returncode == 0, odd.stderr
     assert odd.stdout.split() == ["highest"]
 
 
-def test_a_trial_s_seed_is_torch_s_at_import_and_the_job_s_own_seed_wins_after(srv):
-    code = """
-import os, torch
-first = torch.rand(3).tolist()
-torch.manual_seed(int(os.environ["BRIM_SEED"]))
-print(first == torch.rand(3).tolist())
-"""
-    seeded = run(code, srv, env_extra={"BRIM_SEED": "123"})
+def test_a_trial_s_seed_is_torch_s_at_import_and_the_job_s_own_seed_wins_after(shared):
+    seeded, _ = shared("default")
     assert seeded.returncode == 0, seeded.stderr
-    assert seeded.stdout.split() == ["True"]
+    assert said(seeded)["seed_kept"] == "True"
     # not under brim: torch is left alone, whatever the environment says
-    alone = run(code, env_extra={"BRIM_SEED": "123"})
+    alone, _ = shared("alone")
     assert alone.returncode == 0, alone.stderr
-    assert alone.stdout.split() == ["False"]
+    assert said(alone)["seed_kept"] == "False"

@@ -156,33 +156,9 @@ def test_only_cpu_and_cuda_losses_are_read():
     assert _loss.take() is None  # another device: reading would make it finish its work
 
 
-def test_the_hugging_face_trainer_s_own_logged_loss_with_accumulation(srv):
-    _needs("transformers")
-    out = run("""
-import json, tempfile, torch
-from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-torch.manual_seed(0); torch.set_num_threads(1)
-class Tokens(torch.utils.data.Dataset):
-    def __len__(self): return 512
-    def __getitem__(self, i):
-        x = torch.randint(0, 256, (16,), generator=torch.Generator().manual_seed(i))
-        return {"input_ids": x, "labels": x}
-model = GPT2LMHeadModel(GPT2Config(vocab_size=256, n_positions=16, n_embd=32, n_layer=1, n_head=2))
-with tempfile.TemporaryDirectory() as out:
-    targs = TrainingArguments(output_dir=out, max_steps=6, per_device_train_batch_size=4, gradient_accumulation_steps=2,
-                              learning_rate=1e-3, use_cpu=True, report_to=[], save_strategy="no", logging_steps=1,
-                              disable_tqdm=True, dataloader_num_workers=0)
-    t = Trainer(model=model, args=targs, train_dataset=Tokens())
-    t.train()
-    for h in t.state.log_history:
-        if "loss" in h:
-            print("LOSS " + json.dumps(h["loss"]), flush=True)
-""", srv, timeout=180)
-    assert out.returncode == 0, out.stderr
-    steps = steps_of(srv)
-    assert len(steps) == 6
-    # the Trainer divides each micro-batch's loss by the accumulation: brim's sum is the loss it logs
-    assert [s["loss"] for s in steps] == pytest.approx(said(out), rel=1e-5)
+# the Hugging Face Trainer's own logged loss with accumulation is asserted on the Trainer run of
+# test_model_facts.py (test_the_hugging_face_trainer_passes_num_items_in_batch_..., [False]): one
+# transformers process less
 
 
 def test_lightning_s_own_logged_train_loss(srv):

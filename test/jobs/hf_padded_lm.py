@@ -7,9 +7,11 @@ runs with micro-batch x accumulation held see the same samples in each optimizer
 does): the Trainer then does not pass num_items_in_batch, each micro-batch's loss is its own token
 mean, and a changed accumulation changes the loss. By default (transformers >= 4.46) the Trainer
 passes it and the loss is over the whole step's tokens. --sleep-ms waits that long for each
-micro-batch, so fewer, larger micro-batches are clearly faster on any machine."""
+micro-batch, so fewer, larger micro-batches are clearly faster on any machine. --log-losses logs
+every step and prints the loss the Trainer logged for each as a line "LOSS <value>"."""
 
 import argparse
+import json
 import tempfile
 import time
 
@@ -22,6 +24,7 @@ p.add_argument("--accumulation", type=int, default=4)
 p.add_argument("--max-steps", type=int, default=1000)
 p.add_argument("--no-loss-kwargs", action="store_true")
 p.add_argument("--sleep-ms", type=float, default=0.0)
+p.add_argument("--log-losses", action="store_true")
 args = p.parse_args()
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -63,6 +66,12 @@ if args.no_loss_kwargs:
 with tempfile.TemporaryDirectory() as out:
     targs = TrainingArguments(output_dir=out, max_steps=args.max_steps, per_device_train_batch_size=args.batch_size,
                               gradient_accumulation_steps=args.accumulation, learning_rate=1e-3, use_cpu=True, seed=0,
-                              report_to=[], save_strategy="no", logging_strategy="no", disable_tqdm=True,
+                              report_to=[], save_strategy="no", disable_tqdm=True,
+                              logging_strategy="steps" if args.log_losses else "no", logging_steps=1,
                               dataloader_num_workers=0, lr_scheduler_type="constant", warmup_steps=0)
-    Trainer(model=model, args=targs, train_dataset=Padded(), callbacks=[Wait()]).train()
+    trainer = Trainer(model=model, args=targs, train_dataset=Padded(), callbacks=[Wait()])
+    trainer.train()
+    if args.log_losses:
+        for h in trainer.state.log_history:
+            if "loss" in h:
+                print("LOSS " + json.dumps(h["loss"]), flush=True)

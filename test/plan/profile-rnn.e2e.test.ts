@@ -25,7 +25,8 @@ function run(mode: string): Record<"lstm" | "gru", Outcome> {
   return JSON.parse(execFileSync(PYTHON, [join(root, "test/torch/profile_rnn.py"), mode], { encoding: "utf8" })) as Record<"lstm" | "gru", Outcome>;
 }
 
-const torchMajor = Number(execFileSync(PYTHON, ["-c", "import torch; print(torch.__version__.split('.')[0])"], { encoding: "utf8" }).trim());
+// read from the installed distribution's metadata, not imported (an import of torch costs seconds of CPU)
+const torchMajor = Number(execFileSync(PYTHON, ["-c", "import importlib.metadata as m; print(m.version('torch').split('.')[0])"], { encoding: "utf8" }).trim());
 
 describe("brim.torch.profile on LSTM/GRU (real PyTorch, CPU)", () => {
   const plain = run("plain");
