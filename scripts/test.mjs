@@ -7,7 +7,7 @@
 // environment is a failure, not a skip.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const repo = resolve(import.meta.dirname, "..");
@@ -17,11 +17,6 @@ const legacy = process.env.BRIM_TEST_LEGACY_PYTHON ?? "/usr/bin/python3";
 const required = process.env.BRIM_REQUIRE_FRAMEWORKS === "1";
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: "inherit", ...opts });
 const startedAll = Date.now();
-// test files at a time for the kinds that start processes: one more than the cores. A file's test
-// mostly waits on its job's one busy thread, so with a file per core a core sits idle whenever a job
-// starts, ends or sleeps; beside other work (one core busy on 2: measured on test/tune's smaller e2e
-// files, 138 s with 2 at a time, 112 s with 3) the third keeps the share the machine gives us in use.
-const parallel = availableParallelism() + 1;
 let failedSteps = 0;
 let passed = 0;
 let failed = 0;
@@ -98,9 +93,9 @@ function pytest(name, py, extra = []) {
   if (!existsSync(pyTests) || !readdirSync(pyTests).some((f) => f.startsWith("test_") && f.endsWith(".py"))) return;
   const junit = join(out, `${name}.xml`);
   const started = Date.now();
-  // several test files at a time where pytest-xdist is there (.ci/setup installs it): most tests wait on
-  // a job process; a file's tests stay together, as its fixtures expect (--dist loadfile)
-  const xdist = spawnSync(py, ["-c", "import xdist"]).status === 0 ? ["-n", String(parallel), "--dist", "loadfile"] : [];
+  // two test files at a time where pytest-xdist is there (.ci/setup installs it): most tests wait on a
+  // job process; a file's tests stay together, as its fixtures expect (--dist loadfile)
+  const xdist = spawnSync(py, ["-c", "import xdist"]).status === 0 ? ["-n", "2", "--dist", "loadfile"] : [];
   const r = run(py, ["-m", "pytest", pyTests, "-q", ...xdist, ...extra, `--junitxml=${junit}`], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
   console.log(`test: ${name} took ${Math.round((Date.now() - started) / 1000)} s`);
   if (existsSync(junit)) {
@@ -115,10 +110,10 @@ function pytest(name, py, extra = []) {
 }
 
 // The vitest projects of vitest.config.ts, told apart by file name: the unit tests (no process) first,
-// then the end-to-end tests (real processes, `parallel` files at a time), then the browser tests, one
-// file at a time.
+// then the end-to-end tests (real processes; on 2 cores they wait on their children about half the
+// time, so two files at a time), then the browser tests, one file at a time.
 vitest("vitest-unit", ["--project", "unit", "--maxWorkers=2"], { BRIM_TEST_PYTHON: python });
-vitest("vitest-e2e", ["--project", "e2e", `--maxWorkers=${parallel}`], { BRIM_TEST_PYTHON: python });
+vitest("vitest-e2e", ["--project", "e2e", "--maxWorkers=2"], { BRIM_TEST_PYTHON: python });
 vitest("vitest-browser", ["--project", "browser", "--maxWorkers=1"], { BRIM_TEST_PYTHON: python });
 pytest("pytest", python);
 
