@@ -329,7 +329,7 @@ function dropMicroBatch(s: Searcher, trial: SearchTrial): boolean {
   if (s.space.others.length === 0 || knobs.length === 0) return false;
   s.dropped = { knobs, trial: trial.index, reason };
   const batch = knobs.map((k) => `${k}=${String(trial.knobs[k])}`).join(" ");
-  const line = `${knobs.join(" and ")} dropped from the search: ${reason.split(":")[0]} (trial ${trial.index}, ${batch}); the other knobs are tuned at micro-batch ${s.axis.microOf(s.space.baseline)}`;
+  const line = `${knobs.join(" and ")} dropped from the search: ${reason.split(":")[0]} (trial ${trial.index}, ${batch}); only configurations at micro-batch ${s.axis.microOf(s.space.baseline)} are compared from here`;
   s.notes.push(line);
   s.options.onNote?.(line);
   return true;
