@@ -160,6 +160,7 @@ class Channel:
         self._pid: Optional[int] = None
         self._dead = False
         self._inbuf = b""
+        self._pending: List[Dict[str, Any]] = []
         self.sent = 0
 
     # -- state ------------------------------------------------------------------------------
@@ -179,6 +180,7 @@ class Channel:
         sock, self._sock = self._sock, None
         self._pid = None
         self._inbuf = b""
+        self._pending = []
         self.sent = 0
         if sock is not None:
             # close(2) on the child's copy of the descriptor; unlike shutdown() it leaves the
@@ -289,39 +291,65 @@ class Channel:
         """Server-to-client messages that have arrived, without waiting. Never connects."""
         if self._dead or not self.connected or self._owner == threading.get_ident():
             return []
-        out: List[Dict[str, Any]] = []
         with self._lock:
-            sock = cast(socket.socket, self._sock)  # connected (a close since then raises below, as before)
-            try:
-                while True:
-                    try:
-                        chunk = sock.recv(65536)
-                    except (BlockingIOError, InterruptedError):
-                        break
-                    if not chunk:
-                        self._fail("the server closed the connection")
-                        break
-                    self._inbuf += chunk
-                    if len(self._inbuf) > MAX_INBOUND_LINE and b"\n" not in self._inbuf:
-                        self._inbuf = b""
-                        _env.warn_once("inbound", "dropped an over-long line from the server")
-            except Exception as e:
-                self._fail("%s: %s" % (type(e).__name__, e))
-            while b"\n" in self._inbuf:
-                line, self._inbuf = self._inbuf.split(b"\n", 1)
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    msg = json.loads(line.decode("utf-8"))
-                except ValueError:
-                    _env.warn_once("inbound-json", "ignored a line from the server that is not JSON")
-                    continue
-                if isinstance(msg, dict) and msg.get("v") == PROTOCOL_VERSION and isinstance(msg.get("type"), str):
-                    out.append(msg)
-                else:
-                    _env.warn_once("inbound-version", "ignored a message from the server of an unknown version/type")
+            self._receive()
+            out, self._pending = self._pending, []
         return out
+
+    def wait_for(self, kind: str, timeout_s: float) -> bool:
+        """Wait (at most timeout_s) for a server message of this type, keeping the others for poll().
+        True when it came. Used once per process, never in a step: brim answers an event sent with
+        "ack" after it has handled it, so that what the job writes next reaches brim after it."""
+        if self._dead or not self.connected or self._owner == threading.get_ident():
+            return False
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while True:
+                self._receive()
+                for i, msg in enumerate(self._pending):
+                    if msg.get("type") == kind:
+                        del self._pending[i]
+                        return True
+                remaining = deadline - time.monotonic()
+                if self._dead or self._sock is None or remaining <= 0:
+                    return False
+                try:
+                    select.select([self._sock], [], [], remaining)
+                except Exception:
+                    return False
+
+    def _receive(self) -> None:
+        """Reads what the server sent so far into self._pending (the lock held)."""
+        sock = cast(socket.socket, self._sock)  # connected (a close since then raises below, as before)
+        try:
+            while True:
+                try:
+                    chunk = sock.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    break
+                if not chunk:
+                    self._fail("the server closed the connection")
+                    break
+                self._inbuf += chunk
+                if len(self._inbuf) > MAX_INBOUND_LINE and b"\n" not in self._inbuf:
+                    self._inbuf = b""
+                    _env.warn_once("inbound", "dropped an over-long line from the server")
+        except Exception as e:
+            self._fail("%s: %s" % (type(e).__name__, e))
+        while b"\n" in self._inbuf:
+            line, self._inbuf = self._inbuf.split(b"\n", 1)
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                msg = json.loads(line.decode("utf-8"))
+            except ValueError:
+                _env.warn_once("inbound-json", "ignored a line from the server that is not JSON")
+                continue
+            if isinstance(msg, dict) and msg.get("v") == PROTOCOL_VERSION and isinstance(msg.get("type"), str):
+                self._pending.append(msg)
+            else:
+                _env.warn_once("inbound-version", "ignored a message from the server of an unknown version/type")
 
     def close(self) -> None:
         with self._lock:

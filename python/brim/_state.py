@@ -137,6 +137,23 @@ def event(kind: str, message: Optional[str] = None, step: Optional[int] = None, 
     return send({"type": "event", "kind": str(kind), "step": step, "message": message, "details": details})
 
 
+ACK_TIMEOUT_S = 5.0
+
+
+def event_acknowledged(kind: str, message: Optional[str] = None, **details: Any) -> bool:
+    """Report an event and wait (at most ACK_TIMEOUT_S, once: never in a step) until brim has handled
+    it: what the job writes after it (a progress bar on stderr, which brim reads on another pipe)
+    then reaches brim after the event. True when brim answered."""
+    if not active():
+        return False
+    msg = {"v": PROTOCOL_VERSION, "type": "event", "t": time.time(), "pid": os.getpid(), "kind": str(kind), "step": None, "message": message}
+    msg.update(details=details, ack=True)
+    ch = channel()
+    if ch is None or not ch.send(msg):
+        return False
+    return ch.wait_for("ack", ACK_TIMEOUT_S)
+
+
 def note_knob(name: str, value: Any, default: Any, source: str) -> None:
     """Tell brim once per knob which value the job read."""
     if name not in state.knobs_reported and active():

@@ -334,7 +334,8 @@ def watching(framework: str) -> None:
             return  # a worker (loader, environment) steps no optimizer
     except Exception:
         pass
-    _state.event("attach_on", message="the attach watches this process's %s steps" % framework, framework=framework)
+    # acknowledged: a bar the job draws next (data preparation) must reach brim after this, not before
+    _state.event_acknowledged("attach_on", message="the attach watches this process's %s steps" % framework, framework=framework)
 
 
 _said = {"optimizer": False, "watching": False}

@@ -50,6 +50,7 @@ class FakeBrim:
         self.sock.listen(16)
         self.connections = []
         self.on_message = on_message
+        self.acks = True
         self.lock = threading.RLock()  # predicates of wait_for() may call messages()
         self.changed = threading.Condition(self.lock)
         self._stop = False
@@ -89,6 +90,8 @@ class FakeBrim:
                     self.changed.notify_all()
                 if self.on_message is not None:
                     self.on_message(conn, msg)
+                if msg.get("ack") is True and self.acks:  # as brim does, once the event is handled: the SDK waits for it
+                    conn.send({"v": 1, "type": "ack", "kind": msg.get("kind")})
 
     def messages(self, type_=None):
         with self.lock:

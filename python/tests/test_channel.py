@@ -113,6 +113,34 @@ def test_server_stop_request_ends_the_loop(server):
     server.wait_for(lambda: len(server.messages("step")) == 2)
 
 
+def test_an_acknowledged_event_waits_for_brim_and_keeps_what_came_before(server):
+    from brim import _state
+
+    def on_message(conn, msg):
+        if msg["type"] == "event" and msg["kind"] == "attach_on":
+            conn.send({"v": 1, "type": "stop", "reason": "before the ack"})
+
+    server.on_message = on_message
+    assert _state.event_acknowledged("attach_on", message="m", framework="torch") is True
+    (sent,) = server.messages("event")
+    assert sent["ack"] is True and sent["details"] == {"framework": "torch"}
+    # the stop that came before the ack is read at the next poll, not lost in the wait
+    _state.poll(force=True)
+    assert brim.stop_reason() == "server"
+
+
+def test_an_acknowledged_event_goes_on_without_an_answer(server, monkeypatch):
+    from brim import _state
+
+    server.acks = False
+    monkeypatch.setattr(_state, "ACK_TIMEOUT_S", 0.2)
+    started = time.monotonic()
+    assert _state.event_acknowledged("attach_on") is False
+    assert time.monotonic() - started < scaled(5)
+    brim.event("after")
+    server.wait_for(lambda: [m["kind"] for m in server.messages("event")] == ["attach_on", "after"])
+
+
 def test_unknown_server_messages_are_ignored(server):
     def on_message(conn, msg):
         if msg["type"] == "hello":

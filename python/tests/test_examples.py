@@ -99,8 +99,11 @@ class FakeBrim:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     if line.strip():
+                        msg = json.loads(line)
                         with self.lock:
-                            self.messages.append(json.loads(line))
+                            self.messages.append(msg)
+                        if msg.get("ack") is True:  # as brim does: the SDK waits for it
+                            conn.sendall(b'{"v":1,"type":"ack","kind":"%s"}\n' % msg["kind"].encode())
 
     def close(self):
         self.closed = True

@@ -175,7 +175,7 @@ export class ChannelServer {
     const line = (bytes: Buffer): boolean => {
       const text = bytes.toString("utf8");
       if (state.admitted) {
-        this.#take(text, onMessage);
+        this.#take(text, onMessage, socket);
         return true;
       }
       if (text.trim() === "") return true;
@@ -184,7 +184,7 @@ export class ChannelServer {
         return false;
       }
       state.admitted = true;
-      this.#take(text, onMessage);
+      this.#take(text, onMessage, socket);
       return true;
     };
     socket.on("data", (chunk: Buffer) => {
@@ -240,7 +240,7 @@ export class ChannelServer {
     return false;
   }
 
-  #take(line: string, onMessage: (message: ChannelMessage) => void): void {
+  #take(line: string, onMessage: (message: ChannelMessage) => void, socket: Socket): void {
     if (line.trim() === "") return;
     const decoded = decodeChannelLine(line);
     if ("dropped" in decoded) {
@@ -254,6 +254,10 @@ export class ChannelServer {
       onMessage(decoded.message);
     } catch {
       this.#stats.malformed++;
+    }
+    // handled: what the process writes after it got this answer (a bar on its stderr) comes after it
+    if (decoded.message.type === "event" && decoded.message.ack === true && socket.writable) {
+      socket.write(`${JSON.stringify({ v: 1, type: "ack", kind: decoded.message.kind })}\n`);
     }
   }
 }
