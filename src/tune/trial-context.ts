@@ -18,7 +18,8 @@ import type { Knobs, TrialResult } from "./types.ts";
 export type Measured = readonly { knobs: Knobs; result: TrialResult }[];
 
 /**
- * What a trial is told: a configuration measured before is re-measured to the end of its window; trial 0 has nothing to beat.
+ * What a trial is told: a configuration measured before is re-measured to the end of its window; trial 0 has nothing to beat;
+ * whether an earlier trial saw the job evaluate.
  *
  * @example
  * ```ts
@@ -26,8 +27,13 @@ export type Measured = readonly { knobs: Knobs; result: TrialResult }[];
  * ```
  */
 export function contextFor(measured: Measured, knobs: Knobs, index: number): TrialContext {
-  if (measured.some((m) => knobsKey(m.knobs) === knobsKey(knobs))) return trialContext(measured, null);
-  return index === 0 ? { best: null, noise: DEFAULT_STABLE_WITHIN } : trialContext(measured, bestRate(measured));
+  const context = measured.some((m) => knobsKey(m.knobs) === knobsKey(knobs))
+    ? trialContext(measured, null)
+    : index === 0
+      ? { best: null, noise: DEFAULT_STABLE_WITHIN }
+      : trialContext(measured, bestRate(measured));
+  // a job seen evaluating: a step still running in a later trial may be its evaluation pass (window.ts)
+  return measured.some((m) => m.result.evaluation?.ran === true) ? { ...context, evaluates: true } : context;
 }
 
 /** The fastest throughput of a trial that ran as given, null before any. */

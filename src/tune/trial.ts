@@ -77,6 +77,8 @@ export interface TrialOutcome {
 export interface TrialContext {
   best: number | null;
   noise: number;
+  /** an earlier trial saw the job's evaluation run: a step still running may be an evaluation pass (window.ts) */
+  evaluates?: boolean;
 }
 
 /** Lines of output kept with a failed trial. */
@@ -190,7 +192,7 @@ class TrialWatch {
     this.#budget = index === 0 && settings.onNote !== undefined ? new BudgetLine(settings.onNote, settings.maxTimeS ?? Infinity) : null;
     this.#settings = settings;
     this.#trialContext = context;
-    this.#context = { best: context.best, noise: context.noise };
+    this.#context = { best: context.best, noise: context.noise, evaluates: context.evaluates === true };
   }
 
   start(pid: number, control: RunControl): void {

@@ -162,6 +162,8 @@ export interface WindowContext {
   best: number | null;
   /** relative noise of one trial's throughput */
   noise: number;
+  /** an earlier trial saw the job evaluate (a pass inside a step, left out): a step in flight may be one, and bounds nothing */
+  evaluates?: boolean;
 }
 
 /** Why a trial's measurement ended. */
@@ -471,11 +473,16 @@ export function windowVerdict(
         detail: `${rate.toFixed(1)} samples/s over ${steady.length} steps in ${measured.toFixed(1)} s, more than ${pctOf(margin)} below the best so far (${context.best.toFixed(1)})`,
       };
     }
-    // a step in flight can add at most the samples of the last one: the throughput cannot end above this
+    // a step in flight can add at most the samples of the last one: the throughput cannot end above this,
+    // unless it is left out of the measurement: a job with a step left out after its first steady one
+    // (an evaluation pass, a recompile), here or in an earlier trial, may be in such a step now
+    const mask = steadyMask(steps, options.queueSteps ?? 0);
+    const firstKept = mask.indexOf(true);
+    const leftOut = context.evaluates === true || mask.some((kept, i) => !kept && i > firstKept);
     const last = steps[steps.length - 1];
     const perStep = last?.samples ?? null;
     const longest = Math.max(...steady.map((s) => s.seconds));
-    if (last !== undefined && perStep !== null && perStep > 0) {
+    if (!leftOut && last !== undefined && perStep !== null && perStep > 0) {
       const inFlight = now - last.t - REPORT_DELAY_S;
       const bound = (sum(steady.map((s) => s.samples ?? 0)) + perStep) / (sum(steady.map((s) => s.seconds)) + inFlight);
       if (steady.length >= waves && inFlight > Math.max(floor, 3 * longest) && bound < context.best * (1 - Math.max(margin, 0.3))) {

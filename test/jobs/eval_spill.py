@@ -2,8 +2,11 @@
 --eval-every optimizer steps it runs a validation loader (gradients off) and keeps each batch's wide
 features alive until the pass ends (as a job that gathers outputs for a metric does), --eval-kib KiB a
 sample. Its training steps are small at any batch size; its evaluation grows with the batch size, so a
-large batch fits in training and goes over a RAM cap only while it evaluates. --eval-only: the job
-evaluates and never steps its optimizer (no training step at all)."""
+large batch fits in training and goes over a RAM cap only while it evaluates. The pass holds its peak
+(every batch kept) --eval-hold-s seconds, as a metric over what it kept takes time; a pass that keeps
+more than --hold-over-mib MiB holds it until the job is stopped (at most --hold-max-s), so that a cap
+brim reads by polling sees it however busy the machine is: no verdict rests on the sampler's timing.
+--eval-only: the job evaluates and never steps its optimizer (no training step at all)."""
 
 import argparse
 import time
@@ -21,6 +24,8 @@ p.add_argument("--eval-every", type=int, default=2)
 p.add_argument("--eval-kib", type=int, default=4096)
 p.add_argument("--eval-batches", type=int, default=2)
 p.add_argument("--eval-hold-s", type=float, default=0.25)
+p.add_argument("--hold-over-mib", type=float, default=0.0)
+p.add_argument("--hold-max-s", type=float, default=60.0)
 p.add_argument("--eval-only", action="store_true")
 args = p.parse_args()
 
@@ -44,7 +49,11 @@ def evaluate(step: int) -> None:
                 break
             wide = torch.ones(x.shape[0], args.eval_kib * 256) * model(x).sum()
             kept.append(wide)
-            time.sleep(args.eval_hold_s / args.eval_batches)
+    held_mib = sum(t.numel() * t.element_size() for t in kept) / 2**20
+    over = args.hold_over_mib > 0 and held_mib > args.hold_over_mib
+    if over:
+        print("step %d: holding %.0f MiB until stopped" % (step, held_mib), flush=True)
+    time.sleep(args.hold_max_s if over else args.eval_hold_s)
     print("step %d: evaluated, %d values held" % (step, sum(t.numel() for t in kept)), flush=True)
     model.train()
 
