@@ -161,7 +161,7 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
   },
   {
     name: ACCUMULATION_KNOB,
-    configKeys: ["accumulate_grad_batches", "gradient_accumulation_steps", "accumulation", "grad_accum_steps"],
+    configKeys: ["accumulate_grad_batches", "gradient_accumulation_steps", "accumulation", "grad_accum_steps", "gradient_accumulate_every"],
     flagNames: ["grad_accum", "accum_steps", "accumulation_steps", "gradient_accumulation"],
     type: "integer",
   },

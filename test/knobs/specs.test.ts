@@ -49,7 +49,7 @@ describe("the knob table", () => {
   it("derives the lists the stages kept before it (issue 34)", () => {
     expect(KNOWN_KNOBS).toMatchObject({
       batch_size: ["batch_size", "micro_batch_size", "per_device_train_batch_size", "train_batch_size"],
-      accumulation: ["accumulate_grad_batches", "gradient_accumulation_steps", "accumulation", "grad_accum_steps"],
+      accumulation: ["accumulate_grad_batches", "gradient_accumulation_steps", "accumulation", "grad_accum_steps", "gradient_accumulate_every"],
       precision: ["precision", "mixed_precision"],
       num_workers: ["num_workers", "dataloader_num_workers"],
       pin_memory: ["pin_memory", "dataloader_pin_memory"],
