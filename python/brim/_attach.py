@@ -17,6 +17,10 @@ else: torch is never imported by brim. When the job imports torch, brim wraps:
   loaders at one line), with its real batch size, workers, pinning, and the samples the data set and
   this rank's sampler hold; then one "loader_use" event per loader once its use is seen: "train"
   (its batches end in an optimizer step) or "eval" (fetched with gradients off, not followed by one);
+- a loader `accelerator.prepare` or Lightning builds again from the job's is the job's (its "loader"
+  event sent again with the copy's details, the same number and the job's line), and
+  the batch accelerate's `DataLoaderShard.__iter__` fetches ahead counts when it is handed over
+  (_accelerate);
 - `torch.autocast.__enter__`: the precision in force;
 - `torch.cuda._lazy_init` when a GPU cap is set: the allocator limit before the first allocation.
 
@@ -167,6 +171,31 @@ def _caller_site(torch: Any) -> Optional[str]:
     return None
 
 
+# (function, file): where a library builds a loader again from the job's, held in its `dataloader`
+_COPIERS = (
+    ("prepare_data_loader", "accelerate/data_loader.py"),
+    ("skip_first_batches", "accelerate/data_loader.py"),
+    ("_update_dataloader", "lightning/fabric/utilities/data.py"),
+    ("_update_dataloader", "lightning_fabric/utilities/data.py"),
+)
+
+
+def _copied_from(frame: Optional[FrameType]) -> Any:
+    """The job's loader that a library is building this one again from, if any: accelerate's
+    `prepare_data_loader` (`accelerator.prepare`: the HF Trainer, sentence-transformers, TRL, a
+    plain accelerate loop) and Lightning's `_update_dataloader` (a distributed sampler put in) build
+    a loader of their own from the job's, which they then iterate instead."""
+    depth = 0
+    while frame is not None and depth < 8:
+        name = frame.f_code.co_filename.replace(os.sep, "/")
+        if any(frame.f_code.co_name == function and name.endswith(where) for function, where in _COPIERS):
+            original = frame.f_locals.get("dataloader")
+            return original if getattr(original, "_brim_loader", None) is not None else None
+        frame = frame.f_back
+        depth += 1
+    return None
+
+
 def _loader_details(loader: Any) -> Dict[str, Any]:
     """What a DataLoader really got: its batch size, workers, pinning, and the data it sees (the whole
     data set, and the samples of this rank when a sampler shards it, e.g. DistributedSampler)."""
@@ -196,6 +225,26 @@ def _patch_loader_init(torch: Any) -> None:
             where = None  # type: Optional[str]
             given = None  # type: Optional[Dict[str, Any]]
             try:
+                original_loader = _copied_from(sys._getframe(1))
+            except Exception:
+                original_loader = None
+            if original_loader is not None:
+                # the library's copy is the job's loader (its settings copied from it, a sampler put
+                # in): the same loader, known by the job's line, its details now the copy's
+                original(self, *args, **kwargs)
+                try:
+                    loader, where = original_loader._brim_loader, getattr(original_loader, "_brim_where", None)
+                    object.__setattr__(self, "_brim_loader", loader)
+                    object.__setattr__(self, "_brim_where", where)
+                    details = _loader_details(self)
+                    source = _loader_args.workers_source(where)
+                    if source is not None:
+                        details["num_workers_from"] = source
+                    _state.event("loader", message="a library built the DataLoader again from the job's", where=where, loader=loader, **details)
+                except Exception:
+                    pass
+                return
+            try:
                 where = _caller_site(torch)
                 given = _loader_args.wanted(where)
                 if given:
@@ -208,6 +257,7 @@ def _patch_loader_init(torch: Any) -> None:
                 # past Lightning's and DataLoader's own __setattr__ (Lightning would copy it onto a
                 # loader it builds again from this one)
                 object.__setattr__(self, "_brim_loader", loader)
+                object.__setattr__(self, "_brim_where", where)
                 if not new:
                     return
                 details = _loader_details(self)
@@ -336,8 +386,9 @@ def install() -> bool:
         patch_torch(torch)
     else:
         sys.meta_path.insert(0, OnImport("torch", patch_torch))
-    from . import _jax_attach, _vec_env
+    from . import _accelerate, _jax_attach, _vec_env
 
+    _accelerate.install()
     _jax_attach.install()
     _vec_env.install()
     from . import _metrics

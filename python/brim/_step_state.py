@@ -114,6 +114,9 @@ class _Attach:
         self.model = StepSamples()  # with no DataLoader batch: what the model's input says
         self.loader_steps = 0  # steps a DataLoader batch fed, while the model's input is read beside it
         self.loader_fed = False  # a DataLoader batch fed a step: the model's input never counts its samples
+        # a loader that fetches one batch ahead of the one it hands over (accelerate's): its fetches
+        # wait here, (loader, samples, wait), and count when their batch is handed to the job
+        self.ahead: Optional[List[Tuple[Optional[int], Optional[int], Wait]]] = None
 
     # -- points where the job's own code runs through brim ------------------------------------
     def hook_point(self) -> None:
@@ -170,9 +173,20 @@ class _Attach:
             except Exception:
                 pass
         n = dim(batch)
+        loader = _loader_of(it)
+        if self.ahead is not None:
+            self.ahead.append((loader, n, wait))
+            return
+        self.take_batch(loader, n, wait)
+
+    def handed(self, fetched: List[Tuple[Optional[int], Optional[int], Wait]]) -> None:
+        """A loader that fetches ahead handed the oldest batch it fetched to the job: it counts now."""
+        if fetched and not self.yielded:
+            self.take_batch(*fetched.pop(0))
+
+    def take_batch(self, loader: Optional[int], n: Optional[int], wait: Wait) -> None:
         self.loader_seen = True
         self.window_opt = None
-        loader = _loader_of(it)
         if not _grad_enabled[0]() and loader not in _uses.train:
             # validation or test (gradients off): held apart until a step says whether it trained
             self.held.append((loader, n, wait))

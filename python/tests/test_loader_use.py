@@ -98,3 +98,27 @@ for i, (x,) in enumerate(train):
     # the step whose time holds the two validation batches (step 3) is left out of the steady steps
     flagged = [s["step"] for s in steps if s.get("warmup")]
     assert 3 in flagged and 4 not in flagged and 2 not in flagged
+
+
+def test_a_loader_accelerate_prepares_is_the_jobs_loader_known_by_the_jobs_line(srv, tmp_path):
+    """accelerator.prepare builds a loader of its own from the job's (and iterates only that one): one
+    loader, at the job's line, whose use is train (said again with the copy's details); each step
+    counts its own batch, not the one accelerate fetches ahead."""
+    pytest.importorskip("accelerate")
+    job = tmp_path / "accel_job.py"
+    job.write_text(PRELUDE + """
+from accelerate import Accelerator
+acc = Accelerator(cpu=True)
+mine = DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=8, num_workers=0)
+model, opt, prepared = acc.prepare(model, opt, mine)
+for (x,) in prepared:
+    opt.zero_grad(); acc.backward(model(x).pow(2).mean()); opt.step()
+""")
+    out = run_attached("import runpy; runpy.run_path(%r, run_name='__main__')" % str(job), srv, timeout=180)
+    assert out.returncode == 0, out.stderr
+    built = events(srv, "loader")
+    mine = [b for b in built if b["dataset_len"] == 32]
+    assert {b["loader"] for b in mine} == {mine[0]["loader"]} and len(mine) == 2, built
+    assert all(b["where"].endswith("accel_job.py:%d" % (PRELUDE.count("\n") + 4)) for b in mine), mine
+    assert {(u["loader"], u["use"]) for u in events(srv, "loader_use")} >= {(mine[0]["loader"], "train")}
+    assert [s["samples"] for s in srv.messages("step")] == [8, 8, 8, 8]

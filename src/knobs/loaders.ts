@@ -59,8 +59,15 @@ export function loadersOf(events: readonly { event: string; details: Record<stri
     if (uses.get(loader) !== "train") uses.set(loader, details.use);
   }
   const rank = (loader: LoaderSeen): number => (loader.use === "train" ? 0 : loader.use === "eval" ? 2 : 1);
+  // a loader a library built again from the job's (accelerate's prepare, Lightning's distributed
+  // sampler) comes again under the job's loader's number: the later details are the ones iterated
+  const last = new Map<number, number>();
+  events.forEach(({ event, details }, i) => {
+    const loader = num(details.loader);
+    if (event === "loader" && loader !== null) last.set(loader, i);
+  });
   const seen = events
-    .filter((entry) => entry.event === "loader")
+    .filter((entry, i) => entry.event === "loader" && (num(entry.details.loader) === null || last.get(num(entry.details.loader) ?? -1) === i))
     .map(({ details }) => ({
       where: typeof details.where === "string" ? details.where : null,
       batchSize: num(details.batch_size),

@@ -18,6 +18,19 @@ describe("the DataLoaders a trial built (the attach's loader events)", () => {
     const ddp = loadersOf([event({ where: "/p/ddp.py:9", batch_size: 64, dataset_len: 1000, samples_per_rank: 500 })]);
     expect(dataLimit(ddp, 64)).toEqual({ samples: 500, where: "/p/ddp.py:9", sharded: true });
     expect(dataLimit([], 32)).toBeNull();
+    // the job's loader built again by a library (Lightning's distributed sampler, accelerate's prepare):
+    // sent again under its number, the copy's details replace the first ones, at the job's line
+    const again = loadersOf([
+      event({ loader: 0, where: "/p/module.py:40", batch_size: 64, num_workers: 0, dataset_len: 1000, samples_per_rank: 1000 }),
+      { event: "loader_use", details: { loader: 0, use: "train" } },
+      event({ loader: 0, where: "/p/module.py:40", batch_size: 64, num_workers: 0, dataset_len: 1000, samples_per_rank: 500 }),
+      event({ loader: 1, where: "/p/module.py:44", batch_size: 64, dataset_len: 200, samples_per_rank: 200 }),
+    ]);
+    expect(again.map((l) => [l.where, l.samplesPerRank, l.use])).toEqual([
+      ["/p/module.py:40", 500, "train"],
+      ["/p/module.py:44", 200, null],
+    ]);
+    expect(dataLimit(again, 64)).toEqual({ samples: 500, where: "/p/module.py:40", sharded: true });
   });
 
   it("names the file:line of a batch size or workers written in the code that no knob reaches", () => {
