@@ -53,24 +53,41 @@ function touch(url: string, readMs: number): Promise<number> {
 }
 
 /** First `entries` event of a stream, or null after `ms`. */
-function firstEntries(url: string, ms: number): Promise<TimelineEntry[] | null> {
+/**
+ * The first entries a live stream sends, or null when none came within `ms`. A clear refusal (429 or
+ * 503: the streams just dropped not yet all counted closed by a busy server) is asked again a second
+ * later, as a browser's EventSource does, until the time is up.
+ */
+async function firstEntries(url: string, ms: number): Promise<TimelineEntry[] | null> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const got = await entriesOnce(url, Math.max(1, deadline - Date.now()));
+    if (got.entries !== null || (got.status !== 429 && got.status !== 503) || Date.now() + 1000 >= deadline) return got.entries;
+    await sleep(1000);
+  }
+}
+
+function entriesOnce(url: string, ms: number): Promise<{ entries: TimelineEntry[] | null; status: number }> {
   return new Promise((resolve) => {
     let text = "";
+    let status = 0;
     const req = get(url, (res) => {
+      status = res.statusCode ?? 0;
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => {
         text += chunk;
         const m = /event: entries\ndata: (.*)\n\n/.exec(text);
         if (m?.[1] !== undefined) {
           req.destroy();
-          resolve(JSON.parse(m[1]) as TimelineEntry[]);
+          resolve({ entries: JSON.parse(m[1]) as TimelineEntry[], status });
         }
       });
+      res.on("end", () => resolve({ entries: null, status }));
     });
-    req.on("error", () => resolve(null));
+    req.on("error", () => resolve({ entries: null, status }));
     setTimeout(() => {
       req.destroy();
-      resolve(null);
+      resolve({ entries: null, status });
     }, ms);
   });
 }
